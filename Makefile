@@ -1,0 +1,65 @@
+# Two commands for a fresh Debian 12 machine (as root):
+#   make demo   installs everything, brings up the QEMU lab, runs a short
+#               `rfc2544 run` against it and writes the report
+#   make test   installs the same, runs unit tests then lab integration tests
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+RFC2544 := $(VENV)/bin/rfc2544
+PYTEST_ARGS ?=
+DEMO_OUT ?= results/demo
+
+# Debian packages the project needs on the controller (this machine).
+APT_PACKAGES := \
+	python3 python3-venv python3-pip \
+	qemu-system-x86 qemu-utils debootstrap e2fsprogs cpio zstd \
+	openssh-client iproute2 dpkg-dev make gcc libelf-dev dwarves \
+	chromium poppler-utils fonts-dejavu-core \
+	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b
+
+.PHONY: all deps apt-deps venv demo test unit integration kmod clean lab-down
+
+all: deps
+
+deps: apt-deps venv
+
+apt-deps:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "make: missing Debian packages (run as root to install): $$missing" >&2; exit 2; fi; \
+		echo "installing Debian packages: $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+demo: deps
+	$(RFC2544) lab up
+	$(RFC2544) lab demo --out $(DEMO_OUT); status=$$?; $(RFC2544) lab down; exit $$status
+
+unit: deps
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+integration: deps
+	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+
+# One pytest run, unit tests first, so the run ends with one summary line.
+test: deps
+	$(PY) -m pytest tests/unit tests/integration $(PYTEST_ARGS)
+
+kmod:
+	$(MAKE) -C pktgen-kmod
+
+lab-down:
+	-$(RFC2544) lab down
+
+clean:
+	-$(MAKE) -C pktgen-kmod clean
+	rm -rf build *.egg-info .pytest_cache

@@ -1,0 +1,3 @@
+from rfc2544.cli import main
+
+main()

@@ -1,0 +1,77 @@
+"""The `rfc2544` command: a thin click layer.
+
+Each subcommand lives with the code it drives and is imported only when used,
+so `rfc2544 lab up` does not pay for matplotlib.
+"""
+import importlib
+import sys
+
+import click
+
+from rfc2544 import __version__
+from rfc2544.errors import Rfc2544Error
+
+# name -> "module:attribute" of a click command or group
+COMMANDS = {
+    "lab": "rfc2544.lab.cli:lab",
+    "run": "rfc2544.commands:run",
+    "calibrate": "rfc2544.commands:calibrate",
+    "doctor": "rfc2544.commands:doctor",
+    "report": "rfc2544.reports.cli:report",
+    "compare": "rfc2544.reports.cli:compare",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            # A part of the product that has not landed yet: say so plainly.
+            missing = getattr(exc, "name", "") or ""
+            if missing and module_name.startswith(missing):
+                return _unavailable(name, module_name)
+            raise
+        return getattr(module, attr)
+
+
+def _unavailable(name, module_name):
+    @click.command(name, context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def unavailable(args):
+        raise click.ClickException(f"'{name}' is not available in this build ({module_name} missing)")
+
+    return unavailable
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(__version__, prog_name="rfc2544")
+def cli():
+    """RFC 2544 benchmarks for network devices, driven over SSH."""
+
+
+def main(argv=None):
+    try:
+        cli.main(args=argv, prog_name="rfc2544", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("rfc2544: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if exc.exit_code == 1 else exc.exit_code)
+    except Rfc2544Error as exc:
+        click.echo(f"rfc2544: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("rfc2544: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(0)

@@ -1,0 +1,175 @@
+"""The project's inventory schema (an Ansible YAML inventory).
+
+Hosts are grouped by role (`testers`, `duts`). Per host: how to reach it by
+SSH and its test ports. `rfc2544_streams` (group `all` vars) says which tester
+port sends to which. `lab up` writes exactly this; inventory/README.md
+documents it with an example for a physical two-box lab.
+"""
+import ipaddress
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import yaml
+
+from rfc2544.errors import BadInput
+
+IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+ROLES = ("tx", "rx", "dut")
+
+
+@dataclass
+class Port:
+    name: str                       # interface name on its host (<= 15 chars)
+    role: str                       # tx | rx | dut
+    mac: str
+    ipv4: Optional[str] = None      # address/prefix, e.g. 198.18.0.1/24
+    ipv6: Optional[str] = None
+    peer_mac: Optional[str] = None  # MAC of the port at the other end of the link
+    peer_ipv4: Optional[str] = None
+    peer_ipv6: Optional[str] = None
+    speed_mbps: Optional[int] = None  # nominal link speed, for the theoretical maximum
+
+
+@dataclass
+class Host:
+    name: str
+    group: str                      # testers | duts
+    address: str
+    port: int = 22
+    user: str = "root"
+    key_file: Optional[str] = None
+    known_hosts: Optional[str] = None
+    netns: Optional[str] = None     # a DUT living in a namespace of its host
+    reset_cmd: Optional[str] = None
+    ports: Dict[str, Port] = field(default_factory=dict)
+
+
+@dataclass
+class Stream:
+    tx_host: str
+    tx_port: str
+    rx_host: str
+    rx_port: str
+
+
+@dataclass
+class Inventory:
+    path: Path
+    hosts: Dict[str, Host]
+    streams: List[Stream]
+    vars: dict
+
+    @property
+    def testers(self):
+        return [h for h in self.hosts.values() if h.group == "testers"]
+
+    @property
+    def duts(self):
+        return [h for h in self.hosts.values() if h.group == "duts"]
+
+
+def _fail(path, where, msg):
+    raise BadInput(f"{path}: {where}: {msg}")
+
+
+def _port(path, where, raw):
+    if not isinstance(raw, dict):
+        _fail(path, where, "must be a mapping")
+    known = set(Port.__dataclass_fields__)
+    for key in raw:
+        if key not in known:
+            _fail(path, f"{where}.{key}", f"unknown field (known: {', '.join(sorted(known))})")
+    for key in ("name", "role", "mac"):
+        if not raw.get(key):
+            _fail(path, f"{where}.{key}", "is required")
+    if not IFNAME_RE.match(str(raw["name"])):
+        _fail(path, f"{where}.name", f"'{raw['name']}' is not an interface name")
+    if raw["role"] not in ROLES:
+        _fail(path, f"{where}.role", f"must be one of {', '.join(ROLES)}")
+    for key in ("mac", "peer_mac"):
+        if raw.get(key) is not None and not MAC_RE.match(str(raw[key])):
+            _fail(path, f"{where}.{key}", f"'{raw[key]}' is not a MAC address")
+    for key in ("ipv4", "ipv6"):
+        if raw.get(key) is not None:
+            try:
+                ipaddress.ip_interface(str(raw[key]))
+            except ValueError:
+                _fail(path, f"{where}.{key}", f"'{raw[key]}' is not an address/prefix")
+    for key in ("peer_ipv4", "peer_ipv6"):
+        if raw.get(key) is not None:
+            try:
+                ipaddress.ip_address(str(raw[key]))
+            except ValueError:
+                _fail(path, f"{where}.{key}", f"'{raw[key]}' is not an address")
+    if raw.get("speed_mbps") is not None and (not isinstance(raw["speed_mbps"], int) or raw["speed_mbps"] <= 0):
+        _fail(path, f"{where}.speed_mbps", "must be a positive integer")
+    return Port(**{k: (str(v) if isinstance(v, (str, int)) and k != "speed_mbps" else v) for k, v in raw.items()})
+
+
+def load(path) -> Inventory:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read inventory: {exc.strerror}")
+    except yaml.YAMLError as exc:
+        raise BadInput(f"{path}: not valid YAML: {exc}")
+    if not isinstance(data, dict) or not isinstance(data.get("all"), dict):
+        _fail(path, "all", "the inventory must have a top-level 'all' group")
+    top = data["all"]
+    top_vars = top.get("vars") or {}
+    children = top.get("children") or {}
+    hosts = {}
+    for group in ("testers", "duts"):
+        members = ((children.get(group) or {}).get("hosts")) or {}
+        if not isinstance(members, dict):
+            _fail(path, f"all.children.{group}.hosts", "must be a mapping of host names")
+        for name, hv in members.items():
+            hv = hv or {}
+            where = f"{group}.{name}"
+            if name in hosts:
+                _fail(path, where, "host is in both testers and duts")
+            ports = {}
+            for i, raw in enumerate(hv.get("rfc2544_ports") or []):
+                p = _port(path, f"{where}.rfc2544_ports[{i}]", raw)
+                if p.name in ports:
+                    _fail(path, f"{where}.rfc2544_ports[{i}].name", f"duplicate port '{p.name}'")
+                ports[p.name] = p
+            try:
+                port = int(hv.get("ansible_port", 22))
+            except (TypeError, ValueError):
+                _fail(path, f"{where}.ansible_port", "must be a number")
+            hosts[name] = Host(
+                name=name, group=group,
+                address=str(hv.get("ansible_host", name)), port=port,
+                user=str(hv.get("ansible_user", "root")),
+                key_file=_expand(hv.get("ansible_ssh_private_key_file")),
+                known_hosts=_expand(hv.get("rfc2544_known_hosts", "~/.ssh/known_hosts")),
+                netns=hv.get("rfc2544_netns"), reset_cmd=hv.get("rfc2544_reset_cmd"),
+                ports=ports,
+            )
+    if not any(h.group == "testers" for h in hosts.values()):
+        _fail(path, "all.children.testers", "at least one tester host is required")
+    streams = []
+    for i, raw in enumerate(top_vars.get("rfc2544_streams") or []):
+        where = f"all.vars.rfc2544_streams[{i}]"
+        if not isinstance(raw, dict) or "tx" not in raw or "rx" not in raw:
+            _fail(path, where, "needs 'tx: HOST:PORT' and 'rx: HOST:PORT'")
+        ends = []
+        for key, role in (("tx", "tx"), ("rx", "rx")):
+            host, _, port = str(raw[key]).partition(":")
+            if host not in hosts or port not in hosts[host].ports:
+                _fail(path, f"{where}.{key}", f"'{raw[key]}' names no port in the inventory")
+            if hosts[host].ports[port].role != role:
+                _fail(path, f"{where}.{key}", f"port '{raw[key]}' has role '{hosts[host].ports[port].role}', not '{role}'")
+            ends += [host, port]
+        streams.append(Stream(*ends))
+    return Inventory(path=path, hosts=hosts, streams=streams, vars=top_vars)
+
+
+def _expand(value):
+    return os.path.expanduser(str(value)) if value else None
