@@ -131,3 +131,16 @@ class SSHHost:
 
 def quote(value):
     return shlex.quote(str(value))
+
+
+def put_file(host, local_path, remote_path, mode=0o644):
+    """Copy a local file to `host` over SFTP on the existing connection."""
+    try:
+        sftp = host._client.open_sftp()
+        try:
+            sftp.put(str(local_path), str(remote_path))
+            sftp.chmod(str(remote_path), mode)
+        finally:
+            sftp.close()
+    except (paramiko.SSHException, OSError) as exc:
+        raise InfraError(f"{host.name}: cannot copy {local_path} to {remote_path}: {exc}")
