@@ -1,0 +1,100 @@
+"""Data passed between the trial drivers, the searches/tests and the results.
+
+A `Tester` runs one trial (RFC 2544 section 23: learning frames, waits, the
+traffic, the residual wait) and returns a `TrialResult`. Searches never see a
+Tester: they see `measure(duration, load)` built on top of it.
+"""
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional, Protocol
+
+ETHERNET_OVERHEAD = 20  # preamble 8 + inter-frame gap 12 bytes, per frame
+
+
+def theoretical_max_fps(frame_size, link_mbps):
+    """Frames/s at line rate on Ethernet for a frame of `frame_size` bytes (with FCS)."""
+    return link_mbps * 1e6 / ((frame_size + ETHERNET_OVERHEAD) * 8)
+
+
+@dataclass
+class TrialSpec:
+    frame_size: int             # Ethernet frame size incl. FCS (64..1518); 0 = IMIX
+    load_fps: float             # intended frames/s, summed over all streams
+    duration_s: float           # traffic time
+    ipv6: bool = False
+    learning: bool = True       # send learning frames + wait before the trial
+    latency: bool = False       # collect latency statistics (nanosecond header)
+    abort_loss_ratio: Optional[float] = None  # stop early once loss provably exceeds this
+    burst_frames: Optional[int] = None        # back-to-back: send exactly this many at max rate
+    test: str = "throughput"    # which RFC test asked for it (for the log)
+
+
+@dataclass
+class LatencyStats:
+    samples: int
+    min_ns: float
+    mean_ns: float
+    max_ns: float
+    median_ns: Optional[float] = None
+    p999_ns: Optional[float] = None
+    stddev_ns: Optional[float] = None
+    pdv_mean_ns: Optional[float] = None   # mean |latency difference| of consecutive frames
+    pdv_max_ns: Optional[float] = None
+
+
+@dataclass
+class StreamCounts:
+    tx_port: str
+    rx_port: str
+    tx_frames: int
+    rx_frames: int
+    lost: Optional[int] = None
+    out_of_order: Optional[int] = None
+    duplicates: Optional[int] = None
+
+
+@dataclass
+class TrialResult:
+    spec: TrialSpec
+    tx_frames: int              # frames the generators report sent
+    rx_frames: int              # test frames the receivers counted
+    intended_frames: int        # load_fps * duration (what should have been sent)
+    achieved_fps: float         # tx_frames / actual sending time
+    traffic_s: float            # actual sending time (shorter when aborted)
+    tester_limited: bool        # the tester could not send the intended load
+    aborted_early: bool = False
+    saved_traffic_s: float = 0.0
+    started: str = ""           # ISO 8601 UTC
+    latency: Optional[LatencyStats] = None
+    streams: List[StreamCounts] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def lost_frames(self):
+        return max(self.tx_frames - self.rx_frames, 0)
+
+    @property
+    def loss_ratio(self):
+        return self.lost_frames / self.tx_frames if self.tx_frames else 0.0
+
+    def to_dict(self):
+        d = asdict(self)
+        d["lost_frames"] = self.lost_frames
+        d["loss_ratio"] = self.loss_ratio
+        return d
+
+
+class Tester(Protocol):
+    """What the RFC 2544 tests need from the traffic side."""
+
+    generator_name: str         # e.g. "rfc2544_pktgen" or "pktgen (in-tree)"
+    receiver_name: str          # e.g. "pgrx" or "interface counters"
+    full_fidelity: bool         # False: interface counters, no per-stream loss/latency
+
+    def run_trial(self, spec: TrialSpec, progress=None) -> TrialResult:
+        """Run one full trial; `progress(dict)` is called with live counters."""
+
+    def stop_all(self) -> None:
+        """Stop every generator on every host (Ctrl-C, errors); must not raise."""
+
+    def conditions(self) -> dict:
+        """Facts about hosts for the report: kernel, NICs, driver, module version, tuning."""
