@@ -26,6 +26,11 @@ class TrialSpec:
     abort_loss_ratio: Optional[float] = None  # stop early once loss provably exceeds this
     burst_frames: Optional[int] = None        # back-to-back: send exactly this many at max rate
     test: str = "throughput"    # which RFC test asked for it (for the log)
+    # System recovery (26.5): after `duration_s` at `load_fps`, change the rate
+    # to `recovery_load_fps` for `recovery_duration_s` without stopping the
+    # generator (one continuous sequence-number space). None: a plain trial.
+    recovery_load_fps: Optional[float] = None
+    recovery_duration_s: float = 0.0
 
 
 @dataclass
@@ -83,15 +88,29 @@ class TrialResult:
         return d
 
 
+PROGRESS_KEYS = ("elapsed_s", "load_fps", "tx_frames", "rx_frames", "lost_frames", "seq_max")
+
+
 class Tester(Protocol):
     """What the RFC 2544 tests need from the traffic side."""
 
     generator_name: str         # e.g. "rfc2544_pktgen" or "pktgen (in-tree)"
     receiver_name: str          # e.g. "pgrx" or "interface counters"
     full_fidelity: bool         # False: interface counters, no per-stream loss/latency
+    # Optional (read with getattr, default False): the tester honours
+    # TrialSpec.recovery_load_fps (a rate change without stopping).
+    supports_recovery: bool
 
     def run_trial(self, spec: TrialSpec, progress=None) -> TrialResult:
-        """Run one full trial; `progress(dict)` is called with live counters."""
+        """Run one full trial; `progress(dict)` is called with live counters.
+
+        Keys of the progress dict (PROGRESS_KEYS): elapsed_s (since traffic
+        start), load_fps (rate being offered now), tx_frames, rx_frames,
+        lost_frames (receiver's sequence-gap count; None without one),
+        seq_max (highest sequence number received; None without one).
+        The system recovery and reset procedures estimate times from these
+        samples, so the sampling interval bounds their resolution.
+        """
 
     def stop_all(self) -> None:
         """Stop every generator on every host (Ctrl-C, errors); must not raise."""
