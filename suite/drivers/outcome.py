@@ -1,0 +1,121 @@
+"""Turning final readings into a TrialResult (pure functions).
+
+Offered vs sent: a trial whose generators did not reach the intended rate
+(below `rate_tolerance` of it), sent fewer frames than asked without being
+stopped, or had to be stopped at the deadline is `tester_limited`: the
+shortfall is the tester's, never the DUT's loss.
+"""
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from rfc2544.model import LatencyStats, StreamCounts, TrialResult
+
+from rfc2544.drivers import pgrx as pgrx_mod
+
+
+@dataclass
+class StreamReading:
+    plan: object                  # StreamPlan
+    count: int                    # frames asked of its device
+    rate: Optional[int]           # frames/s asked (None: as fast as possible)
+    device: object                # pktgen.DeviceState after the run
+    rx_frames: Optional[int]      # unique test frames received (None: not attributable)
+    lost: Optional[int] = None
+    ooo: Optional[int] = None
+    dup: Optional[int] = None
+
+
+@dataclass
+class ReceiverTotals:
+    rx_frames: int                # all test frames counted by the receivers
+    notes: List[str] = field(default_factory=list)
+
+
+def tx_frames_of(device):
+    if device.run is not None:
+        return device.run.packets
+    return device.pkts_sofar or 0
+
+
+def judge(spec, readings: List[StreamReading], totals: ReceiverTotals, *, started, wall_traffic_s,
+          aborted=False, deadline_hit=False, rate_tolerance=0.99, latency=None, notes=()):
+    notes = list(notes) + list(totals.notes)
+    tx = sum(tx_frames_of(r.device) for r in readings)
+    intended = sum(r.count for r in readings)
+    elapsed = [r.device.run.elapsed_s for r in readings if r.device.run is not None and r.device.run.usec > 0]
+    traffic_s = max(elapsed) if len(elapsed) == len(readings) else wall_traffic_s
+    if len(elapsed) != len(readings):
+        notes.append("a generator reported no run result; traffic time taken from the controller's clock")
+    limited = False
+    for r in readings:
+        sent = tx_frames_of(r.device)
+        label = r.plan.label
+        if r.device.errors:
+            notes.append(f"{label}: generator counted {r.device.errors} transmit errors")
+        if not aborted and not deadline_hit and sent < r.count:
+            limited = True
+            notes.append(f"{label}: generator sent {sent} of {r.count} frames")
+        if r.rate and r.device.run is not None and r.device.run.usec > 0 and sent > 1:
+            # pktgen's elapsed time spans the sends from the first to the last
+            # frame: (sent - 1) gaps at the intended rate.
+            achieved = (sent - 1) / r.device.run.elapsed_s
+            if achieved < rate_tolerance * r.rate:
+                limited = True
+                notes.append(f"{label}: generator reached {achieved:.0f} of {r.rate} frames/s")
+    if deadline_hit:
+        limited = True
+        notes.append("the generators overran the trial deadline and were stopped")
+    achieved_fps = tx / traffic_s if traffic_s > 0 else 0.0
+    planned_s = spec.duration_s
+    saved = max(planned_s - traffic_s, 0.0) if aborted else 0.0
+    streams = []
+    for r in readings:
+        if r.rx_frames is None:
+            continue
+        streams.append(StreamCounts(
+            tx_port=f"{r.plan.tx_host}:{r.plan.tx_port}", rx_port=f"{r.plan.rx_host}:{r.plan.rx_port}",
+            tx_frames=tx_frames_of(r.device), rx_frames=r.rx_frames,
+            lost=r.lost, out_of_order=r.ooo, duplicates=r.dup))
+    if totals.rx_frames > tx:
+        notes.append(f"receivers counted {totals.rx_frames - tx} frames more than were sent")
+    return TrialResult(
+        spec=spec, tx_frames=tx, rx_frames=totals.rx_frames, intended_frames=intended,
+        achieved_fps=achieved_fps, traffic_s=traffic_s, tester_limited=limited,
+        aborted_early=aborted, saved_traffic_s=saved, started=started, latency=latency,
+        streams=streams, notes=notes)
+
+
+def latency_from_pgrx(states) -> Optional[LatencyStats]:
+    """Merge the latency statistics of one or more pgrx receivers."""
+    stats = [s.stats.get("latency") for s in states]
+    stats = [s for s in stats if s is not None and s.n > 0]
+    if not stats:
+        return None
+    n = sum(s.n for s in stats)
+    total = sum(s.sum for s in stats)
+    sumsq = sum(s.sumsq for s in stats)
+    mean = total / n
+    jit = [s.stats.get("jitter") for s in states]
+    jit = [j for j in jit if j is not None and j.n > 0]
+    if len(states) == 1:
+        st = states[0]
+        pct = st.percentiles.get("latency", {})
+        median, p999 = pct.get("p50"), pct.get("p999")
+        var = stats[0].var
+    else:
+        buckets = [b for s in states for b in s.hist]
+        lo, hi = min(s.min for s in stats), max(s.max for s in stats)
+        median = pgrx_mod.percentile_from_hist(buckets, 0.5, lo, hi)
+        p999 = pgrx_mod.percentile_from_hist(buckets, 0.999, lo, hi)
+        # exact integer sums: var = sumsq/n - mean^2, computed without float loss
+        var = max((sumsq * n - total * total) // (n * n), 0)
+    return LatencyStats(
+        samples=n, min_ns=float(min(s.min for s in stats)), mean_ns=float(mean),
+        max_ns=float(max(s.max for s in stats)),
+        median_ns=float(median) if median is not None else None,
+        p999_ns=float(p999) if p999 is not None else None,
+        stddev_ns=math.sqrt(var),
+        pdv_mean_ns=(sum(j.sum for j in jit) / sum(j.n for j in jit)) if jit else None,
+        pdv_max_ns=float(max(j.max for j in jit)) if jit else None,
+    )

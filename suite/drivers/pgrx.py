@@ -1,0 +1,242 @@
+"""The module's receiver, /proc/net/pktgen/pgrx.
+
+Commands and a parser for its `display script` format, version 1, exactly as
+documented in pktgen-kmod/README.md ("pgrx script format"): record words with
+fixed key=value fields. The parser is strict: an unknown version, a missing
+key or a malformed number is an error, not a guess.
+"""
+import math
+from fractions import Fraction
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from rfc2544.errors import InfraError
+
+from rfc2544.drivers import validate
+from rfc2544.drivers.script import PROC_PKTGEN, Batch
+
+PGRX = f"{PROC_PKTGEN}/pgrx"
+LEVELS = ("counter", "basic", "time")
+FORMAT_VERSION = 1
+U64_OVERFLOW = 2**64 - 1
+
+_KEYS = {
+    "pgrx": ("version", "enabled", "dev", "ifindex", "statistics", "action", "streams", "streams_dropped"),
+    "cpu": ("id", "packets", "bytes", "first_ns", "last_ns"),
+    "total": ("id", "packets", "bytes", "first_ns", "last_ns"),
+    "stream": ("src", "packets", "bytes", "seq_max", "lost", "ooo", "dup", "old"),
+    "stat": ("name", "n", "skipped", "min", "max", "mean", "var", "sum", "sumsq"),
+    "percentile": ("name", "n", "p50", "p90", "p99", "p999", "p9999"),
+    "hist": ("name", "low", "high", "count"),
+}
+_TEXT_KEYS = {"dev", "statistics", "action", "src", "name", "id", "mean"}
+
+
+def enable_batch(dev, level="basic", batch=None):
+    """Enable counting on `dev` (resets), script display, drop counted packets."""
+    if level not in LEVELS:
+        raise ValueError(f"statistics level must be one of {LEVELS}")
+    batch = batch if batch is not None else Batch()
+    return (batch.write(PGRX, f"rx {validate.ifname(dev)}")
+            .write(PGRX, "display script")
+            .write(PGRX, "action drop")
+            .write(PGRX, f"statistics {level}"))
+
+
+def reset_batch(level=None, batch=None):
+    """Zero the counters (and switch statistics level first, which also resets)."""
+    batch = batch if batch is not None else Batch()
+    if level is not None:
+        if level not in LEVELS:
+            raise ValueError(f"statistics level must be one of {LEVELS}")
+        batch.write(PGRX, f"statistics {level}")
+    return batch.write(PGRX, "rx_reset")
+
+
+def disable_batch(batch=None):
+    batch = batch if batch is not None else Batch()
+    return batch.write(PGRX, "rx_disable")
+
+
+@dataclass
+class RxStream:
+    src: str
+    packets: int
+    bytes: int
+    seq_max: int
+    lost: int
+    ooo: int
+    dup: int
+    old: int
+
+    @property
+    def unique(self):
+        """Distinct test frames received."""
+        return max(self.packets - self.dup - self.old, 0)
+
+
+@dataclass
+class RxStat:
+    name: str
+    n: int
+    skipped: int
+    min: int
+    max: int
+    mean: float
+    var: int
+    sum: int
+    sumsq: int
+
+    @property
+    def stddev(self):
+        return math.sqrt(self.var)
+
+
+@dataclass
+class HistBucket:
+    low: int
+    high: int
+    count: int
+
+
+@dataclass
+class PgrxState:
+    version: int
+    enabled: bool
+    dev: str
+    ifindex: int
+    statistics: str
+    action: str
+    streams_dropped: int
+    cpus: List[dict] = field(default_factory=list)
+    total_packets: int = 0
+    total_bytes: int = 0
+    first_ns: int = 0
+    last_ns: int = 0
+    streams: List[RxStream] = field(default_factory=list)
+    stats: Dict[str, RxStat] = field(default_factory=dict)
+    percentiles: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    hist: List[HistBucket] = field(default_factory=list)
+    result: str = ""
+
+    def stream(self, src):
+        return next((s for s in self.streams if s.src == src), None)
+
+    @property
+    def is_zero(self):
+        return self.total_packets == 0 and not self.streams and self.streams_dropped == 0
+
+
+class PgrxFormatError(InfraError):
+    pass
+
+
+def _fields(word, rest, lineno):
+    keys = _KEYS[word]
+    tokens = rest.split(" ") if rest else []
+    if len(tokens) != len(keys):
+        raise PgrxFormatError(f"pgrx line {lineno}: '{word}' has {len(tokens)} fields, expected {len(keys)}")
+    out = {}
+    for key, token in zip(keys, tokens):
+        k, sep, value = token.partition("=")
+        if k != key or not sep:
+            raise PgrxFormatError(f"pgrx line {lineno}: expected '{key}=' in '{word}', got '{token}'")
+        if key in _TEXT_KEYS:
+            if key == "mean":
+                try:
+                    out[key] = float(value)
+                except ValueError:
+                    raise PgrxFormatError(f"pgrx line {lineno}: mean={value!r} is not a number")
+            else:
+                out[key] = value
+        else:
+            if not value.isdigit():
+                raise PgrxFormatError(f"pgrx line {lineno}: {key}={value!r} is not an unsigned integer")
+            out[key] = int(value)
+    return out
+
+
+def parse(text) -> PgrxState:
+    """Parse pgrx's `display script` output (format version 1). Pure."""
+    state = None
+    seen_end = False
+    n_streams = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip("\n")
+        if not line.strip():
+            continue
+        if line.startswith("Result:"):
+            if state is not None:
+                state.result = line[len("Result:"):].strip()
+            continue
+        word, _, rest = line.partition(" ")
+        if seen_end:
+            raise PgrxFormatError(f"pgrx line {lineno}: data after 'end'")
+        if word == "end":
+            if state is None:
+                raise PgrxFormatError("pgrx: 'end' before the 'pgrx' header")
+            seen_end = True
+            continue
+        if word not in _KEYS:
+            raise PgrxFormatError(f"pgrx line {lineno}: unknown record '{word}' (display script format v{FORMAT_VERSION} expected)")
+        f = _fields(word, rest, lineno)
+        if word == "pgrx":
+            if f["version"] != FORMAT_VERSION:
+                raise PgrxFormatError(f"pgrx: format version {f['version']} is not supported (this suite reads v{FORMAT_VERSION})")
+            state = PgrxState(version=f["version"], enabled=bool(f["enabled"]), dev=f["dev"],
+                              ifindex=f["ifindex"], statistics=f["statistics"], action=f["action"],
+                              streams_dropped=f["streams_dropped"])
+            n_streams = f["streams"]
+            continue
+        if state is None:
+            raise PgrxFormatError(f"pgrx line {lineno}: '{word}' before the 'pgrx' header (is 'display script' set?)")
+        if word == "cpu":
+            state.cpus.append(f)
+        elif word == "total":
+            state.total_packets, state.total_bytes = f["packets"], f["bytes"]
+            state.first_ns, state.last_ns = f["first_ns"], f["last_ns"]
+        elif word == "stream":
+            state.streams.append(RxStream(**f))
+        elif word == "stat":
+            state.stats[f["name"]] = RxStat(**f)
+        elif word == "percentile":
+            state.percentiles[f.pop("name")] = f
+        elif word == "hist":
+            state.hist.append(HistBucket(f["low"], f["high"], f["count"]))
+    if state is None:
+        raise PgrxFormatError("pgrx: no 'pgrx' header line (is 'display script' set?)")
+    if not seen_end:
+        raise PgrxFormatError("pgrx: output ends without 'end' (truncated read?)")
+    if n_streams is not None and n_streams != len(state.streams):
+        raise PgrxFormatError(f"pgrx: header says {n_streams} streams, {len(state.streams)} stream lines follow")
+    return state
+
+
+def bucket_value(bucket: HistBucket):
+    """A bucket's representative value: its midpoint (overflow: its low end)."""
+    if bucket.high >= U64_OVERFLOW:
+        return float(bucket.low)
+    return (bucket.low + bucket.high) / 2
+
+
+def percentile_from_hist(buckets, q, lo=None, hi=None) -> Optional[float]:
+    """Nearest-rank q-quantile from histogram buckets (sorted by low), as the
+    bucket midpoint clamped to [lo, hi]; None when empty. Used to merge the
+    histograms of several receivers, where the per-receiver percentiles
+    cannot simply be combined."""
+    buckets = sorted(buckets, key=lambda b: b.low)
+    n = sum(b.count for b in buckets)
+    if n == 0:
+        return None
+    rank = max(1, math.ceil(Fraction(str(q)) * n))  # exact: 0.999*1000 is 999
+    seen = 0
+    for b in buckets:
+        seen += b.count
+        if seen >= rank:
+            value = bucket_value(b)
+            if lo is not None:
+                value = max(value, lo)
+            if hi is not None:
+                value = min(value, hi)
+            return value
+    return None

@@ -1,0 +1,278 @@
+"""The pktgen generator: our rfc2544_pktgen module or the in-tree pktgen.
+
+Both speak the same /proc/net/pktgen command language, so one driver serves
+both. This module builds validated device commands, the batches that set up
+devices and configure a trial, the command that starts traffic, and parses
+the device files (Params / Current / Result, pktgen-interface.md section B).
+Everything here is pure: no I/O.
+"""
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from rfc2544.errors import BadInput
+
+from rfc2544.drivers import validate
+from rfc2544.drivers.script import PROC_PKTGEN, Batch
+
+PGCTRL = f"{PROC_PKTGEN}/pgctrl"
+MIN_PKT_SIZE = 42          # pktgen raises anything smaller to 42
+MAX_PKT_SIZE = 9600 - 4    # jumbo frames at most
+FCS_BYTES = 4
+KNOWN_FLAGS = frozenset({
+    "IPV6", "IPSRC_RND", "IPDST_RND", "TXSIZE_RND", "UDPSRC_RND", "UDPDST_RND",
+    "UDPCSUM", "NO_TIMESTAMP", "MPLS_RND", "QUEUE_MAP_RND", "QUEUE_MAP_CPU",
+    "FLOW_SEQ", "IPSEC", "MACSRC_RND", "MACDST_RND", "VID_RND", "SVID_RND", "NODE",
+})
+# Simple IMIX (7:4:1 of 64, 576 and 1518-byte frames), sizes without FCS.
+SIMPLE_IMIX = ((64 - FCS_BYTES, 7), (576 - FCS_BYTES, 4), (1518 - FCS_BYTES, 1))
+
+
+def device_path(device):
+    return f"{PROC_PKTGEN}/{validate.pgdev(device)}"
+
+
+def thread_path(thread):
+    return f"{PROC_PKTGEN}/kpktgend_{validate.uint(thread, 'pktgen thread', 0, 4095)}"
+
+
+def pkt_size_for_frame(frame_size):
+    """pktgen's pkt_size for an Ethernet frame size that includes the FCS."""
+    frame_size = validate.uint(frame_size, "frame size", MIN_PKT_SIZE + FCS_BYTES, MAX_PKT_SIZE + FCS_BYTES)
+    return frame_size - FCS_BYTES
+
+
+@dataclass
+class DeviceConfig:
+    """What one pktgen device sends in one run."""
+
+    device: str                       # pktgen device name: IF or IF@N
+    count: int                        # frames; 0 would mean forever and is refused
+    dst_mac: str
+    src_ip: str
+    dst_ip: str
+    ipv6: bool = False
+    pkt_size: Optional[int] = None    # without FCS; None with imix
+    imix: Optional[Sequence[Tuple[int, int]]] = None  # (pkt_size, weight) pairs
+    ratep: Optional[int] = None       # frames/s; None = as fast as possible (delay 0)
+    udp_src: int = 9
+    udp_dst: int = 9
+    flags: Tuple[str, ...] = ()       # extra pktgen flags (validated against KNOWN_FLAGS)
+
+    def commands(self) -> List[str]:
+        """The device-file writes, in order, every value validated."""
+        validate.pgdev(self.device)
+        cmds = []
+        count = validate.uint(self.count, "frame count", 1, validate.U64_MAX)
+        if self.imix:
+            if self.pkt_size is not None:
+                raise BadInput("give either a frame size or an IMIX, not both")
+            if not 1 <= len(self.imix) <= 20:
+                raise BadInput("an IMIX has 1 to 20 entries")
+            parts = []
+            for size, weight in self.imix:
+                size = validate.uint(size, "IMIX frame size", MIN_PKT_SIZE, MAX_PKT_SIZE)
+                weight = validate.uint(weight, "IMIX weight", 1, 10**6)
+                parts.append(f"{size},{weight}")
+            cmds.append("imix_weights " + " ".join(parts))
+        else:
+            size = validate.uint(self.pkt_size, "pkt_size", MIN_PKT_SIZE, MAX_PKT_SIZE)
+            cmds.append(f"pkt_size {size}")  # sets min and max too
+        cmds.append(f"count {count}")
+        cmds.append("clone_skb 0")
+        if self.ratep is None:
+            cmds.append("delay 0")
+        else:
+            cmds.append(f"ratep {validate.uint(self.ratep, 'rate (frames/s)', 1, 10**9)}")
+        cmds.append(f"dst_mac {validate.mac(self.dst_mac, 'destination MAC')}")
+        if self.ipv6:
+            cmds += [f"src6 {validate.ipv6(self.src_ip, 'source IPv6')}",
+                     f"dst6 {validate.ipv6(self.dst_ip, 'destination IPv6')}",
+                     "flag IPV6"]
+        else:
+            src, dst = validate.ipv4(self.src_ip, "source IPv4"), validate.ipv4(self.dst_ip, "destination IPv4")
+            cmds += ["flag !IPV6", f"src_min {src}", f"src_max {src}", f"dst_min {dst}", f"dst_max {dst}"]
+        for name, value in (("udp_src_min", self.udp_src), ("udp_src_max", self.udp_src),
+                            ("udp_dst_min", self.udp_dst), ("udp_dst_max", self.udp_dst)):
+            cmds.append(f"{name} {validate.uint(value, name, 0, 65535)}")
+        for flag in self.flags:
+            bare = flag[1:] if flag.startswith("!") else flag
+            if bare not in KNOWN_FLAGS:
+                raise BadInput(f"unknown pktgen flag {flag!r}")
+            cmds.append(f"flag {flag}")
+        cmds.append("clear_counters")
+        return cmds
+
+
+def setup_batch(threads_for_devices: Dict[str, int]) -> Batch:
+    """Stop, forget every device, then add ours to their threads.
+
+    `reset` sleeps ~125 ms in the in-tree pktgen, so this runs once per
+    session (and after a stop_all), not per trial.
+    """
+    batch = Batch().write(PGCTRL, "stop").write(PGCTRL, "reset")
+    for device, thread in threads_for_devices.items():
+        batch.write(thread_path(thread), f"add_device {validate.pgdev(device)}")
+    return batch
+
+
+def configure_batch(configs: Sequence[DeviceConfig], batch: Optional[Batch] = None) -> Batch:
+    batch = batch if batch is not None else Batch()
+    for cfg in configs:
+        path = device_path(cfg.device)
+        for cmd in cfg.commands():
+            batch.write(path, cmd)
+    return batch
+
+
+def stop_batch() -> Batch:
+    return Batch().write(PGCTRL, "stop")
+
+
+def start_command():
+    """Shell command for the start channel: waits for one 'start' line on
+    stdin, then makes the blocking write. Pre-opened so that starting traffic
+    costs one packet, and closing stdin without the line cancels it."""
+    return f'read go && [ "$go" = start ] && echo start > {PGCTRL}'
+
+
+# ---------------------------------------------------------------- parsing
+
+@dataclass
+class RunResult:
+    """The device's `Result: OK: ...` after a run."""
+
+    usec: int              # elapsed sending time
+    c_usec: int
+    d_usec: int
+    packets: int
+    pkt_bytes: int
+    frags: int
+    pps: int
+    mbps: int
+    bps: int
+    errors: int
+
+    @property
+    def elapsed_s(self):
+        return self.usec / 1e6
+
+
+@dataclass
+class DeviceState:
+    params: Dict[str, str] = field(default_factory=dict)
+    flags: List[str] = field(default_factory=list)
+    current: Dict[str, str] = field(default_factory=dict)
+    result_text: str = ""
+    run: Optional[RunResult] = None
+
+    @property
+    def pkts_sofar(self):
+        return _int(self.current.get("pkts-sofar"))
+
+    @property
+    def errors(self):
+        return _int(self.current.get("errors"))
+
+    @property
+    def finished(self):
+        return self.run is not None
+
+    @property
+    def result_ok(self):
+        return self.result_text.startswith("OK:")
+
+
+_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*:$")
+_RUN_RE = re.compile(
+    r"OK:\s*(\d+)\(c(\d+)\+d(\d+)\)\s*usec,\s*(\d+)\s*\((\d+)byte,(\d+)frags\)\s*"
+    r"(\d+)pps\s+(\d+)Mb/sec\s+\((\d+)bps\)\s+errors:\s*(\d+)"
+)
+
+
+def _int(value):
+    if value is None:
+        return None
+    m = re.match(r"^(\d+)", value)
+    return int(m.group(1)) if m else None
+
+
+def _pairs(text):
+    """'k1: v1  k2: v2 words' -> {k1: 'v1', k2: 'v2 words'}; empty values kept."""
+    out, key, words = {}, None, []
+    for token in text.split():
+        if _KEY_RE.match(token):
+            if key is not None:
+                out[key] = " ".join(words)
+            key, words = token[:-1], []
+        elif key is not None:
+            words.append(token)
+    if key is not None:
+        out[key] = " ".join(words)
+    return out
+
+
+def parse_device(text) -> DeviceState:
+    """Parse a pktgen device file (pure; unknown lines are ignored)."""
+    state = DeviceState()
+    section = None
+    result_lines = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("Params:"):
+            section = "params"
+            rest = line[len("Params:"):].strip()
+            m = re.match(r"count\s+(\d+)\s*(.*)$", rest)
+            if m:
+                state.params["count"] = m.group(1)
+                rest = m.group(2)
+            state.params.update(_pairs(rest))
+        elif line.startswith("Current:"):
+            section = "current"
+            state.current.update(_pairs(line[len("Current:"):]))
+        elif line.startswith("Result:"):
+            section = "result"
+            result_lines.append(line[len("Result:"):].strip())
+        elif section == "result":
+            result_lines.append(line)
+        elif section == "params" and line.startswith("Flags:"):
+            state.flags = line[len("Flags:"):].split()
+        elif section == "params":
+            state.params.update(_pairs(line))
+        elif section == "current":
+            state.current.update(_pairs(line))
+    state.result_text = " ".join(result_lines)
+    m = _RUN_RE.search(state.result_text)
+    if m:
+        state.run = RunResult(*(int(g) for g in m.groups()))
+    return state
+
+
+@dataclass
+class ThreadState:
+    running: List[str]
+    stopped: List[str]
+    result: str
+
+
+def parse_thread(text) -> ThreadState:
+    """Parse a kpktgend_N file: 'Running: a b', 'Stopped: c', 'Result: ...'."""
+    running, stopped, result = [], [], ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("Running:"):
+            running = [w for w in line[len("Running:"):].split()]
+        elif line.startswith("Stopped:"):
+            stopped = [w for w in line[len("Stopped:"):].split()]
+        elif line.startswith("Result:"):
+            result = line[len("Result:"):].strip()
+    return ThreadState(running, stopped, result)
+
+
+def parse_banner(text):
+    """pgctrl's banner -> (banner line, version string or None)."""
+    first = next((l.strip() for l in text.splitlines() if l.strip()), "")
+    m = re.search(r"[Vv]ersion:?\s*([0-9][0-9A-Za-z.+_-]*)", first)
+    return first, (m.group(1) if m else None)

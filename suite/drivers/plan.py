@@ -1,0 +1,98 @@
+"""From the inventory to per-stream generator settings (pure).
+
+A stream's generator sends from its tx port to the tx port's `peer_mac` (the
+DUT's ingress port), from the tx port's address to the rx port's address.
+When several streams leave one port, each gets its own pktgen device
+`PORT@N`.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from rfc2544.errors import BadInput
+
+from rfc2544.drivers import pktgen, validate
+
+
+@dataclass
+class StreamPlan:
+    index: int
+    tx_host: str
+    tx_port: str
+    rx_host: str
+    rx_port: str
+    device: str            # pktgen device name on tx_host
+    dst_mac: str
+    tx_mac: str
+    src4: Optional[str]
+    dst4: Optional[str]
+    src6: Optional[str]
+    dst6: Optional[str]
+
+    @property
+    def label(self):
+        return f"{self.tx_host}:{self.tx_port}->{self.rx_host}:{self.rx_port}"
+
+    def src(self, ipv6):
+        return self.src6 if ipv6 else self.src4
+
+    def dst(self, ipv6):
+        return self.dst6 if ipv6 else self.dst4
+
+
+def plan_streams(inventory) -> List[StreamPlan]:
+    if not inventory.streams:
+        raise BadInput(f"{inventory.path}: all.vars.rfc2544_streams lists no stream")
+    per_port: Dict[tuple, int] = {}
+    for s in inventory.streams:
+        per_port[(s.tx_host, s.tx_port)] = per_port.get((s.tx_host, s.tx_port), 0) + 1
+    used: Dict[tuple, int] = {}
+    plans = []
+    for i, s in enumerate(inventory.streams):
+        tx = inventory.hosts[s.tx_host].ports[s.tx_port]
+        rx = inventory.hosts[s.rx_host].ports[s.rx_port]
+        where = f"{s.tx_host}:{s.tx_port}"
+        if not tx.peer_mac:
+            raise BadInput(f"{inventory.path}: {where}: peer_mac is required on a tx port (the DUT ingress MAC)")
+        key = (s.tx_host, s.tx_port)
+        n = used.get(key, 0)
+        used[key] = n + 1
+        device = validate.ifname(tx.name) if per_port[key] == 1 else validate.pgdev(f"{tx.name}@{n}")
+        plans.append(StreamPlan(
+            index=i, tx_host=s.tx_host, tx_port=s.tx_port, rx_host=s.rx_host, rx_port=s.rx_port,
+            device=device, dst_mac=validate.mac(tx.peer_mac), tx_mac=validate.mac(tx.mac),
+            src4=validate.ipv4(tx.ipv4) if tx.ipv4 else None,
+            dst4=validate.ipv4(rx.ipv4) if rx.ipv4 else None,
+            src6=validate.ipv6(tx.ipv6) if tx.ipv6 else None,
+            dst6=validate.ipv6(rx.ipv6) if rx.ipv6 else None,
+        ))
+    return plans
+
+
+def check_addresses(plans, ipv6):
+    family = "ipv6" if ipv6 else "ipv4"
+    for p in plans:
+        if not p.src(ipv6):
+            raise BadInput(f"stream {p.label}: tx port {p.tx_port} has no {family} address")
+        if not p.dst(ipv6):
+            raise BadInput(f"stream {p.label}: rx port {p.rx_port} has no {family} address")
+
+
+def split_evenly(total, parts):
+    """Split an integer total into `parts` integers differing by at most 1."""
+    base, extra = divmod(int(total), parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_override=None):
+    """DeviceConfig per stream for one run (trial, learning or calibration)."""
+    configs = []
+    for p, count, rate in zip(plans, count_per_stream, rate_per_stream):
+        imix = pktgen.SIMPLE_IMIX if spec.frame_size == 0 else None
+        configs.append(pktgen.DeviceConfig(
+            device=p.device, count=count,
+            dst_mac=dst_mac_override(p) if dst_mac_override else p.dst_mac,
+            src_ip=p.src(spec.ipv6), dst_ip=p.dst(spec.ipv6), ipv6=spec.ipv6,
+            pkt_size=None if imix else pktgen.pkt_size_for_frame(spec.frame_size),
+            imix=imix, ratep=rate,
+        ))
+    return configs

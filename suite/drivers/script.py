@@ -1,0 +1,172 @@
+"""Batch scripts: many /proc and /sys writes and reads in ONE remote shell run.
+
+A `Batch` collects checked writes (`write`) and framed reads (`read`) and
+renders a POSIX sh script. Every path must match an allow-list, every command
+a strict character set, and both are shell-quoted as well. On the host each
+write's exit status is checked; a failed write prints one `PGERR` line with
+the file's own `Result:` line (pktgen and pgrx explain refusals there) and
+the script stops. Reads come back as `grep -H` lines (`path:line`), one fork
+for all files of a read, so counters of several files are read together.
+
+`parse_output` splits what the script printed into reads and errors.
+"""
+import re
+import secrets
+import shlex
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+from rfc2544.errors import BadInput, InfraError
+
+PROC_PKTGEN = "/proc/net/pktgen"
+
+_IF = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}"
+PATH_RE = re.compile(
+    r"^(?:/proc/net/pktgen/(?:pgctrl|pgrx|kpktgend_[0-9]{1,4}|" + _IF + r"(?:@[0-9]{1,4})?)"
+    r"|/sys/class/net/" + _IF + r"/(?:statistics/[a-z_]{1,32}|operstate|carrier|address|speed|mtu|tx_queue_len))$"
+)
+COMMAND_RE = re.compile(r"^[A-Za-z0-9 _.:,!@/-]{1,1023}$")
+
+# Defined at the top of every script: a checked write. Reads the file's
+# Result line only on failure, so the success path forks nothing.
+_PRELUDE = r"""__w() {
+  if printf '%s\n' "$2" 2>/dev/null >"$1"; then return 0; fi
+  __r=$(grep -m1 '^Result:' "$1" 2>/dev/null)
+  printf 'PGERR\t%s\t%s\t%s\n' "$1" "$2" "${__r:-Result: (none)}"
+  return 1
+}
+__rd() {
+  printf 'PGREAD %s\n' "$1"; shift
+  grep -H '' "$@" 2>&1 || printf 'PGREADFAIL\n'
+  printf 'PGREADEND\n'
+}
+"""
+
+
+def check_path(path):
+    path = str(path)
+    if not PATH_RE.match(path) or "/../" in path:
+        raise BadInput(f"refusing to touch {path!r}: not a pktgen/pgrx file or interface counter")
+    return path
+
+
+def check_command(command):
+    command = str(command)
+    if not COMMAND_RE.match(command):
+        raise BadInput(f"refusing to write {command!r}: unexpected characters")
+    return command
+
+
+class Batch:
+    """An ordered list of checked writes and framed reads for one host."""
+
+    def __init__(self):
+        self._steps: List[str] = []
+
+    def write(self, path, command):
+        self._steps.append(f"__w {shlex.quote(check_path(path))} {shlex.quote(check_command(command))} || return 3")
+        return self
+
+    def read(self, tag, *paths):
+        if not re.fullmatch(r"[a-z0-9_]{1,32}", tag):
+            raise ValueError(f"bad read tag {tag!r}")
+        if not paths:
+            raise ValueError("read needs at least one path")
+        quoted = " ".join(shlex.quote(check_path(p)) for p in paths)
+        self._steps.append(f"__rd {tag} {quoted}")
+        return self
+
+    def sleep(self, seconds):
+        # Only short, fixed pauses inside a batch (e.g. let a write take effect).
+        seconds = float(seconds)
+        if not 0 < seconds <= 5:
+            raise ValueError("batch sleeps must be within (0, 5] s")
+        self._steps.append(f"sleep {seconds:.3f}")
+        return self
+
+    def extend(self, other):
+        self._steps.extend(other._steps)
+        return self
+
+    def __len__(self):
+        return len(self._steps)
+
+    def text(self):
+        body = "\n".join(f"  {s}" for s in self._steps) or "  :"
+        return f"{_PRELUDE}__main() {{\n{body}\n}}\n__main"
+
+
+@dataclass
+class WriteError:
+    path: str
+    command: str
+    result: str
+
+    def __str__(self):
+        return f"writing '{self.command}' to {self.path} failed: {self.result}"
+
+
+@dataclass
+class BatchOutput:
+    reads: Dict[str, Dict[str, str]] = field(default_factory=dict)  # tag -> path -> text
+    errors: List[WriteError] = field(default_factory=list)
+    read_failures: Dict[str, str] = field(default_factory=dict)     # tag -> message
+    other: List[str] = field(default_factory=list)                  # unexpected lines
+
+
+def parse_output(text, paths_by_tag=None):
+    """Split a batch script's output. Pure function.
+
+    `paths_by_tag` (tag -> list of paths) restricts which paths a read may
+    report; by default any allowed path is accepted.
+    """
+    out = BatchOutput()
+    tag = None
+    for line in text.splitlines():
+        if line.startswith("PGERR\t"):
+            parts = line.split("\t", 3)
+            parts += [""] * (4 - len(parts))
+            out.errors.append(WriteError(parts[1], parts[2], parts[3]))
+        elif line.startswith("PGREAD "):
+            tag = line[len("PGREAD "):].strip()
+            out.reads.setdefault(tag, {})
+        elif line == "PGREADEND":
+            tag = None
+        elif line == "PGREADFAIL" and tag is not None:
+            out.read_failures.setdefault(tag, "a file could not be read")
+        elif tag is not None:
+            if line.startswith("grep: "):
+                out.read_failures[tag] = line[len("grep: "):]
+                continue
+            path, content = _split_path(line, (paths_by_tag or {}).get(tag))
+            if path is None:
+                out.other.append(line)
+                continue
+            files = out.reads[tag]
+            files[path] = files[path] + "\n" + content if path in files else content
+        elif line.strip():
+            out.other.append(line)
+    return out
+
+
+def _split_path(line, paths):
+    # Allowed paths never contain ':' (PATH_RE), so grep -H's separator is
+    # the first ':' of the line.
+    if paths:
+        for p in paths:
+            if line.startswith(p + ":"):
+                return p, line[len(p) + 1:]
+        return None, None
+    path, sep, content = line.partition(":")
+    if not sep or not PATH_RE.match(path):
+        return None, None
+    return path, content
+
+
+def raise_on_errors(host, output):
+    if output.errors:
+        raise InfraError(f"{host}: {output.errors[0]}")
+
+
+def nonce():
+    return secrets.token_hex(8)

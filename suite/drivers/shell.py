@@ -1,0 +1,108 @@
+"""One long-lived `sh` per host (and namespace) on the existing SSH connection.
+
+A batch sent here costs one round trip on an open channel: no new SSH
+session and no new shell process per batch, which is what keeps the control
+overhead of a trial in milliseconds. Each script runs with stdin from
+/dev/null (so nothing it runs can eat the next script) and stderr merged
+into stdout; a random end marker carries its exit status back.
+"""
+import secrets
+import select
+import time
+
+from rfc2544.errors import InfraError
+from rfc2544.ssh import quote
+
+from rfc2544.drivers import validate
+
+
+class RemoteShell:
+    def __init__(self, host, netns=None, timeout=30.0):
+        self.host = host
+        self.netns = validate.netns(netns) if netns else None
+        self.timeout = timeout
+        self._chan = None
+        self._pending = None
+
+    @property
+    def name(self):
+        return f"{self.host.name}" + (f" (netns {self.netns})" if self.netns else "")
+
+    def _open(self):
+        command = "exec /bin/sh"
+        if self.netns:
+            command = f"exec ip netns exec {quote(self.netns)} /bin/sh"
+        self._chan = self.host.open_channel(command, self.timeout)
+        self._buf = bytearray()
+        self._err = bytearray()
+
+    def send(self, script):
+        """Start `script`; collect its output with `receive()`."""
+        if self._pending is not None:
+            raise RuntimeError("previous script not collected")
+        if self._chan is None or self._chan.closed:
+            self._open()
+        marker = "@@RFC2544_END_" + secrets.token_hex(6)
+        framed = f"{{\n{script}\n}} </dev/null 2>&1; printf '\\n%s %d\\n' {marker} $?\n"
+        try:
+            self._chan.sendall(framed.encode())
+        except OSError as exc:
+            self._broken(f"cannot send to the remote shell: {exc}")
+        self._pending = marker
+        return marker
+
+    def receive(self, timeout=None):
+        """Wait for the script sent last; returns (status, output)."""
+        marker, self._pending = self._pending, None
+        if marker is None:
+            raise RuntimeError("nothing sent")
+        needle = ("\n" + marker + " ").encode()
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        chan = self._chan
+        while True:
+            at = self._buf.find(needle)
+            if at >= 0:
+                eol = self._buf.find(b"\n", at + len(needle))
+                if eol >= 0:
+                    output = self._buf[:at].decode(errors="replace")
+                    status = int(self._buf[at + len(needle):eol] or b"255")
+                    del self._buf[:eol + 1]
+                    return status, output
+            if chan.recv_ready():
+                self._buf += chan.recv(65536)
+                continue
+            if chan.recv_stderr_ready():
+                self._err += chan.recv_stderr(65536)
+                continue
+            if chan.exit_status_ready() or chan.closed:
+                err = self._err.decode(errors="replace").strip().splitlines()
+                self._broken("remote shell exited" + (f": {err[-1]}" if err else ""))
+            if time.monotonic() > deadline:
+                self._broken(f"no answer within {timeout or self.timeout:.0f} s")
+            _wait_readable(chan, min(0.05, max(deadline - time.monotonic(), 0.0)))
+
+    def run(self, script, timeout=None):
+        self.send(script)
+        return self.receive(timeout)
+
+    def _broken(self, why):
+        self.close()
+        raise InfraError(f"{self.name}: {why}")
+
+    def close(self):
+        self._pending = None
+        if self._chan is not None:
+            try:
+                self._chan.close()
+            except Exception:  # closing a dead channel must not mask the real error
+                pass
+            self._chan = None
+
+
+def _wait_readable(chan, seconds):
+    """Sleep until the channel has stdout/stderr data (or `seconds` pass)."""
+    try:
+        select.select([chan], [], [], seconds)
+    except (OSError, ValueError, TypeError):
+        # objects without a usable fileno (test doubles): plain short sleep
+        time.sleep(min(seconds, 0.001))

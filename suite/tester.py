@@ -1,0 +1,573 @@
+"""SSHTester: runs RFC 2544 section 23 trials on the inventory's tester hosts.
+
+One SSH connection per host. Detects the traffic tools once: our module
+(rfc2544_pktgen: /proc/net/pktgen/pgrx exists) as generator and receiver, or
+else the in-tree pktgen (`modprobe pktgen`) with interface counters as a
+lower-fidelity receiver. A trial is:
+
+  learning frames (a few per stream, so the DUT learns addresses) + wait;
+  configure the generators and reset the receivers in one batch per host,
+  with every counter CHECKED ZERO in the same batch;
+  traffic: `pgctrl start` on its own pre-opened channel per host, live
+  counters polled for progress and early abort;
+  residual wait, then one read of all final counters.
+"""
+import threading
+import time
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+
+from rfc2544.errors import BadInput, InfraError
+from rfc2544.model import TrialResult, TrialSpec
+from rfc2544.ssh import SSHHost
+
+from rfc2544.drivers import counters as counters_mod
+from rfc2544.drivers import pgrx as pgrx_mod
+from rfc2544.drivers import pktgen
+from rfc2544.drivers.outcome import ReceiverTotals, StreamReading, judge, latency_from_pgrx
+from rfc2544.drivers.plan import check_addresses, device_configs, plan_streams, split_evenly
+from rfc2544.drivers.script import Batch
+from rfc2544.drivers.session import HostSession
+from rfc2544.drivers import probe
+
+GENERATOR_MODULE = "rfc2544_pktgen"
+GENERATOR_INTREE = "pktgen (in-tree)"
+RECEIVER_PGRX = "pgrx"
+RECEIVER_COUNTERS = "interface counters"
+
+
+@dataclass
+class Waits:
+    """RFC 2544 section 23 waits and learning traffic (the profile sets them)."""
+
+    learning_s: float = 2.0       # after the learning frames
+    residual_s: float = 2.0       # after the traffic, before reading counters
+    settle_s: float = 0.0         # minimum gap between the end of one trial and the next
+    learning_frames: int = 4      # per stream
+    learning_fps: int = 1000      # per stream
+
+    @classmethod
+    def of(cls, value):
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            raise BadInput(f"waits must be a mapping, not {type(value).__name__}")
+        known = {f.name for f in fields(cls)}
+        for key in value:
+            if key not in known:
+                raise BadInput(f"waits.{key}: unknown (known: {', '.join(sorted(known))})")
+        w = cls(**value)
+        for key in ("learning_s", "residual_s", "settle_s"):
+            v = getattr(w, key)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 or v > 600:
+                raise BadInput(f"waits.{key}: must be a number of seconds within 0..600")
+        for key, high in (("learning_frames", 10**6), ("learning_fps", 10**7)):
+            v = getattr(w, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if key == "learning_frames" else 1) or v > high:
+                raise BadInput(f"waits.{key}: must be a whole number within 0..{high}")
+        return w
+
+
+def _utc_now():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SSHTester:
+    """model.Tester over an Inventory and SSH.
+
+    SSHTester(inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
+              rate_tolerance=0.99, sessions=None)
+
+    `waits`: a Waits or a dict of its fields. `sessions`: host name ->
+    session object (tests only; default: SSH to every host once).
+    Use as a context manager or call close().
+    """
+
+    def __init__(self, inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
+                 rate_tolerance=0.99, sessions=None):
+        self.inventory = inventory
+        self.waits = Waits.of(waits)
+        self.poll_interval_s = float(poll_interval_s)
+        self.abort_lag_s = float(abort_lag_s)
+        self.rate_tolerance = float(rate_tolerance)
+        self.plans = plan_streams(inventory)
+        self.tx_hosts = sorted({p.tx_host for p in self.plans})
+        self.rx_hosts = sorted({p.rx_host for p in self.plans})
+        self._sessions = dict(sessions) if sessions else {}
+        self._connections = {}
+        self._lock = threading.Lock()
+        self._detected = None
+        self._ready = False
+        self._rx_level = None
+        self._last_end = None
+        self._running_starts = []
+
+    # ------------------------------------------------------------ plumbing
+    def session(self, name):
+        """The HostSession of `name` (connects on first use; one SSH
+        connection per distinct address/port/user, DUT netns honoured)."""
+        if name not in self._sessions:
+            h = self.inventory.hosts[name]
+            key = (h.address, h.port, h.user)
+            if key not in self._connections:
+                self._connections[key] = SSHHost.connect(
+                    name, h.address, h.port, h.user, h.key_file, h.known_hosts)
+            self._sessions[name] = HostSession(self._connections[key], h.netns)
+        return self._sessions[name]
+
+    def close(self):
+        for s in self._sessions.values():
+            try:
+                s.close()
+            except Exception:  # closing must never mask what the caller is handling
+                pass
+        for c in self._connections.values():
+            try:
+                c.close()
+            except Exception:
+                pass
+        self._sessions.clear()
+        self._connections.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------ detection
+    def detect(self):
+        """Find generator and receiver once; returns the detection dict."""
+        if self._detected is not None:
+            return self._detected
+        found = {name: probe.probe_host(self.session(name), load_pktgen=name in self.tx_hosts)
+                 for name in sorted(set(self.tx_hosts) | set(self.rx_hosts))}
+        for name in self.tx_hosts:
+            if not found[name].pgctrl:
+                raise InfraError(f"{name}: no packet generator: /proc/net/pktgen/pgctrl missing "
+                                 f"and 'modprobe pktgen' failed ({found[name].modprobe_error or 'no detail'})")
+            if not found[name].threads:
+                raise InfraError(f"{name}: /proc/net/pktgen has no kpktgend_N thread files")
+        rx_ports = {}
+        for p in self.plans:
+            rx_ports.setdefault(p.rx_host, set()).add(p.rx_port)
+        use_pgrx = all(found[h].pgrx for h in self.rx_hosts) and all(len(v) == 1 for v in rx_ports.values())
+        notes = []
+        if all(found[h].pgrx for h in self.rx_hosts) and not use_pgrx:
+            notes.append("pgrx counts one device per namespace and a host has several rx ports: "
+                         "interface counters used instead")
+        module = all(found[h].pgrx for h in self.tx_hosts)
+        self._detected = {
+            "hosts": found,
+            "generator": GENERATOR_MODULE if module else GENERATOR_INTREE,
+            "receiver": RECEIVER_PGRX if use_pgrx else RECEIVER_COUNTERS,
+            "rx_ports": {h: sorted(v) for h, v in rx_ports.items()},
+            "notes": notes,
+        }
+        return self._detected
+
+    @property
+    def generator_name(self):
+        return self.detect()["generator"]
+
+    @property
+    def receiver_name(self):
+        return self.detect()["receiver"]
+
+    @property
+    def full_fidelity(self):
+        return self.receiver_name == RECEIVER_PGRX
+
+    def _threads_for_devices(self, host):
+        threads = self.detect()["hosts"][host].threads
+        devices = [p.device for p in self.plans if p.tx_host == host]
+        return {d: threads[i % len(threads)] for i, d in enumerate(devices)}
+
+    # ------------------------------------------------------------ setup
+    def _setup(self):
+        """Once per session (and after stop_all): devices added, receivers on."""
+        if self._ready:
+            return
+        det = self.detect()
+        batches = {}
+        for host in self.tx_hosts:
+            batches.setdefault(host, Batch()).extend(pktgen.setup_batch(self._threads_for_devices(host)))
+        if det["receiver"] == RECEIVER_PGRX:
+            for host in self.rx_hosts:
+                pgrx_mod.enable_batch(det["rx_ports"][host][0], "basic", batches.setdefault(host, Batch()))
+            self._rx_level = "basic"
+        self._run_batches(batches, timeout=30)
+        self._ready = True
+
+    def _run_batches(self, batches, timeout=30):
+        """Send one batch per host, then collect them all (hosts work in parallel)."""
+        for host, batch in batches.items():
+            self.session(host).send_batch(batch)
+        return {host: self.session(host).collect_batch(timeout) for host in batches}
+
+    # ------------------------------------------------------------ reading
+    def _read_batches(self, tag, with_tx=True, with_rx=True):
+        det = self.detect()
+        batches = {}
+        if with_tx:
+            for host in self.tx_hosts:
+                paths = [pktgen.device_path(p.device) for p in self.plans if p.tx_host == host]
+                batches.setdefault(host, Batch()).read(f"{tag}_tx", *paths)
+        if with_rx:
+            for host in self.rx_hosts:
+                if det["receiver"] == RECEIVER_PGRX:
+                    paths = [pgrx_mod.PGRX]
+                else:
+                    paths = [p for port in det["rx_ports"][host] for p in counters_mod.counter_paths(port)]
+                batches.setdefault(host, Batch()).read(f"{tag}_rx", *paths)
+        return batches
+
+    def _parse_reads(self, outputs, tag):
+        """-> (tx device states by stream index, rx readings by host)."""
+        det = self.detect()
+        tx, rx = {}, {}
+        for host, out in outputs.items():
+            if f"{tag}_tx" in out.read_failures or f"{tag}_rx" in out.read_failures:
+                bad = out.read_failures.get(f"{tag}_tx") or out.read_failures.get(f"{tag}_rx")
+                raise InfraError(f"{host}: reading counters failed: {bad}")
+            files = out.reads.get(f"{tag}_tx", {})
+            for p in self.plans:
+                if p.tx_host == host:
+                    text = files.get(pktgen.device_path(p.device))
+                    if text is None:
+                        raise InfraError(f"{host}: pktgen device {p.device} is missing (was it removed?)")
+                    tx[p.index] = pktgen.parse_device(text)
+            if f"{tag}_rx" in out.reads:
+                files = out.reads[f"{tag}_rx"]
+                if det["receiver"] == RECEIVER_PGRX:
+                    rx[host] = pgrx_mod.parse(files.get(pgrx_mod.PGRX, ""))
+                else:
+                    rx[host] = counters_mod.parse_reads(files, det["rx_ports"][host])
+        return tx, rx
+
+    # ------------------------------------------------------------ trial
+    def _check_spec(self, spec):
+        if not isinstance(spec, TrialSpec):
+            raise BadInput("run_trial needs a TrialSpec")
+        if spec.frame_size != 0:
+            pktgen.pkt_size_for_frame(spec.frame_size)
+        if not spec.load_fps or spec.load_fps < 0:
+            if spec.burst_frames is None:
+                raise BadInput(f"load_fps must be positive, not {spec.load_fps}")
+        if spec.duration_s is None or spec.duration_s <= 0:
+            if spec.burst_frames is None:
+                raise BadInput(f"duration_s must be positive, not {spec.duration_s}")
+        if spec.abort_loss_ratio is not None and not 0 <= spec.abort_loss_ratio < 1:
+            raise BadInput(f"abort_loss_ratio must be within [0, 1), not {spec.abort_loss_ratio}")
+        check_addresses(self.plans, spec.ipv6)
+
+    def _counts_and_rates(self, spec):
+        n = len(self.plans)
+        if spec.burst_frames is not None:
+            counts = split_evenly(spec.burst_frames, n)
+        else:
+            counts = split_evenly(max(round(spec.load_fps * spec.duration_s), n), n)
+        if spec.load_fps and spec.load_fps > 0:
+            rates = [max(int(round(spec.load_fps / n)), 1)] * n
+        else:
+            rates = [None] * n
+        if any(c < 1 for c in counts):
+            raise BadInput(f"{spec.burst_frames or 0} frames cannot be split over {n} streams")
+        return counts, rates
+
+    def _learn(self, spec):
+        w = self.waits
+        if not spec.learning or w.learning_frames == 0:
+            return
+        n = len(self.plans)
+        configs = device_configs(self.plans, spec, [w.learning_frames] * n, [w.learning_fps] * n)
+        batches = {}
+        for host in self.tx_hosts:
+            b = batches.setdefault(host, Batch())
+            pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host], b)
+            b.write(pktgen.PGCTRL, "start")  # short: inline and blocking
+        self._run_batches(batches, timeout=30 + w.learning_frames / w.learning_fps)
+        if w.learning_s:
+            time.sleep(w.learning_s)
+
+    def _configure_and_zero(self, spec, configs, level):
+        """One batch per host: reset receivers, configure generators, read all
+        counters back. Returns (tx states, rx readings, counter baselines)."""
+        det = self.detect()
+        batches = {}
+        for host in self.rx_hosts:
+            b = batches.setdefault(host, Batch())
+            if det["receiver"] == RECEIVER_PGRX:
+                pgrx_mod.reset_batch(level if level != self._rx_level else None, b)
+            else:
+                paths = [p for port in det["rx_ports"][host] for p in counters_mod.counter_paths(port)]
+                b.read("base_rx", *paths)
+        for host in self.tx_hosts:
+            pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host],
+                                   batches.setdefault(host, Batch()))
+        for host, b in self._read_batches("zero").items():
+            batches.setdefault(host, Batch()).extend(b)
+        outputs = self._run_batches(batches)
+        self._rx_level = level
+        tx, rx = self._parse_reads(outputs, "zero")
+        base = {}
+        if det["receiver"] != RECEIVER_PGRX:
+            for host, out in outputs.items():
+                if host in self.rx_hosts:
+                    base[host] = counters_mod.parse_reads(out.reads.get("base_rx", {}), det["rx_ports"][host])
+        return tx, rx, base
+
+    def _zero_problems(self, configs, tx, rx, base):
+        problems = []
+        for p, cfg in zip(self.plans, configs):
+            st = tx[p.index]
+            if st.pkts_sofar not in (0, None):
+                problems.append(f"{p.tx_host}:{p.device} pkts-sofar={st.pkts_sofar}")
+            if st.params.get("count") != str(cfg.count):
+                problems.append(f"{p.tx_host}:{p.device} count={st.params.get('count')} (wrote {cfg.count})")
+            if st.params.get("dst_mac", "").lower() != cfg.dst_mac.lower():
+                problems.append(f"{p.tx_host}:{p.device} dst_mac={st.params.get('dst_mac')} (wrote {cfg.dst_mac})")
+        for host, reading in rx.items():
+            if isinstance(reading, pgrx_mod.PgrxState):
+                if not reading.enabled:
+                    problems.append(f"{host}: pgrx is not enabled")
+                if not reading.is_zero:
+                    problems.append(f"{host}: pgrx counted {reading.total_packets} packets after reset")
+            else:
+                for port, d in reading.delta(base[host]).items():
+                    if d.get("rx_packets", 0):
+                        problems.append(f"{host}:{port} received {d['rx_packets']} frames while idle")
+        return problems
+
+    def run_trial(self, spec: TrialSpec, progress=None) -> TrialResult:
+        """Run one RFC 2544 section 23 trial; `progress(dict)` gets live counters."""
+        self._check_spec(spec)
+        with self._lock:
+            try:
+                return self._run_trial(spec, progress)
+            except BaseException:
+                self.stop_all()
+                raise
+
+    def _run_trial(self, spec, progress):
+        det = self.detect()
+        self._setup()
+        counts, rates = self._counts_and_rates(spec)
+        configs = device_configs(self.plans, spec, counts, rates)
+        level = "time" if spec.latency else "basic"
+        if det["receiver"] == RECEIVER_PGRX and level != self._rx_level:
+            pass  # switched (with the reset) in the configure batch
+        self._learn(spec)
+        if self._last_end is not None and self.waits.settle_s:
+            time.sleep(max(0.0, self._last_end + self.waits.settle_s - time.monotonic()))
+        starts = {}
+        try:
+            for host in self.tx_hosts:
+                starts[host] = self.session(host).open_start()
+            for attempt in range(4):
+                tx0, rx0, base = self._configure_and_zero(spec, configs, level)
+                problems = self._zero_problems(configs, tx0, rx0, base)
+                if not problems:
+                    break
+                if attempt == 3:
+                    raise InfraError("counters not zero before the trial: " + "; ".join(problems))
+                time.sleep(0.2)  # frames still in flight (learning): let them drain
+            started = _utc_now()
+            t0 = time.monotonic()
+            for host in self.tx_hosts:
+                starts[host].trigger()
+            self._running_starts = list(starts.values())
+            aborted, deadline_hit, t_end = self._watch(spec, starts, counts, rates, base, t0, progress)
+        except BaseException:
+            for s in starts.values():
+                s.close()
+            raise
+        wall_traffic = t_end - t0
+        remaining = self.waits.residual_s - (time.monotonic() - t_end)
+        if remaining > 0:
+            time.sleep(remaining)
+        outputs = self._run_batches(self._read_batches("final"))
+        tx, rx = self._parse_reads(outputs, "final")
+        for host, s in starts.items():
+            status = s.wait(5.0)
+            if status is None:
+                self._run_batches({h: pktgen.stop_batch() for h in self.tx_hosts})
+                status = s.wait(5.0)
+            err = s.stderr()
+            s.close()
+            if status is None:
+                raise InfraError(f"{host}: the generator did not stop")
+            if status != 0 and not aborted and not deadline_hit:
+                raise InfraError(f"{host}: 'pgctrl start' failed (status {status}): {err or 'no detail'}")
+        self._running_starts = []
+        self._last_end = time.monotonic()
+        return self._result(spec, configs, counts, rates, tx, rx, base, started=started,
+                            wall_traffic_s=wall_traffic, aborted=aborted, deadline_hit=deadline_hit)
+
+    def _watch(self, spec, starts, counts, rates, base, t0, progress):
+        """Wait for the traffic to end; poll live counters for progress and
+        early abort. Returns (aborted, deadline_hit, end time)."""
+        planned = max((c - 1) / r if r else 0.0 for c, r in zip(counts, rates))
+        if spec.burst_frames is not None and not any(rates):
+            planned = max(planned, spec.duration_s or 0.0)
+        # in-tree pktgen: ~125 ms before threads run, <= 100 ms to notice the end
+        expected_end = t0 + planned + 0.25
+        deadline = t0 + max(planned * 2 + 5.0, planned + 10.0)
+        budget = int(spec.abort_loss_ratio * sum(counts)) if spec.abort_loss_ratio is not None else None
+        polling = progress is not None or budget is not None
+        next_poll = t0 + min(self.poll_interval_s, max(planned / 4, 0.05))
+        history = []
+        aborted = deadline_hit = False
+        while not all(s.done() for s in starts.values()):
+            now = time.monotonic()
+            if now >= deadline:
+                self._run_batches({h: pktgen.stop_batch() for h in self.tx_hosts})
+                deadline_hit = True
+                break
+            if polling and now >= next_poll and not aborted:
+                next_poll = now + self.poll_interval_s
+                live = self._live(spec, base, t0, sum(counts))
+                history.append((now, live["tx_frames"]))
+                lost = self._loss_estimate(live, history, now)
+                live["lost_estimate"] = lost
+                if progress is not None:
+                    progress(live)
+                if budget is not None and lost > budget:
+                    self._run_batches({h: pktgen.stop_batch() for h in self.tx_hosts})
+                    aborted = True
+                    continue
+                if all(live["finished"]):
+                    break
+            elif now >= expected_end:
+                # The start write may linger ~100 ms after the last frame:
+                # the device files say sooner that every device finished.
+                outs = self._run_batches(self._read_batches("end", with_rx=False))
+                tx, _ = self._parse_reads(outs, "end")
+                if all(st.finished for st in tx.values()):
+                    break
+                expected_end = time.monotonic() + 0.02
+            wait_for = min(next_poll if polling else deadline, expected_end, deadline) - time.monotonic()
+            next(iter(starts.values())).wait_readable(max(min(wait_for, 0.05), 0.001))
+        return aborted, deadline_hit, time.monotonic()
+
+    def _live(self, spec, base, t0, intended):
+        outs = self._run_batches(self._read_batches("live"))
+        tx, rx = self._parse_reads(outs, "live")
+        tx_frames = sum(st.pkts_sofar or 0 for st in tx.values())
+        rx_frames, gap_lost = self._rx_totals(rx, base)
+        return {
+            "phase": "traffic", "test": spec.test, "frame_size": spec.frame_size,
+            "load_fps": spec.load_fps, "duration_s": spec.duration_s,
+            "elapsed_s": time.monotonic() - t0, "intended_frames": intended,
+            "tx_frames": tx_frames, "rx_frames": rx_frames, "gap_lost": gap_lost,
+            "finished": [st.finished for st in tx.values()],
+        }
+
+    def _rx_totals(self, rx, base):
+        """(test frames received, frames known lost by sequence gaps)."""
+        total, gaps = 0, 0
+        for host, reading in rx.items():
+            if isinstance(reading, pgrx_mod.PgrxState):
+                total += sum(s.unique for s in reading.streams)
+                gaps += sum(s.lost for s in reading.streams)
+            else:
+                total += sum(d.get("rx_packets", 0) for d in reading.delta(base[host]).values())
+        return total, gaps
+
+    def _loss_estimate(self, live, history, now):
+        """Frames that are certainly lost: sequence gaps (pgrx), or frames sent
+        at least `abort_lag_s` ago that have not arrived (any receiver)."""
+        lagged_tx = 0
+        for t, tx in history:
+            if t <= now - self.abort_lag_s:
+                lagged_tx = tx
+        return max(live["gap_lost"], lagged_tx - live["rx_frames"])
+
+    def _result(self, spec, configs, counts, rates, tx, rx, base, **kw):
+        det = self.detect()
+        notes = list(det["notes"])
+        readings = []
+        latency = None
+        if det["receiver"] == RECEIVER_PGRX:
+            for p, count, rate in zip(self.plans, counts, rates):
+                st = rx[p.rx_host].stream(p.src(spec.ipv6))
+                sent = pktgen_sent(tx[p.index])
+                if st is None:
+                    readings.append(StreamReading(p, count, rate, tx[p.index], 0, sent, 0, 0))
+                else:
+                    tail = max(sent - st.seq_max, 0)
+                    readings.append(StreamReading(p, count, rate, tx[p.index], st.unique,
+                                                  st.lost + tail, st.ooo, st.dup))
+            known = {p.src(spec.ipv6) for p in self.plans}
+            rx_total = 0
+            for host, state in rx.items():
+                rx_total += sum(s.unique for s in state.streams if s.src in known)
+                strangers = [s for s in state.streams if s.src not in known]
+                if strangers:
+                    notes.append(f"{host}: pgrx saw test frames from unknown sources "
+                                 f"{', '.join(s.src for s in strangers)} (not counted)")
+                if state.streams_dropped:
+                    notes.append(f"{host}: pgrx stream table full, {state.streams_dropped} packets unattributed")
+            if spec.latency:
+                latency = latency_from_pgrx(list(rx.values()))
+                if latency is None:
+                    notes.append("no latency samples (timestamps missing or clocks not synchronised)")
+        else:
+            deltas = {}
+            for host, snap in rx.items():
+                for port, d in snap.delta(base[host]).items():
+                    deltas[(host, port)] = d
+            per_rx = {}
+            for p in self.plans:
+                per_rx.setdefault((p.rx_host, p.rx_port), []).append(p)
+            for p, count, rate in zip(self.plans, counts, rates):
+                shared = len(per_rx[(p.rx_host, p.rx_port)]) > 1
+                got = None if shared else deltas[(p.rx_host, p.rx_port)].get("rx_packets", 0)
+                readings.append(StreamReading(p, count, rate, tx[p.index], got))
+            rx_total = sum(d.get("rx_packets", 0) for d in deltas.values())
+            notes.append("receiver: interface counters (lower fidelity: every frame on the port counts, "
+                         "no reordering, duplicates or latency)")
+            if spec.latency:
+                notes.append("latency needs the rfc2544_pktgen receiver (pgrx); not measured")
+        return judge(spec, readings, ReceiverTotals(rx_total), latency=latency,
+                     rate_tolerance=self.rate_tolerance, notes=notes, **kw)
+
+    # ------------------------------------------------------------ stop
+    def stop_all(self):
+        """Stop the generators on every tester host. Never raises: a dead
+        connection is reopened once; failures are swallowed (the in-tree
+        pktgen also stops when its start writer dies with the session)."""
+        for s in list(self._running_starts):
+            try:
+                s.close()
+            except Exception:
+                pass
+        self._running_starts = []
+        self._ready = False
+        for host in self.tx_hosts:
+            for attempt in range(2):
+                try:
+                    session = self._sessions.get(host)
+                    if session is None or attempt == 1:
+                        self._sessions.pop(host, None)
+                        h = self.inventory.hosts[host]
+                        self._connections.pop((h.address, h.port, h.user), None)
+                        session = self.session(host)
+                    session.run_batch(pktgen.stop_batch(), timeout=10)
+                    break
+                except Exception:
+                    continue
+
+    # ------------------------------------------------------------ facts
+    def conditions(self):
+        """Facts for the report (results.json `conditions`)."""
+        from rfc2544.drivers.facts import gather_conditions
+        return gather_conditions(self)
+
+
+def pktgen_sent(state):
+    if state.run is not None:
+        return state.run.packets
+    return state.pkts_sofar or 0
