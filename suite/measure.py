@@ -1,0 +1,27 @@
+"""The search's `measure(duration, load)` built on a trial runner.
+
+`run_trial(spec) -> TrialResult` is a Tester's (or the recording runner's);
+the search gets Outcomes and never sees a Tester.
+"""
+from rfc2544.model import TrialSpec
+from rfc2544.search import Outcome
+
+
+def outcome_from(result):
+    return Outcome(
+        duration_s=result.spec.duration_s, load_fps=result.spec.load_fps,
+        loss_ratio=result.loss_ratio, tester_limited=result.tester_limited,
+        aborted=result.aborted_early, traffic_s=result.traffic_s,
+        saved_s=result.saved_traffic_s, intended_frames=result.intended_frames,
+        tx_frames=result.tx_frames, rx_frames=result.rx_frames)
+
+
+def make_measure(run_trial, frame_size, ipv6=False, early_abort=False, test="throughput"):
+    """A measure function for one frame size; `early_abort` passes the
+    search's loss goal to the tester so it may stop a failing trial."""
+    def measure(duration_s, load_fps, goal_loss_ratio=None):
+        spec = TrialSpec(frame_size=frame_size, load_fps=float(load_fps),
+                         duration_s=float(duration_s), ipv6=ipv6, test=test,
+                         abort_loss_ratio=goal_loss_ratio if early_abort else None)
+        return outcome_from(run_trial(spec))
+    return measure

@@ -1,0 +1,184 @@
+"""A simulated DUT and tester (model.Tester) for unit tests and benches.
+
+Nothing here touches a network: a trial is a time-stepped fluid model of a
+device with a forwarding capacity and a buffer, fed by a tester that may
+have a ceiling of its own. Simulated time never sleeps unless `time_scale`
+asks for it. Kinds (see KINDS): deterministic capacity, random loss, loss
+only above a rate, and a tester ceiling below the DUT's capacity.
+"""
+import math
+import random
+import statistics
+import time
+from datetime import datetime, timezone
+
+from rfc2544.model import LatencyStats, StreamCounts, TrialResult
+
+
+class SimDUT:
+    generator_name = "simulated generator"
+    receiver_name = "simulated receiver"
+    full_fidelity = True
+    supports_recovery = True
+
+    def __init__(self, capacity_fps=math.inf, buffer_frames=0.0,
+                 loss_above_fps=None, loss_above_ratio=0.0,
+                 random_loss_ratio=0.0, tester_ceiling_fps=math.inf,
+                 recovery_s=0.0, reset_s=0.0, latency_ns=20000.0,
+                 sample_interval_s=0.1, seed=1, time_scale=0.0, fail_at=None):
+        self.capacity_fps = capacity_fps
+        self.buffer_frames = buffer_frames
+        self.loss_above_fps = loss_above_fps
+        self.loss_above_ratio = loss_above_ratio
+        self.random_loss_ratio = random_loss_ratio
+        self.tester_ceiling_fps = tester_ceiling_fps
+        self.recovery_s = recovery_s          # keeps losing this long after an overload ends
+        self.reset_s = reset_s                # forwards nothing this long after reset_dut()
+        self.latency_ns = latency_ns
+        self.sample_interval_s = sample_interval_s
+        self.time_scale = time_scale          # >0: sleep traffic_s * time_scale per trial
+        self.fail_at = dict(fail_at or {})    # trial number -> exception raised mid-trial
+        self.rng = random.Random(seed)
+        self.trials_run = 0
+        self.running = False                  # a "generator" is sending
+        self.stop_all_calls = 0
+        self._sim_now = 0.0
+        self._reset_until = -1.0
+
+    # -- model.Tester -------------------------------------------------------
+    def conditions(self):
+        return {"tester": {"role": "tester", "kernel": "simulated", "nics": []}}
+
+    def stop_all(self):
+        self.stop_all_calls += 1
+        self.running = False
+
+    def reset_dut(self):
+        """Called during a trial (from its progress callback): the DUT stops
+        forwarding for `reset_s` of simulated time."""
+        self._reset_until = self._sim_now + self.reset_s
+
+    def run_trial(self, spec, progress=None):
+        self.trials_run += 1
+        self.running = True
+        phases = [(spec.load_fps, spec.duration_s)]
+        if spec.burst_frames:
+            phases = [(spec.load_fps, spec.burst_frames / spec.load_fps)]
+        elif spec.recovery_load_fps is not None:
+            phases.append((spec.recovery_load_fps, spec.recovery_duration_s))
+        intended = round(sum(rate * dur for rate, dur in phases))
+        abort_after = None
+        if spec.abort_loss_ratio is not None:
+            abort_after = spec.abort_loss_ratio * intended
+        tx = rx = lost = 0.0
+        queue = 0.0
+        elapsed = 0.0
+        recovering_until = -1.0
+        aborted = False
+        exc = self.fail_at.pop(self.trials_run, None)
+        planned = sum(d for _, d in phases)
+        for rate, duration in phases:
+            sent_rate = min(rate, self.tester_ceiling_fps)
+            t = 0.0
+            while t < duration - 1e-12 and not aborted:
+                dt = min(self.sample_interval_s, duration - t)
+                self._sim_now = elapsed + dt
+                sent = sent_rate * dt
+                dropped, queue = self._drop(sent, sent_rate, dt, queue, elapsed, recovering_until)
+                if sent_rate > self.capacity_fps:
+                    recovering_until = elapsed + dt + self.recovery_s
+                tx += sent
+                lost += dropped
+                rx += sent - dropped
+                t += dt
+                elapsed += dt
+                if progress:
+                    progress({"elapsed_s": elapsed, "load_fps": rate, "tx_frames": round(tx),
+                              "rx_frames": round(rx), "lost_frames": round(lost),
+                              "seq_max": round(tx)})
+                if exc is not None and elapsed >= planned / 2:
+                    raise exc           # the generator stays "running" until stop_all()
+                if abort_after is not None and lost > abort_after:
+                    aborted = True
+            if aborted:
+                break
+        if self.time_scale:
+            time.sleep(elapsed * self.time_scale)
+        # frames still queued at the end are forwarded during the residual wait
+        # (rx already counts them)
+        self.running = False
+        tx_i, rx_i = round(tx), round(rx)
+        ceiling_limited = min(r for r, _ in phases) > self.tester_ceiling_fps * 1.001
+        result = TrialResult(
+            spec=spec, tx_frames=tx_i, rx_frames=rx_i, intended_frames=intended,
+            achieved_fps=tx / elapsed if elapsed else 0.0, traffic_s=elapsed,
+            tester_limited=ceiling_limited, aborted_early=aborted,
+            saved_traffic_s=max(planned - elapsed, 0.0) if aborted else 0.0,
+            started=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            streams=[StreamCounts("sim:tx0", "sim:rx0", tx_i, rx_i, lost=tx_i - rx_i)],
+        )
+        if spec.latency and rx_i:
+            result.latency = self._latency(spec.load_fps, rx_i)
+        return result
+
+    # -- the model ----------------------------------------------------------
+    def _drop(self, sent, rate, dt, queue, now, recovering_until):
+        """Frames lost in one step, and the queue after it."""
+        if now < self._reset_until - 1e-9:
+            return sent, 0.0
+        if now < recovering_until - 1e-9 and rate <= self.capacity_fps:
+            # still recovering from an overload: loses a tenth of what arrives
+            return sent * 0.1, queue
+        capacity = self.capacity_fps * dt
+        queue += sent - capacity
+        dropped = 0.0
+        if queue > self.buffer_frames:
+            dropped = queue - self.buffer_frames
+            queue = self.buffer_frames
+        queue = max(queue, 0.0)
+        if self.loss_above_fps is not None and rate > self.loss_above_fps:
+            dropped += (sent - dropped) * self.loss_above_ratio
+        if self.random_loss_ratio:
+            dropped += self._binomial(sent - dropped, self.random_loss_ratio)
+        return dropped, queue
+
+    def _binomial(self, n, p):
+        mean = n * p
+        if mean <= 0:
+            return 0.0
+        if mean < 30:                       # Poisson by inversion for small means
+            k, prob = 0, math.exp(-mean)
+            cum, u = prob, self.rng.random()
+            while u > cum and k < 10 * mean + 50:
+                k += 1
+                prob *= mean / k
+                cum += prob
+            return float(k)
+        return max(0.0, round(self.rng.gauss(mean, math.sqrt(mean * (1 - p)))))
+
+    def _latency(self, load, n):
+        # queueing delay grows as the load approaches capacity
+        rho = min(load / self.capacity_fps, 0.99) if self.capacity_fps != math.inf else 0.0
+        base = self.latency_ns * (1 + rho / (1 - rho) * 0.1)
+        xs = sorted(base * (1 + 0.05 * self.rng.random()) + (self.rng.expovariate(1 / base) if i % 997 == 0 else 0)
+                    for i in range(min(n, 5000)))
+        return LatencyStats(samples=n, min_ns=xs[0], mean_ns=statistics.fmean(xs), max_ns=xs[-1],
+                            median_ns=xs[len(xs) // 2], p999_ns=xs[min(len(xs) - 1, math.ceil(0.999 * len(xs)) - 1)],
+                            stddev_ns=statistics.pstdev(xs), pdv_mean_ns=base * 0.02, pdv_max_ns=base * 0.5)
+
+
+# name -> (constructor arguments, true NDR fps, true PDR fps at 0.5 % loss)
+CAPACITY = 1_000_000.0
+KINDS = {
+    "deterministic": (dict(capacity_fps=CAPACITY), CAPACITY, CAPACITY / (1 - 0.005)),
+    "random-loss": (dict(capacity_fps=CAPACITY, random_loss_ratio=0.001, seed=7),
+                    None, CAPACITY * (1 - 0.001) / (1 - 0.005)),
+    "loss-above-rate": (dict(loss_above_fps=CAPACITY, loss_above_ratio=0.02), CAPACITY, CAPACITY),
+    "tester-ceiling": (dict(capacity_fps=CAPACITY, tester_ceiling_fps=0.6 * CAPACITY),
+                       0.6 * CAPACITY, 0.6 * CAPACITY),
+}
+
+
+def make(kind, **overrides):
+    kwargs, _, _ = KINDS[kind]
+    return SimDUT(**{**kwargs, **overrides})

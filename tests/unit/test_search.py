@@ -1,0 +1,91 @@
+"""Searches against the simulated DUT (rfc2544.simdut: no network, no lab).
+
+Each search must find each simulated DUT kind's true NDR/PDR within its
+resolution, with and without early abort."""
+import pytest
+
+from rfc2544 import simdut
+from rfc2544.measure import make_measure
+from rfc2544.search import search
+
+RES = 0.005
+KINDS = sorted(simdut.KINDS)
+
+
+def within(found, true, res=RES, slack=0.0):
+    """found is a lower bound of true no more than `res` (relative) below it."""
+    return true * (1 - res - slack) <= found <= true * (1 + 1e-3)
+
+
+def run(method, kind, early_abort=False, pdr=0.005, **over):
+    sim = simdut.make(kind, **over)
+    args = dict(min_load=10_000.0, max_load=2_000_000.0, resolution=RES,
+                search_duration=1.0, final_duration=10.0, pdr_loss_ratio=pdr)
+    return sim, search(method, make_measure(sim.run_trial, 64, early_abort=early_abort), **args)
+
+
+@pytest.mark.parametrize("early_abort", [False, True])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("method", ["bisection", "mlr"])
+def test_search_finds_true_ndr_and_pdr(method, kind, early_abort):
+    _, true_ndr, true_pdr = simdut.KINDS[kind]
+    _, r = run(method, kind, early_abort)
+    if true_ndr is None:
+        # random loss at every rate: no load is loss-free, no NDR may be claimed
+        assert r.ndr_fps is None
+    else:
+        assert within(r.ndr_fps, true_ndr), (r.ndr_fps, true_ndr)
+        assert r.ndr_upper_fps is None or r.ndr_upper_fps > true_ndr * (1 - 1e-3)
+    # random loss: binomial noise near the boundary adds a little slack
+    assert within(r.pdr_fps, true_pdr, slack=0.001 if kind == "random-loss" else 0.0), (r.pdr_fps, true_pdr)
+    assert r.trials == len(r.outcomes) > 3
+    assert r.traffic_s == pytest.approx(sum(o.traffic_s for o in r.outcomes))
+
+
+@pytest.mark.parametrize("method", ["bisection", "mlr"])
+def test_early_abort_saves_traffic_and_keeps_the_answer(method):
+    _, plain = run(method, "deterministic", early_abort=False)
+    _, early = run(method, "deterministic", early_abort=True)
+    assert early.ndr_fps == plain.ndr_fps
+    assert early.saved_s > 0
+    assert early.traffic_s < plain.traffic_s
+    assert plain.saved_s == 0
+    assert any(o.aborted for o in early.outcomes)
+
+
+def test_bisection_confirms_with_a_full_length_trial():
+    _, r = run("bisection", "deterministic", pdr=None)
+    last = r.outcomes[-1]
+    assert last.duration_s == 10.0 and last.load_fps == r.ndr_fps
+    assert all(o.duration_s == 1.0 for o in r.outcomes[:-1])
+
+
+def test_bisection_failed_confirmation_searches_below():
+    # a buffer hides the overload in 1 s trials but not in the 10 s confirmation
+    sim = simdut.SimDUT(capacity_fps=500_000, buffer_frames=20_000)
+    r = search("bisection", make_measure(sim.run_trial, 64), min_load=10_000.0, max_load=1_000_000.0,
+               resolution=RES, search_duration=1.0, final_duration=10.0)
+    # true long-trial NDR: (C * 10 + 20000) / 10 = 502000; short trials accept up to 520000
+    assert 502_000 * (1 - RES) <= r.ndr_fps <= 502_000
+    assert sum(1 for o in r.outcomes if o.duration_s == 10.0) >= 2
+
+
+@pytest.mark.parametrize("method", ["bisection", "mlr"])
+def test_no_ndr_when_even_the_minimum_load_loses(method):
+    sim = simdut.SimDUT(capacity_fps=1_000.0)
+    r = search(method, make_measure(sim.run_trial, 64), min_load=10_000.0, max_load=100_000.0,
+               resolution=0.01, search_duration=1.0, final_duration=2.0)
+    assert r.ndr_fps is None
+
+
+@pytest.mark.parametrize("method", ["bisection", "mlr"])
+def test_tester_limited_trials_never_pass(method):
+    _, r = run(method, "tester-ceiling", pdr=None)
+    limited = [o for o in r.outcomes if o.tester_limited]
+    assert limited, "the search never hit the tester ceiling"
+    assert r.ndr_fps <= simdut.KINDS["tester-ceiling"][1] * 1.001
+
+
+def test_unknown_method():
+    with pytest.raises(ValueError):
+        search("random", lambda *a, **k: None)
