@@ -1,0 +1,144 @@
+"""Read and check a results.json (docs/results-schema.md, version 1).
+
+Anything wrong becomes one BadInput line naming the file: the CLI prints it
+and exits 2. Missing optional fields are left missing: the templates show a
+dash, so a partial file from a run cut short still renders.
+"""
+import json
+from numbers import Real
+from pathlib import Path
+
+from rfc2544.errors import BadInput
+
+SCHEMA = "rfc2544-results"
+SUPPORTED_VERSIONS = (1,)
+SECTIONS = ("trials", "throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")
+
+# Per section: field -> expected kind. Only `frame_size` is required (plus the
+# headline figure of each section); other fields may be absent or null.
+NUM, INT, STR, BOOL, LIST, DICT = "number", "integer", "string", "boolean", "list", "object"
+FIELDS = {
+    "trials": {"id": INT, "test": STR, "frame_size": INT, "load_fps": NUM, "load_pct": NUM,
+               "duration_s": NUM, "traffic_s": NUM, "tx_frames": INT, "rx_frames": INT,
+               "lost_frames": INT, "loss_ratio": NUM, "achieved_fps": NUM, "verdict": STR,
+               "aborted_early": BOOL, "saved_traffic_s": NUM, "started": STR, "latency": DICT,
+               "notes": LIST},
+    "throughput": {"frame_size": INT, "fps": NUM, "mbps": NUM, "line_mbps": NUM, "pct_of_max": NUM,
+                   "theoretical_max_fps": NUM, "tester_bound": BOOL, "search": STR, "ndr_fps": NUM,
+                   "pdr_fps": NUM, "pdr_loss_ratio": NUM, "resolution_pct": NUM, "trials": INT,
+                   "traffic_s": NUM},
+    "latency": {"frame_size": INT, "load_fps": NUM, "definition": STR, "repetitions": INT,
+                "samples": INT, "min_ns": NUM, "mean_ns": NUM, "median_ns": NUM, "p999_ns": NUM,
+                "max_ns": NUM, "pdv_mean_ns": NUM},
+    "frame_loss": {"frame_size": INT, "points": LIST},
+    "back_to_back": {"frame_size": INT, "trials": INT, "avg_frames": NUM, "min_frames": NUM,
+                     "max_frames": NUM, "stddev_frames": NUM, "implied_buffer_s": NUM,
+                     "throughput_fps": NUM, "max_rate_fps": NUM},
+    "system_recovery": {"frame_size": INT, "overload_fps": NUM, "recovery_fps": NUM,
+                        "repetitions": INT, "recovery_time_s": NUM, "recovery_times_s": LIST},
+    "reset": {"frame_size": INT, "repetitions": INT, "reset_time_s": NUM, "reset_times_s": LIST},
+}
+REQUIRED = {"trials": ("id", "frame_size"), "throughput": ("frame_size", "fps"),
+            "latency": ("frame_size",), "frame_loss": ("frame_size", "points"),
+            "back_to_back": ("frame_size",), "system_recovery": ("frame_size",),
+            "reset": ("frame_size",)}
+POINT_FIELDS = {"load_pct": NUM, "load_fps": NUM, "loss_pct": NUM}
+TOP_FIELDS = {"complete": BOOL, "started": STR, "finished": STR, "tool": DICT, "profile": DICT,
+              "plan": LIST, "deviations": LIST, "conditions": DICT, "notes": LIST}
+
+
+def _is(kind, value):
+    if value is None:
+        return True
+    if kind == NUM:
+        return isinstance(value, Real) and not isinstance(value, bool)
+    if kind == INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, {STR: str, BOOL: bool, LIST: list, DICT: dict}[kind])
+
+
+def _check_fields(where, obj, fields, required=()):
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: expected an object")
+    for name in required:
+        if obj.get(name) is None:
+            raise ValueError(f"{where}.{name}: missing")
+    for name, kind in fields.items():
+        if name in obj and not _is(kind, obj[name]):
+            raise ValueError(f"{where}.{name}: expected {'an' if kind[0] in 'aeiou' else 'a'} {kind}, "
+                             f"got {json.dumps(obj[name])[:40]}")
+
+
+def resolve(path):
+    """A results file, or a run directory holding results.json."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    return path
+
+
+def load_results(path):
+    """Return the results as a dict with every section present (lists may be empty)."""
+    path = resolve(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such results file") from None
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not a results file (not UTF-8 text)") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}: corrupt results file: invalid JSON at line {exc.lineno} "
+                       f"column {exc.colno} ({exc.msg})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise BadInput(f"{path}: not an rfc2544 results file (no \"schema\": \"{SCHEMA}\")")
+    version = data.get("schema_version")
+    if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
+        raise BadInput(f"{path}: results schema version {json.dumps(version)} is not supported "
+                       f"(this rfc2544 reads version {', '.join(map(str, SUPPORTED_VERSIONS))})")
+    try:
+        _check(data)
+    except ValueError as exc:
+        raise BadInput(f"{path}: malformed results: {exc}") from None
+    data = dict(data)
+    for key in SECTIONS + ("plan", "deviations", "notes"):
+        if data.get(key) is None:
+            data[key] = []
+    for key in ("profile", "conditions", "tool"):
+        if data.get(key) is None:
+            data[key] = {}
+    data["complete"] = bool(data.get("complete"))
+    data["source"] = str(path)
+    return data
+
+
+def _check(data):
+    _check_fields("results", data, TOP_FIELDS)
+    for section in SECTIONS:
+        entries = data.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise ValueError(f"{section}: expected a list")
+        for i, entry in enumerate(entries):
+            _check_fields(f"{section}[{i}]", entry, FIELDS[section], REQUIRED[section])
+            if section == "frame_loss":
+                for j, point in enumerate(entry["points"]):
+                    _check_fields(f"frame_loss[{i}].points[{j}]", point, POINT_FIELDS, ("load_pct", "loss_pct"))
+    for i, item in enumerate(data.get("plan") or []):
+        _check_fields(f"plan[{i}]", item, {"test": STR, "frame_size": INT}, ("test",))
+    for i, text in enumerate(data.get("deviations") or []):
+        if not isinstance(text, str):
+            raise ValueError(f"deviations[{i}]: expected a string")
+    conditions = data.get("conditions") or {}
+    _check_fields("conditions", conditions, {"link_speed_mbps": NUM, "ip_version": INT, "hosts": DICT,
+                                             "streams": LIST, "calibration": DICT, "generator": STR,
+                                             "receiver": STR, "fidelity": STR, "latency_definition": STR})
+    for name, host in (conditions.get("hosts") or {}).items():
+        _check_fields(f"conditions.hosts.{name}", host, {"nics": LIST, "tuning": DICT, "kernel": STR})
+    for size, fps in (conditions.get("calibration") or {}).items():
+        if not _is(NUM, fps):
+            raise ValueError(f"conditions.calibration.{size}: expected a number")

@@ -1,0 +1,153 @@
+"""The report's graphs as inline SVG (matplotlib, Agg backend).
+
+Text stays text (svg.fonttype none) so the figures can be searched and
+copied, and every id is prefixed per figure so several SVGs can share one
+HTML document without their clip paths colliding.
+"""
+import io
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from rfc2544.model import theoretical_max_fps  # noqa: E402
+
+STYLE = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "rfc2544",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.35,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+SIZE = (7.0, 3.4)
+COLORS = ["#1f5fa8", "#c0392b", "#2e8b57", "#8e44ad", "#d4800b", "#16a2b8", "#5d6d7e"]
+
+
+def _rate(value, _pos=None):
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{unit}"
+    return f"{value:g}"
+
+
+def _svg(fig, prefix):
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]                     # drop the XML declaration and doctype
+    svg = re.sub(r'(<svg[^>]*?)\s+width="[^"]*"\s+height="[^"]*"', r"\1", svg, count=1)
+    svg = svg.replace("<svg ", f'<svg class="plot" role="img" aria-labelledby="{prefix}-title" ', 1)
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+    for name in sorted(ids, key=len, reverse=True):
+        svg = svg.replace(f'id="{name}"', f'id="{prefix}-{name}"')
+        svg = svg.replace(f"#{name})", f"#{prefix}-{name})").replace(f'"#{name}"', f'"#{prefix}-{name}"')
+    return svg
+
+
+def _title(svg, prefix, text):
+    return svg.replace(">", f'><title id="{prefix}-title">{_escape(text)}</title>', 1)
+
+
+def _escape(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def throughput_svg(rows, link_mbps, calibration_rows=()):
+    """RFC 2544 26.1: frame rate vs frame size, with the theoretical maximum line."""
+    rows = [r for r in rows if r["frame_size"]]
+    if not rows:
+        return None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        sizes = [r["frame_size"] for r in rows]
+        lo, hi = min(sizes + [64]), max(sizes + [1518])
+        if link_mbps:
+            # At the tested sizes, joined the same way as the measurements, so a
+            # result at line rate lies exactly on this line.
+            ax.plot(sizes, [theoretical_max_fps(x, link_mbps) for x in sizes], "--", color="#555",
+                    linewidth=1.2, label=f"theoretical maximum ({link_mbps:g} Mbit/s)", zorder=4)
+        cal = [c for c in calibration_rows if c["frame_size"]]
+        if cal:
+            ax.plot([c["frame_size"] for c in cal], [c["fps"] for c in cal], ":", marker="x",
+                    color="#d4800b", label="tester ceiling (calibrated)")
+        ax.plot(sizes, [r["fps"] for r in rows], "-o", color=COLORS[0], linewidth=1.8, markersize=5,
+                label="measured throughput (0 % loss)")
+        bound = [r for r in rows if r["tester_bound"]]
+        if bound:
+            ax.plot([r["frame_size"] for r in bound], [r["fps"] for r in bound], "o", markersize=11,
+                    markerfacecolor="none", markeredgecolor="#d4800b", markeredgewidth=1.6,
+                    label="tester-bound")
+        values = [r["fps"] for r in rows] + ([theoretical_max_fps(lo, link_mbps)] if link_mbps else [])
+        if min(values) > 0 and max(values) / min(values) > 30:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(FuncFormatter(_rate))
+        ax.set_xlabel("frame size (bytes)")
+        ax.set_ylabel("frames/s")
+        ax.set_xlim(0, hi + 60)
+        ax.set_xticks(sizes)
+        ax.tick_params(axis="x", labelrotation=0, labelsize=8)
+        ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+        svg = _svg(fig, "fig-throughput")
+    return _title(svg, "fig-throughput", "Throughput: frame rate versus frame size, with the theoretical maximum")
+
+
+def frame_loss_svg(loss_rows):
+    """RFC 2544 26.3: frame loss rate vs offered load, both axes 0-100 %."""
+    if not loss_rows:
+        return None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        for i, r in enumerate(loss_rows):
+            pts = sorted(r["points"], key=lambda p: p["load_pct"])
+            ax.plot([p["load_pct"] for p in pts], [p["loss_pct"] for p in pts], "-o", markersize=4,
+                    color=COLORS[i % len(COLORS)], label=r["label"], clip_on=False, zorder=3 + i)
+        ax.set_xlim(0, 100)
+        ax.set_ylim(0, 100)
+        ax.set_xticks(range(0, 101, 10))
+        ax.set_yticks(range(0, 101, 20))
+        ax.set_xlabel("offered load (% of the theoretical maximum rate)")
+        ax.set_ylabel("frame loss rate (%)")
+        ax.legend(title="frame size", loc="upper left", fontsize=8, title_fontsize=8)
+        svg = _svg(fig, "fig-loss")
+    return _title(svg, "fig-loss", "Frame loss rate versus offered load")
+
+
+def compare_svg(rows, threshold_pct):
+    """Change per frame size, NEW vs OLD, in % (positive = better), with the gate."""
+    metrics = []
+    for row in rows:
+        if row["metric"] not in metrics:
+            metrics.append(row["metric"])
+    sizes = sorted({row["frame_size"] for row in rows})
+    if not rows or not sizes:
+        return None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        width = 0.8 / max(len(metrics), 1)
+        for m_index, metric in enumerate(metrics):
+            xs, ys = [], []
+            for s_index, size in enumerate(sizes):
+                row = next((r for r in rows if r["metric"] == metric and r["frame_size"] == size), None)
+                if row is None or row["better_pct"] is None:
+                    continue
+                xs.append(s_index - 0.4 + width * (m_index + 0.5))
+                ys.append(row["better_pct"])
+            ax.bar(xs, ys, width=width * 0.92, color=COLORS[m_index % len(COLORS)], label=metric)
+        ax.axhline(0, color="#333", linewidth=0.8)
+        ax.axhline(-threshold_pct, color="#c0392b", linestyle="--", linewidth=1.2,
+                   label=f"allowed regression ({threshold_pct:g} %)")
+        ax.set_xticks(range(len(sizes)))
+        ax.set_xticklabels(["IMIX" if s == 0 else f"{s} B" for s in sizes], fontsize=8)
+        ax.set_ylabel("change, NEW vs OLD (%)\n(positive = better)")
+        ax.legend(fontsize=7, loc="best", ncol=2)
+        svg = _svg(fig, "fig-compare")
+    return _title(svg, "fig-compare", "Change per frame size between two runs")

@@ -1,0 +1,184 @@
+"""Figures the report shows, derived from a loaded results dict.
+
+Rows are keyed by (IP version, frame size): a profile may run IPv4 and IPv6.
+Percentages of the theoretical maximum are recomputed from frames/s and the
+link speed whenever both are known, so the report does not depend on how a
+writer scaled `pct_of_max` / `load_pct`; the stored value is the fallback.
+"""
+from rfc2544.model import ETHERNET_OVERHEAD, theoretical_max_fps
+
+TEST_TITLES = {
+    "throughput": "Throughput (26.1)",
+    "latency": "Latency (26.2)",
+    "frame_loss": "Frame loss rate (26.3)",
+    "back_to_back": "Back-to-back frames (26.4)",
+    "system_recovery": "System recovery (26.5)",
+    "reset": "Reset (26.6)",
+}
+
+
+def frame_label(size):
+    return "IMIX" if size == 0 else f"{size} B"
+
+
+def default_ip(results):
+    return results["conditions"].get("ip_version") or 4
+
+
+def ip_of(results, entry):
+    return entry.get("ip_version") or default_ip(results)
+
+
+def ip_versions(results):
+    seen = {ip_of(results, e) for section in list(TEST_TITLES) + ["trials", "plan"] for e in results[section]}
+    return sorted(seen) or [default_ip(results)]
+
+
+def key_of(results, entry):
+    return (ip_of(results, entry), entry.get("frame_size"))
+
+
+def labeller(results):
+    """Frame size label, with the IP version only when the run mixed versions."""
+    mixed = len(ip_versions(results)) > 1
+
+    def label(entry):
+        text = frame_label(entry.get("frame_size"))
+        return f"{text} IPv{ip_of(results, entry)}" if mixed else text
+    return label
+
+
+def link_max_fps(size, link_mbps):
+    if not size or not link_mbps:
+        return None
+    return theoretical_max_fps(size, link_mbps)
+
+
+def _rows(results, section):
+    label = labeller(results)
+    return [{**r, "label": label(r), "ip_version": ip_of(results, r)}
+            for r in sorted(results[section], key=lambda r: key_of(results, r))]
+
+
+def throughput_rows(results):
+    """One row per frame size: fps, Mbit/s, % of the theoretical maximum, tester-bound."""
+    link = results["conditions"].get("link_speed_mbps")
+    rows = []
+    for t in _rows(results, "throughput"):
+        size, fps = t["frame_size"], t["fps"]
+        top = t.get("theoretical_max_fps") or link_max_fps(size, link)
+        mbps = t.get("mbps")
+        if mbps is None and size:
+            mbps = fps * size * 8 / 1e6
+        line_mbps = t.get("line_mbps")
+        if line_mbps is None and size:
+            line_mbps = fps * (size + ETHERNET_OVERHEAD) * 8 / 1e6
+        pct = fps / top * 100 if top else t.get("pct_of_max")
+        rows.append({**t, "theoretical_max_fps": top, "mbps": mbps, "line_mbps": line_mbps,
+                     "pct_of_max": pct, "tester_bound": bool(t.get("tester_bound"))})
+    return rows
+
+
+def headline(results):
+    """RFC 2544 26.1: one figure quoted with frame size, limit and protocol.
+
+    The smallest frame size is quoted: it stresses a forwarder most, and RFC
+    2544's tables start with it.
+    """
+    rows = throughput_rows(results)
+    if not rows:
+        return None
+    row = min((r for r in rows if r["frame_size"]), default=rows[0],
+              key=lambda r: (r["frame_size"], r["ip_version"]))
+    return {"row": row, "protocol": f"IPv{row['ip_version']}",
+            "link": link_text(results["conditions"].get("link_speed_mbps")),
+            "loss_goal": "0 % loss (RFC 1242 throughput)"}
+
+
+def link_text(mbps):
+    if not mbps:
+        return "unknown link speed"
+    if mbps >= 1000:
+        return f"{mbps / 1000:g} Gbit/s Ethernet"
+    return f"{mbps:g} Mbit/s Ethernet"
+
+
+def latency_rows(results):
+    return _rows(results, "latency")
+
+
+def latency_definitions(results):
+    """Which RFC 1242 latency definition(s) the run used, and how it was measured."""
+    defs = sorted({r.get("definition") for r in results["latency"] if r.get("definition")})
+    return {"definitions": defs, "detail": results["conditions"].get("latency_definition")}
+
+
+def frame_loss_rows(results):
+    return [{**r, "points": sorted(r["points"], key=lambda p: -p["load_pct"])}
+            for r in _rows(results, "frame_loss")]
+
+
+def section_rows(results, section):
+    return _rows(results, section)
+
+
+def trial_rows(results):
+    link = results["conditions"].get("link_speed_mbps")
+    label = labeller(results)
+    rows = []
+    for t in results["trials"]:
+        loss_pct = None
+        if t.get("loss_ratio") is not None:
+            loss_pct = t["loss_ratio"] * 100
+        elif t.get("tx_frames"):
+            loss_pct = (t.get("lost_frames") or 0) * 100 / t["tx_frames"]
+        top = link_max_fps(t.get("frame_size"), link)
+        load_pct = t["load_fps"] / top * 100 if top and t.get("load_fps") is not None else t.get("load_pct")
+        rows.append({**t, "label": label(t), "loss_pct": loss_pct, "load_pct": load_pct,
+                     "verdict": t.get("verdict") or "unknown"})
+    return rows
+
+
+def trial_totals(results):
+    counted = [t for t in results["trials"] if not t.get("superseded")]
+    by_verdict = {}
+    for t in counted:
+        v = t.get("verdict") or "unknown"
+        by_verdict[v] = by_verdict.get(v, 0) + 1
+    return {"count": len(counted), "superseded": len(results["trials"]) - len(counted),
+            "traffic_s": sum(t.get("traffic_s") or 0 for t in counted),
+            "by_verdict": dict(sorted(by_verdict.items()))}
+
+
+def hosts(results):
+    """Hosts as rows; tuning flattened to key=value, NICs as a list."""
+    known = ("role", "kernel", "cpu", "module_version", "tuning", "nics")
+    out = []
+    for name, h in (results["conditions"].get("hosts") or {}).items():
+        out.append({"name": name, "role": h.get("role"), "kernel": h.get("kernel"), "cpu": h.get("cpu"),
+                    "module_version": h.get("module_version"),
+                    "tuning": sorted(flatten(h.get("tuning") or {})),
+                    "nics": [n for n in h.get("nics") or [] if isinstance(n, dict)],
+                    "extra": flatten({k: v for k, v in h.items() if k not in known})})
+    return out
+
+
+def calibration_rows(results):
+    rows = []
+    for size, fps in (results["conditions"].get("calibration") or {}).items():
+        try:
+            size = int(size)
+        except (TypeError, ValueError):
+            continue
+        rows.append({"frame_size": size, "label": frame_label(size), "fps": fps})
+    return sorted(rows, key=lambda r: r["frame_size"])
+
+
+def flatten(value, prefix=""):
+    """A nested mapping as (dotted.key, value) pairs, for a compact table."""
+    if isinstance(value, dict):
+        pairs = []
+        for k, v in value.items():
+            pairs += flatten(v, f"{prefix}{k}.")
+        return pairs
+    return [(prefix.rstrip("."), value)]
