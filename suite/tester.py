@@ -96,6 +96,7 @@ class SSHTester:
         self.tx_hosts = sorted({p.tx_host for p in self.plans})
         self.rx_hosts = sorted({p.rx_host for p in self.plans})
         self._sessions = dict(sessions) if sessions else {}
+        self._can_reconnect = not sessions   # injected sessions are never replaced
         self._connections = {}
         self._lock = threading.Lock()
         self._detected = None
@@ -457,11 +458,14 @@ class SSHTester:
         tx, rx = self._parse_reads(outs, "live")
         tx_frames = sum(st.pkts_sofar or 0 for st in tx.values())
         rx_frames, gap_lost = self._rx_totals(rx, base)
+        pgrx = self.detect()["receiver"] == RECEIVER_PGRX
         return {
             "phase": "traffic", "test": spec.test, "frame_size": spec.frame_size,
             "load_fps": spec.load_fps, "duration_s": spec.duration_s,
             "elapsed_s": time.monotonic() - t0, "intended_frames": intended,
             "tx_frames": tx_frames, "rx_frames": rx_frames, "gap_lost": gap_lost,
+            "lost_frames": gap_lost if pgrx else None,
+            "seq_max": max((s.seq_max for r in rx.values() for s in r.streams), default=0) if pgrx else None,
             "finished": [st.finished for st in tx.values()],
         }
 
@@ -550,6 +554,8 @@ class SSHTester:
             for attempt in range(2):
                 try:
                     session = self._sessions.get(host)
+                    if attempt == 1 and not self._can_reconnect:
+                        break
                     if session is None or attempt == 1:
                         self._sessions.pop(host, None)
                         h = self.inventory.hosts[host]

@@ -45,14 +45,14 @@ __rd() {
 
 def check_path(path):
     path = str(path)
-    if not PATH_RE.match(path) or "/../" in path:
+    if not PATH_RE.fullmatch(path) or "/../" in path:
         raise BadInput(f"refusing to touch {path!r}: not a pktgen/pgrx file or interface counter")
     return path
 
 
 def check_command(command):
     command = str(command)
-    if not COMMAND_RE.match(command):
+    if not COMMAND_RE.fullmatch(command):
         raise BadInput(f"refusing to write {command!r}: unexpected characters")
     return command
 
@@ -62,9 +62,12 @@ class Batch:
 
     def __init__(self):
         self._steps: List[str] = []
+        self.ops: List[tuple] = []   # ("write", path, cmd) | ("read", tag, paths) | ("sleep", s)
 
     def write(self, path, command):
-        self._steps.append(f"__w {shlex.quote(check_path(path))} {shlex.quote(check_command(command))} || return 3")
+        path, command = check_path(path), check_command(command)
+        self._steps.append(f"__w {shlex.quote(path)} {shlex.quote(command)} || return 3")
+        self.ops.append(("write", path, command))
         return self
 
     def read(self, tag, *paths):
@@ -72,8 +75,9 @@ class Batch:
             raise ValueError(f"bad read tag {tag!r}")
         if not paths:
             raise ValueError("read needs at least one path")
-        quoted = " ".join(shlex.quote(check_path(p)) for p in paths)
-        self._steps.append(f"__rd {tag} {quoted}")
+        paths = tuple(check_path(p) for p in paths)
+        self._steps.append(f"__rd {tag} " + " ".join(shlex.quote(p) for p in paths))
+        self.ops.append(("read", tag, paths))
         return self
 
     def sleep(self, seconds):
@@ -82,10 +86,12 @@ class Batch:
         if not 0 < seconds <= 5:
             raise ValueError("batch sleeps must be within (0, 5] s")
         self._steps.append(f"sleep {seconds:.3f}")
+        self.ops.append(("sleep", seconds))
         return self
 
     def extend(self, other):
         self._steps.extend(other._steps)
+        self.ops.extend(other.ops)
         return self
 
     def __len__(self):
@@ -158,7 +164,7 @@ def _split_path(line, paths):
                 return p, line[len(p) + 1:]
         return None, None
     path, sep, content = line.partition(":")
-    if not sep or not PATH_RE.match(path):
+    if not sep or not PATH_RE.fullmatch(path):
         return None, None
     return path, content
 

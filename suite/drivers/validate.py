@@ -23,28 +23,28 @@ U64_MAX = 2**64 - 1
 
 def ifname(value, what="interface name"):
     value = str(value)
-    if not IFNAME_RE.match(value):
+    if not IFNAME_RE.fullmatch(value):
         raise BadInput(f"{what} {value!r} is not a valid interface name")
     return value
 
 
 def pgdev(value):
     value = str(value)
-    if not PGDEV_RE.match(value) or len(value) > 15:
+    if not PGDEV_RE.fullmatch(value) or len(value) > 15:
         raise BadInput(f"pktgen device {value!r} is not IF or IF@N of at most 15 characters")
     return value
 
 
 def mac(value, what="MAC address"):
     value = str(value)
-    if not MAC_RE.match(value):
+    if not MAC_RE.fullmatch(value):
         raise BadInput(f"{what} {value!r} is not a MAC address")
     return value.lower()
 
 
 def netns(value):
     value = str(value)
-    if not NETNS_RE.match(value):
+    if not NETNS_RE.fullmatch(value):
         raise BadInput(f"network namespace {value!r} is not a valid name")
     return value
 

@@ -1,0 +1,407 @@
+"""A simulated tester host for unit tests (no SSH, no kernel: SIMULATED).
+
+`SimKernel` models /proc/net/pktgen (pgctrl, kpktgend_N, device files in the
+section B format), the module's pgrx (display script v1) and interface
+counters, plus a DUT with a forwarding capacity and a tester with a sending
+ceiling, in real (short) time. `SimSession` has the HostSession methods the
+SSHTester uses and answers batches with the same text the real batch script
+prints, so the real output parser runs on it.
+"""
+import threading
+import time
+
+from rfc2544.drivers.script import parse_output
+from rfc2544.errors import InfraError
+
+PKTGEN = "/proc/net/pktgen/"
+
+
+class SimDevice:
+    def __init__(self, name):
+        self.name = name
+        self.p = {"count": 1000, "pkt_size": 60, "delay": 0, "dst_mac": "00:00:00:00:00:00",
+                  "src_min": "", "dst_min": "", "src6": "", "dst6": "", "ipv6": False, "clone_skb": 0}
+        self.result = ""
+        self.sofar = 0
+        self.started = None
+        self.stopped_at = None
+        self.run_usec = None
+        self.writes = []
+
+    def text(self):
+        p = self.p
+        flags = "IPV6  " if p["ipv6"] else ""
+        lines = [
+            f"Params: count {p['count']}  min_pkt_size: {p['pkt_size']}  max_pkt_size: {p['pkt_size']}",
+            f"     frags: 0  delay: {p['delay']}  clone_skb: {p['clone_skb']}  ifname: {self.name.split('@')[0]}",
+            "     flows: 0 flowlen: 0",
+            "     queue_map_min: 0  queue_map_max: 0",
+            f"     dst_min: {p['dst_min']}  dst_max: {p['dst_min']}",
+            f"     src_min: {p['src_min']}  src_max: {p['src_min']}",
+            f"     src_mac: 52:54:00:00:00:01 dst_mac: {p['dst_mac']}",
+            "     udp_src_min: 9  udp_src_max: 9  udp_dst_min: 9  udp_dst_max: 9",
+            "     src_mac_count: 0  dst_mac_count: 0",
+            f"     Flags: {flags}",
+            "Current:",
+            f"     pkts-sofar: {self.sofar}  errors: 0",
+            "     started: 100us  stopped: 200us idle: 0us",
+            f"     seq_num: {self.sofar + 1}  cur_dst_mac_offset: 0  cur_src_mac_offset: 0",
+            "     cur_saddr: 198.18.0.1  cur_daddr: 198.19.0.1",
+            "     cur_udp_dst: 9  cur_udp_src: 9",
+            "     cur_queue_map: 0",
+            "     flows: 0",
+        ]
+        if self.run_usec is not None:
+            usec = max(self.run_usec, 1)
+            pps = self.sofar * 1000000 // usec
+            lines.append(f"Result: OK: {usec}(c{usec - 5}+d5) usec, {self.sofar} ({p['pkt_size']}byte,0frags)")
+            lines.append(f"  {pps}pps {pps * p['pkt_size'] * 8 // 1000000}Mb/sec ({pps * p['pkt_size'] * 8}bps) errors: 0")
+        else:
+            lines.append(f"Result: {self.result or 'Idle'}")
+        return "\n".join(lines) + "\n"
+
+
+class SimKernel:
+    """One tester host (+ a DUT that forwards its streams)."""
+
+    def __init__(self, threads=2, pgrx=True, dut_capacity_fps=None, tester_ceiling_fps=None,
+                 rx_dev="rx0", noise_rx=0, loss_every=None):
+        self.lock = threading.RLock()
+        self.threads = {i: [] for i in range(threads)}
+        self.devices = {}
+        self.has_pgrx = pgrx
+        self.dut_capacity_fps = dut_capacity_fps
+        self.tester_ceiling_fps = tester_ceiling_fps
+        self.noise_rx = noise_rx            # extra frames the rx port counts per trial (ARP ...)
+        self.loss_every = loss_every        # lose every Nth frame (DUT loss independent of rate)
+        self.rx_dev = rx_dev
+        self.running = False
+        self.t_start = None
+        self.rx_enabled = False
+        self.rx_level = "time"
+        self.rx_result = ""
+        self.rx_counter_base = 12345        # interface counters never start at zero
+        self.rx_delivered = {}              # device -> frames delivered so far
+        self.rx_gap = {}
+        self.starts = 0
+        self.resets = 0
+        self.log = []
+        self.fail_on = None                 # (path, command prefix) that the kernel refuses
+
+    # ---------------------------------------------------------------- writes
+    def write(self, path, cmd):
+        with self.lock:
+            self.log.append((path, cmd))
+            if self.fail_on and path == self.fail_on[0] and cmd.startswith(self.fail_on[1]):
+                dev = self.devices.get(path[len(PKTGEN):])
+                if dev:
+                    dev.result = f'No such parameter "{cmd.split()[0]}"'
+                return False, f'Result: No such parameter "{cmd.split()[0]}"'
+            name = path[len(PKTGEN):]
+            if name == "pgctrl":
+                return self._pgctrl(cmd)
+            if name.startswith("kpktgend_"):
+                t = int(name.split("_")[1])
+                if cmd == "rem_device_all":
+                    for d in self.threads[t]:
+                        self.devices.pop(d, None)
+                    self.threads[t] = []
+                    return True, ""
+                if cmd.startswith("add_device "):
+                    dev = cmd.split()[1]
+                    if dev in self.devices:
+                        return False, f"Result: ERROR: can not add device {dev}"
+                    self.devices[dev] = SimDevice(dev)
+                    self.threads[t].append(dev)
+                    return True, ""
+                return False, "Result: bad thread command"
+            if name == "pgrx":
+                return self._pgrx(cmd)
+            dev = self.devices.get(name)
+            if dev is None:
+                return False, "(no such file)"
+            return self._dev(dev, cmd)
+
+    def _pgctrl(self, cmd):
+        if cmd == "stop":
+            self._update()
+            self._stop()
+            return True, ""
+        if cmd == "reset":
+            self._stop()
+            self.resets += 1
+            self.devices.clear()
+            self.threads = {i: [] for i in self.threads}
+            return True, ""
+        if cmd == "start":
+            self.start()
+            while True:
+                with self.lock:
+                    self._update()
+                    if not self.running:
+                        return True, ""
+                time.sleep(0.002)
+        return False, ""
+
+    def _dev(self, dev, cmd):
+        word, _, arg = cmd.partition(" ")
+        p = dev.p
+        dev.writes.append(cmd)
+        if word in ("count", "pkt_size", "delay", "clone_skb"):
+            p[word] = int(arg)
+        elif word == "ratep":
+            p["delay"] = 10**9 // int(arg)
+        elif word == "dst_mac":
+            p["dst_mac"] = arg
+        elif word in ("src_min", "dst_min", "src6", "dst6"):
+            p[word] = arg
+            if word == "dst6":
+                p["ipv6"] = True
+        elif word == "flag":
+            if arg == "IPV6":
+                p["ipv6"] = True
+            elif arg == "!IPV6":
+                p["ipv6"] = False
+        elif word == "clear_counters":
+            dev.sofar, dev.run_usec = 0, None
+        elif word in ("src_max", "dst_max", "udp_src_min", "udp_src_max", "udp_dst_min", "udp_dst_max",
+                      "imix_weights", "min_pkt_size", "max_pkt_size"):
+            pass
+        else:
+            dev.result = f'No such parameter "{word}"'
+            return False, f"Result: {dev.result}"
+        dev.result = f"OK: {word}={arg}"
+        return True, ""
+
+    def _pgrx(self, cmd):
+        if not self.has_pgrx:
+            return False, "(no such file)"
+        word, _, arg = cmd.partition(" ")
+        if word == "rx":
+            self.rx_dev, self.rx_enabled = arg, True
+            self._rx_reset()
+        elif word == "rx_reset":
+            self._rx_reset()
+        elif word == "statistics":
+            self.rx_level = arg
+            self._rx_reset()
+        elif word in ("display", "action", "rx_disable"):
+            pass
+        else:
+            self.rx_result = "No such command"
+            return False, f"Result: {self.rx_result}"
+        self.rx_result = f"OK: {cmd}"
+        return True, ""
+
+    def _rx_reset(self):
+        self.rx_delivered = {}
+        self.rx_gap = {}
+
+    # --------------------------------------------------------------- traffic
+    def start(self):
+        with self.lock:
+            self.running = True
+            self.starts += 1
+            self.t_start = time.monotonic()
+            for d in self.devices.values():
+                d.sofar, d.run_usec, d.started = 0, None, self.t_start
+                d.result = "Starting"
+            self.noise_pending = True
+
+    def _rate(self, dev):
+        want = 10**9 / dev.p["delay"] if dev.p["delay"] else float("inf")
+        if self.tester_ceiling_fps:
+            want = min(want, self.tester_ceiling_fps / max(len(self.devices), 1))
+        return want
+
+    def _update(self):
+        if not self.running:
+            return
+        now = time.monotonic()
+        active = [d for d in self.devices.values() if d.run_usec is None]
+        for d in active:
+            rate = self._rate(d)
+            n = d.p["count"] if rate == float("inf") else min(d.p["count"], int((now - d.started) * rate) + 1)
+            self._deliver(d, n)
+            if n >= d.p["count"]:
+                elapsed = (d.p["count"] - 1) / rate if rate != float("inf") else 0.000001
+                d.run_usec = max(int(elapsed * 1e6), 1)
+        if all(d.run_usec is not None for d in self.devices.values()):
+            self.running = False
+
+    def _deliver(self, d, n):
+        new = n - d.sofar
+        if new <= 0:
+            return
+        d.sofar = n
+        offered = sum(10**9 / x.p["delay"] if x.p["delay"] else 1e12 for x in self.devices.values())
+        share = 1.0 if not self.dut_capacity_fps else min(1.0, self.dut_capacity_fps / offered)
+        got = self.rx_delivered.get(d.name, 0.0)
+        lost_now = new - int(round(new * share))
+        if self.loss_every:
+            lost_now = d.sofar // self.loss_every - (d.sofar - new) // self.loss_every
+        self.rx_delivered[d.name] = got + new - lost_now
+        self.rx_gap[d.name] = self.rx_gap.get(d.name, 0) + lost_now
+
+    def _stop(self):
+        now = time.monotonic()
+        for d in self.devices.values():
+            if d.run_usec is None and d.started is not None and self.running:
+                d.run_usec = max(int((now - d.started) * 1e6), 1)
+        self.running = False
+
+    # ---------------------------------------------------------------- reads
+    def read(self, path):
+        with self.lock:
+            self._update()
+            name = path[len(PKTGEN):] if path.startswith(PKTGEN) else None
+            if name == "pgrx" and self.has_pgrx:
+                return self._pgrx_text()
+            if name in self.devices:
+                return self.devices[name].text()
+            if path == f"/sys/class/net/{self.rx_dev}/statistics/rx_packets":
+                total = sum(int(v) for v in self.rx_delivered.values())
+                return f"{self.rx_counter_base + total}\n"
+            if path.startswith("/sys/class/net/") and "/statistics/" in path:
+                return "0\n"
+            return None
+
+    def _pgrx_text(self):
+        streams = []
+        for name, got in self.rx_delivered.items():
+            got = int(got)
+            dev = self.devices.get(name)
+            src = dev.p["src6"] if dev and dev.p["ipv6"] else (dev.p["src_min"] if dev else "0.0.0.0")
+            gap = self.rx_gap.get(name, 0)
+            streams.append(f"stream src={src} packets={got} bytes={got * 60} seq_max={got + gap} "
+                           f"lost={gap} ooo=0 dup=0 old=0")
+        total = sum(int(v) for v in self.rx_delivered.values())
+        lat = self.rx_level == "time" and total > 0
+        n = total if lat else 0
+        lines = [f"pgrx version=1 enabled={int(self.rx_enabled)} dev={self.rx_dev} ifindex=5 "
+                 f"statistics={self.rx_level} action=drop streams={len(streams)} streams_dropped=0",
+                 f"cpu id=0 packets={total} bytes={total * 60} first_ns=0 last_ns=0",
+                 f"total id=all packets={total} bytes={total * 60} first_ns=0 last_ns=0", *streams]
+        if lat:
+            lines += [f"stat name=latency n={n} skipped=0 min=10000 max=50000 mean=20000.000 var=100 "
+                      f"sum={20000 * n} sumsq={n * (20000 ** 2 + 100)}",
+                      f"stat name=interarrival n={n - 1} skipped=0 min=1 max=2 mean=1.500 var=0 sum=1 sumsq=1",
+                      f"stat name=jitter n={n - 1} skipped=0 min=0 max=900 mean=300.000 var=0 "
+                      f"sum={300 * (n - 1)} sumsq=0",
+                      f"percentile name=latency n={n} p50=19968 p90=30000 p99=40000 p999=49920 p9999=50000",
+                      f"hist name=latency low=19968 high=20095 count={n}"]
+        else:
+            for name in ("latency", "interarrival", "jitter"):
+                lines.append(f"stat name={name} n=0 skipped=0 min=0 max=0 mean=0.000 var=0 sum=0 sumsq=0")
+            lines.append("percentile name=latency n=0 p50=0 p90=0 p99=0 p999=0 p9999=0")
+        lines += ["end", f"Result: {self.rx_result or 'OK'}"]
+        return "\n".join(lines) + "\n"
+
+    def probe_text(self):
+        out = ["pgctrl Packet Generator for packet performance testing. Version: 2.75"]
+        if self.has_pgrx:
+            out.append("pgrx")
+        out += [f"thread {t}" for t in self.threads]
+        return "\n".join(out) + "\n"
+
+
+class SimStart:
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.triggered = False
+        self.closed = False
+
+    def trigger(self):
+        self.triggered = True
+        self.kernel.start()
+
+    def done(self):
+        if not self.triggered:
+            return self.closed
+        with self.kernel.lock:
+            self.kernel._update()
+            return not self.kernel.running
+
+    def wait_readable(self, seconds):
+        time.sleep(min(seconds, 0.002))
+
+    def wait(self, timeout):
+        deadline = time.monotonic() + timeout
+        while not self.done():
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.002)
+        return 0
+
+    def stderr(self):
+        return ""
+
+    def close(self):
+        self.closed = True
+
+
+class SimSession:
+    """HostSession stand-in: interprets Batch ops against a SimKernel and
+    prints what the real batch script prints (PGERR / PGREAD / grep -H)."""
+
+    def __init__(self, name, kernel):
+        self.name = name
+        self.kernel = kernel
+        self._pending = None
+        self.batches = []
+        self.dead = False
+
+    def send_batch(self, batch):
+        if self.dead:
+            raise InfraError(f"{self.name}: connection lost")
+        self.batches.append(batch)
+        self._pending = batch
+
+    def collect_batch(self, timeout=None):
+        batch, self._pending = self._pending, None
+        lines, status = [], 0
+        for op in batch.ops:
+            if op[0] == "write":
+                ok, result = self.kernel.write(op[1], op[2])
+                if not ok:
+                    lines.append(f"PGERR\t{op[1]}\t{op[2]}\t{result}")
+                    status = 3
+                    break
+            elif op[0] == "read":
+                lines.append(f"PGREAD {op[1]}")
+                failed = False
+                for path in op[2]:
+                    text = self.kernel.read(path)
+                    if text is None:
+                        lines.append(f"grep: {path}: No such file or directory")
+                        failed = True
+                        continue
+                    lines += [f"{path}:{l}" for l in text.splitlines()]
+                if failed:
+                    lines.append("PGREADFAIL")
+                lines.append("PGREADEND")
+            elif op[0] == "sleep":
+                time.sleep(op[1])
+        out = parse_output("\n".join(lines))
+        if out.errors:
+            raise InfraError(f"{self.name}: {out.errors[0]}")
+        if status:
+            raise InfraError(f"{self.name}: batch failed with status {status}")
+        return out
+
+    def run_batch(self, batch, timeout=None):
+        self.send_batch(batch)
+        return self.collect_batch(timeout)
+
+    def open_start(self):
+        if self.dead:
+            raise InfraError(f"{self.name}: connection lost")
+        return SimStart(self.kernel)
+
+    def run(self, command, timeout=None, check=False):
+        if "/proc/net/pktgen" in command and "kpktgend_" in command:
+            return 0, self.kernel.probe_text(), ""
+        return 0, "kernel 6.1.0-sim\ncpus 2\n@nic tx0\ndriver: veth\nspeed: 10000\n", ""
+
+    def close(self):
+        pass

@@ -1,0 +1,174 @@
+"""The batch script and pktgen commands: validation, quoting, failure reports.
+
+The rendered scripts are also executed with the local /bin/sh against a
+temporary directory standing in for /proc/net/pktgen (plain files, no
+kernel), to check what the shell really does with them."""
+import subprocess
+
+import pytest
+
+from rfc2544.drivers import pgrx, pktgen, validate
+from rfc2544.drivers.script import Batch, parse_output
+from rfc2544.errors import BadInput
+
+
+def cfg(**kw):
+    base = dict(device="tx0", count=1000, dst_mac="52:54:00:00:00:02", src_ip="198.18.0.1",
+                dst_ip="198.19.0.1", pkt_size=60, ratep=1000)
+    base.update(kw)
+    return pktgen.DeviceConfig(**base)
+
+
+def test_device_commands_ipv4():
+    cmds = cfg().commands()
+    assert cmds[:4] == ["pkt_size 60", "count 1000", "clone_skb 0", "ratep 1000"]
+    assert "dst_mac 52:54:00:00:00:02" in cmds
+    assert "flag !IPV6" in cmds and "dst_min 198.19.0.1" in cmds and "src_max 198.18.0.1" in cmds
+    assert cmds[-1] == "clear_counters"
+
+
+def test_device_commands_ipv6_and_max_rate_and_imix():
+    cmds = cfg(ipv6=True, src_ip="2001:2::1/64", dst_ip="2001:0002:0:1::1", ratep=None).commands()
+    assert "src6 2001:2::1" in cmds and "dst6 2001:2:0:1::1" in cmds and "flag IPV6" in cmds
+    assert "delay 0" in cmds
+    cmds = cfg(pkt_size=None, imix=pktgen.SIMPLE_IMIX).commands()
+    assert "imix_weights 60,7 572,4 1514,1" in cmds
+
+
+@pytest.mark.parametrize("name", ["tx0;reboot", "$(reboot)", "tx 0", "tx0\n", "../../etc", "a" * 16,
+                                  "-rf", "tx0`id`", "tx0'", "", "tx0@x", "tx0/../x"])
+def test_malicious_interface_names_are_rejected(name):
+    with pytest.raises(BadInput):
+        cfg(device=name).commands()
+    with pytest.raises(BadInput):
+        pktgen.device_path(name)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("dst_mac", "52:54:00:00:00:02; reboot"), ("dst_mac", "52:54:00:00:00"),
+    ("src_ip", "198.18.0.1 && reboot"), ("dst_ip", "198.19.0.256"), ("dst_ip", "$(id)"),
+    ("count", -1), ("count", 0), ("count", "10;"), ("count", 1.5), ("count", True), ("count", 2**64),
+    ("ratep", 0), ("ratep", "fast"), ("pkt_size", 41), ("pkt_size", 100000),
+    ("flags", ("NOT_A_FLAG",)), ("flags", ("IPV6;reboot",)),
+])
+def test_malicious_or_wrong_values_are_rejected(field, value):
+    with pytest.raises(BadInput):
+        cfg(**{field: value}).commands()
+
+
+def test_ipv6_addresses_validated():
+    with pytest.raises(BadInput):
+        cfg(ipv6=True, src_ip="2001:2::1;id", dst_ip="2001:2::2").commands()
+
+
+def test_frame_size_to_pkt_size():
+    assert pktgen.pkt_size_for_frame(64) == 60
+    assert pktgen.pkt_size_for_frame(1518) == 1514
+    with pytest.raises(BadInput):
+        pktgen.pkt_size_for_frame(45)
+
+
+def test_batch_refuses_paths_and_commands_outside_the_allow_list():
+    b = Batch()
+    for path in ("/etc/passwd", "/proc/net/pktgen/../../../etc/shadow", "/proc/net/pktgen/tx0;id",
+                 "/sys/class/net/tx0/statistics/../../../../etc/x", "/proc/net/pktgen/tx0 x"):
+        with pytest.raises(BadInput):
+            b.write(path, "count 1")
+        with pytest.raises(BadInput):
+            b.read("x", path)
+    for command in ("count 1\nstart", "count 1; reboot", "count $(id)", "count `id`", "count 'x'", 'a"b', ""):
+        with pytest.raises(BadInput):
+            b.write("/proc/net/pktgen/tx0", command)
+    assert len(b) == 0
+
+
+def test_setup_batch_adds_devices_to_threads():
+    b = pktgen.setup_batch({"tx0": 0, "tx1@1": 1})
+    assert b.ops == [("write", pktgen.PGCTRL, "stop"), ("write", pktgen.PGCTRL, "reset"),
+                     ("write", "/proc/net/pktgen/kpktgend_0", "add_device tx0"),
+                     ("write", "/proc/net/pktgen/kpktgend_1", "add_device tx1@1")]
+
+
+def test_pgrx_batches():
+    b = pgrx.enable_batch("rx0", "time")
+    assert [op[2] for op in b.ops] == ["rx rx0", "display script", "action drop", "statistics time"]
+    with pytest.raises(BadInput):
+        pgrx.enable_batch("rx0;id")
+    assert [op[2] for op in pgrx.reset_batch("basic").ops] == ["statistics basic", "rx_reset"]
+
+
+def test_start_command_waits_for_the_trigger():
+    assert pktgen.start_command() == 'read go && [ "$go" = start ] && echo start > /proc/net/pktgen/pgctrl'
+
+
+# ---- the rendered script, run by the local shell against plain files ----
+
+def run_local(batch, root):
+    text = batch.text().replace("/proc/net/pktgen/", f"{root}/")
+    r = subprocess.run(["/bin/sh", "-c", text], capture_output=True, text=True, timeout=30)
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_script_writes_each_command_with_a_newline(tmp_path):
+    b = Batch().write("/proc/net/pktgen/tx0", "count 5").write("/proc/net/pktgen/tx0", "dst_mac 52:54:00:00:00:02")
+    status, out = run_local(b, tmp_path)
+    assert status == 0
+    # each write replaces the file: the last command is what is left, newline-terminated
+    assert (tmp_path / "tx0").read_text() == "dst_mac 52:54:00:00:00:02\n"
+
+
+def test_script_stops_at_the_first_failed_write_and_reports_result(tmp_path):
+    (tmp_path / "tx1").mkdir()            # writing to a directory fails
+    (tmp_path / "kpktgend_0").write_text("Running:\nStopped: tx0\nResult: OK: add_device=tx0\n")
+    b = (Batch().write("/proc/net/pktgen/tx0", "count 5")
+         .write("/proc/net/pktgen/tx1", "count 6")
+         .write("/proc/net/pktgen/tx2", "count 7"))
+    status, out = run_local(b, tmp_path)
+    assert status == 3
+    parsed = parse_output(out.replace(f"{tmp_path}/", "/proc/net/pktgen/"))
+    assert len(parsed.errors) == 1
+    err = parsed.errors[0]
+    assert err.path == "/proc/net/pktgen/tx1" and err.command == "count 6"
+    assert err.result == "Result: (none)"
+    assert not (tmp_path / "tx2").exists()     # nothing after the failure ran
+
+
+def test_failed_write_quotes_the_files_result_line(tmp_path):
+    # pktgen refuses a write yet keeps the file readable with its Result
+    # line; a plain file cannot refuse, so the write is replaced by `false`.
+    b = Batch().write("/proc/net/pktgen/kpktgend_0", "add_device tx0")
+    text = b.text().replace('printf \'%s\\n\' "$2" 2>/dev/null >"$1"', 'false')
+    (tmp_path / "kpktgend_0").write_text("Running: \nStopped: \nResult: ERROR: can not add device tx0\n")
+    r = subprocess.run(["/bin/sh", "-c", text.replace("/proc/net/pktgen/", f"{tmp_path}/")],
+                       capture_output=True, text=True, timeout=30)
+    parsed = parse_output(r.stdout.replace(f"{tmp_path}/", "/proc/net/pktgen/"))
+    assert parsed.errors[0].result == "Result: ERROR: can not add device tx0"
+
+
+def test_script_reads_are_framed_per_file(tmp_path):
+    (tmp_path / "tx0").write_text("Params: count 5\nResult: OK: count=5\n")
+    (tmp_path / "pgrx").write_text("pgrx version=1\nend\n")
+    b = Batch().read("zero", "/proc/net/pktgen/tx0", "/proc/net/pktgen/pgrx")
+    status, out = run_local(b, tmp_path)
+    parsed = parse_output(out.replace(f"{tmp_path}/", "/proc/net/pktgen/"))
+    assert parsed.reads["zero"]["/proc/net/pktgen/tx0"] == "Params: count 5\nResult: OK: count=5"
+    assert parsed.reads["zero"]["/proc/net/pktgen/pgrx"] == "pgrx version=1\nend"
+    assert not parsed.read_failures
+
+
+def test_script_read_of_a_missing_file_is_reported(tmp_path):
+    b = Batch().read("zero", "/proc/net/pktgen/tx9")
+    status, out = run_local(b, tmp_path)
+    parsed = parse_output(out.replace(f"{tmp_path}/", "/proc/net/pktgen/"))
+    assert "zero" in parsed.read_failures
+
+
+def test_validators():
+    assert validate.ipv4("198.18.0.1/24") == "198.18.0.1"
+    assert validate.ipv6("2001:0002::0001/64") == "2001:2::1"
+    assert validate.mac("52:54:00:AB:CD:EF") == "52:54:00:ab:cd:ef"
+    assert validate.pgdev("enp1s0f0@12") == "enp1s0f0@12"
+    with pytest.raises(BadInput):
+        validate.pgdev("enp1s0f0np0@1234")   # 16 characters
+    with pytest.raises(BadInput):
+        validate.netns("dut; reboot")

@@ -1,0 +1,252 @@
+"""SSHTester against a SIMULATED host (tests/unit/pktgen_sim.py): no SSH, no
+kernel. The simulation answers batches in the real pktgen/pgrx text formats,
+so the driver's batch building, parsing and trial logic run for real."""
+import textwrap
+
+import pytest
+
+from pktgen_sim import SimKernel, SimSession
+from rfc2544 import inventory
+from rfc2544.errors import BadInput, InfraError
+from rfc2544.model import PROGRESS_KEYS, TrialSpec
+from rfc2544.tester import SSHTester, Waits
+
+FAST = {"learning_s": 0.0, "residual_s": 0.02, "learning_frames": 3, "learning_fps": 1000}
+
+INVENTORY = """
+all:
+  vars:
+    rfc2544_streams:
+{streams}
+  children:
+    testers:
+      hosts:
+        tester:
+          ansible_host: 127.0.0.1
+          rfc2544_ports:
+            - {{name: tx0, role: tx, mac: "52:54:00:00:00:01", ipv4: 198.18.0.1/24, ipv6: "2001:2::1/64", peer_mac: "52:54:00:00:00:02"}}
+            - {{name: tx1, role: tx, mac: "52:54:00:00:00:05", ipv4: 198.18.1.1/24, peer_mac: "52:54:00:00:00:06"}}
+            - {{name: rx0, role: rx, mac: "52:54:00:00:00:03", ipv4: 198.19.0.1/24, ipv6: "2001:2:0:1::1/64"}}
+    duts:
+      hosts:
+        dut:
+          ansible_host: 127.0.0.1
+          rfc2544_netns: dut
+          rfc2544_ports:
+            - {{name: dut0, role: dut, mac: "52:54:00:00:00:02"}}
+"""
+
+
+def make_inventory(tmp_path, streams=(("tester:tx0", "tester:rx0"),)):
+    lines = "\n".join(f'      - {{tx: "{a}", rx: "{b}"}}' for a, b in streams)
+    path = tmp_path / "inv.yml"
+    path.write_text(INVENTORY.format(streams=lines))
+    return inventory.load(path)
+
+
+def make_tester(tmp_path, kernel=None, waits=FAST, streams=(("tester:tx0", "tester:rx0"),), **kw):
+    kernel = kernel or SimKernel()
+    session = SimSession("tester", kernel)
+    tester = SSHTester(make_inventory(tmp_path, streams), waits=waits, sessions={"tester": session}, **kw)
+    return tester, kernel, session
+
+
+def spec(**kw):
+    base = dict(frame_size=64, load_fps=2000, duration_s=0.2)
+    base.update(kw)
+    return TrialSpec(**base)
+
+
+def test_low_rate_trial_counts_every_frame(tmp_path):
+    tester, kernel, _ = make_tester(tmp_path)
+    r = tester.run_trial(spec())
+    assert tester.generator_name == "rfc2544_pktgen" and tester.receiver_name == "pgrx"
+    assert tester.full_fidelity
+    assert r.intended_frames == 400
+    assert r.tx_frames == 400 and r.rx_frames == 400 and r.lost_frames == 0
+    assert not r.tester_limited and not r.aborted_early
+    assert r.achieved_fps == pytest.approx(2000, rel=0.02)
+    assert r.streams[0].tx_port == "tester:tx0" and r.streams[0].rx_frames == 400 and r.streams[0].lost == 0
+    dev = kernel.devices["tx0"]
+    # frame size minus the 4 FCS bytes; destination MAC = the tx port's peer
+    assert "pkt_size 60" in dev.writes and "dst_mac 52:54:00:00:00:02" in dev.writes
+    assert "dst_min 198.19.0.1" in dev.writes and "src_min 198.18.0.1" in dev.writes
+    assert "ratep 2000" in dev.writes and "count 400" in dev.writes
+
+
+def test_learning_frames_precede_the_trial(tmp_path):
+    tester, kernel, _ = make_tester(tmp_path)
+    tester.run_trial(spec())
+    assert kernel.starts == 2  # learning run + trial
+    counts = [c for p, c in kernel.log if p.endswith("/tx0") and c.startswith("count ")]
+    assert counts == ["count 3", "count 400"]
+    tester.run_trial(spec(learning=False))
+    assert kernel.starts == 3
+
+
+def test_setup_happens_once_per_session(tmp_path):
+    tester, kernel, _ = make_tester(tmp_path)
+    tester.run_trial(spec())
+    tester.run_trial(spec())
+    assert kernel.resets == 1
+
+
+def test_capped_dut_shows_loss(tmp_path):
+    kernel = SimKernel(dut_capacity_fps=1000)
+    tester, _, _ = make_tester(tmp_path, kernel)
+    r = tester.run_trial(spec(load_fps=2000, duration_s=0.3))
+    assert r.tx_frames == 600
+    assert 0.4 < r.loss_ratio < 0.6
+    assert not r.tester_limited
+    assert r.streams[0].lost == r.tx_frames - r.rx_frames
+
+
+def test_tester_ceiling_is_tester_limited_not_dut_loss(tmp_path):
+    kernel = SimKernel(tester_ceiling_fps=1000)
+    tester, _, _ = make_tester(tmp_path, kernel)
+    r = tester.run_trial(spec(load_fps=2000, duration_s=0.2))
+    assert r.tester_limited
+    assert r.achieved_fps < 1100
+    assert any("reached" in n for n in r.notes)
+
+
+def test_early_abort_stops_and_counts_saved_time(tmp_path):
+    kernel = SimKernel(dut_capacity_fps=1000)
+    tester, _, _ = make_tester(tmp_path, kernel, poll_interval_s=0.05)
+    r = tester.run_trial(spec(load_fps=2000, duration_s=1.0, abort_loss_ratio=0.0))
+    assert r.aborted_early
+    assert r.traffic_s < 0.6
+    assert r.saved_traffic_s == pytest.approx(1.0 - r.traffic_s)
+    assert r.tx_frames < r.intended_frames
+    assert r.lost_frames > 0
+    assert not r.tester_limited
+
+
+def test_no_abort_within_budget(tmp_path):
+    kernel = SimKernel(loss_every=100)   # 1 % loss
+    tester, _, _ = make_tester(tmp_path, kernel, poll_interval_s=0.05)
+    r = tester.run_trial(spec(load_fps=2000, duration_s=0.4, abort_loss_ratio=0.05))
+    assert not r.aborted_early
+    assert r.tx_frames == 800
+    assert r.lost_frames == 8
+
+
+def test_progress_reports_live_counters(tmp_path):
+    tester, _, _ = make_tester(tmp_path, poll_interval_s=0.05)
+    samples = []
+    tester.run_trial(spec(duration_s=0.3), progress=samples.append)
+    assert samples
+    for key in PROGRESS_KEYS:
+        assert key in samples[0]
+    assert samples[-1]["tx_frames"] >= samples[0]["tx_frames"] > 0
+    assert samples[0]["lost_frames"] == 0
+
+
+def test_interface_counters_fallback(tmp_path):
+    kernel = SimKernel(pgrx=False)
+    tester, _, _ = make_tester(tmp_path, kernel)
+    r = tester.run_trial(spec())
+    assert tester.receiver_name == "interface counters" and tester.generator_name == "pktgen (in-tree)"
+    assert not tester.full_fidelity
+    # counters start at 12345 in the simulation: the trial reports the difference
+    assert r.rx_frames == r.tx_frames == 400
+    assert any("lower fidelity" in n for n in r.notes)
+
+
+def test_counters_not_zero_before_trial_is_an_error(tmp_path):
+    kernel = SimKernel(pgrx=False)
+    tester, _, _ = make_tester(tmp_path, kernel)
+    orig = kernel.read
+
+    def noisy(path):   # something keeps arriving on rx0
+        if path.endswith("rx0/statistics/rx_packets"):
+            kernel.rx_counter_base += 1
+        return orig(path)
+
+    kernel.read = noisy
+    with pytest.raises(InfraError, match="not zero before the trial"):
+        tester.run_trial(spec(learning=False))
+    assert ("/proc/net/pktgen/pgctrl", "stop") in kernel.log   # stop_all ran
+
+
+def test_pgrx_not_reset_is_an_error(tmp_path):
+    kernel = SimKernel()
+    tester, _, _ = make_tester(tmp_path, kernel)
+    orig = kernel._rx_reset
+
+    def broken_reset():
+        orig()
+        kernel.rx_delivered = {"tx0": 5}
+
+    kernel._rx_reset = broken_reset
+    with pytest.raises(InfraError, match="pgrx counted 5 packets after reset"):
+        tester.run_trial(spec(learning=False))
+
+
+def test_refused_write_reports_the_result_line(tmp_path):
+    kernel = SimKernel()
+    kernel.fail_on = ("/proc/net/pktgen/tx0", "ratep")
+    tester, _, _ = make_tester(tmp_path, kernel)
+    with pytest.raises(InfraError, match=r"'ratep 2000' to /proc/net/pktgen/tx0 failed: .*No such parameter"):
+        tester.run_trial(spec(learning=False))
+
+
+def test_ipv6_trial_uses_the_ipv6_addresses(tmp_path):
+    tester, kernel, _ = make_tester(tmp_path)
+    r = tester.run_trial(spec(ipv6=True))
+    assert r.rx_frames == r.tx_frames == 400
+    writes = kernel.devices["tx0"].writes
+    assert "src6 2001:2::1" in writes and "dst6 2001:2:0:1::1" in writes and "flag IPV6" in writes
+
+
+def test_ipv6_without_addresses_is_bad_input(tmp_path):
+    tester, _, _ = make_tester(tmp_path, streams=(("tester:tx1", "tester:rx0"),))
+    with pytest.raises(BadInput, match="tx port tx1 has no ipv6 address"):
+        tester.run_trial(spec(ipv6=True))
+
+
+def test_latency_from_pgrx(tmp_path):
+    tester, kernel, _ = make_tester(tmp_path)
+    r = tester.run_trial(spec(latency=True))
+    assert ("/proc/net/pktgen/pgrx", "statistics time") in kernel.log
+    assert r.latency.samples == 400
+    assert r.latency.median_ns == 19968 and r.latency.p999_ns == 49920
+    assert r.latency.mean_ns == pytest.approx(20000)
+    assert r.latency.stddev_ns == pytest.approx(10)
+    assert r.latency.pdv_mean_ns == pytest.approx(300)
+
+
+def test_two_streams_share_the_load(tmp_path):
+    tester, kernel, _ = make_tester(tmp_path, streams=(("tester:tx0", "tester:rx0"), ("tester:tx1", "tester:rx0")))
+    r = tester.run_trial(spec(load_fps=2000, duration_s=0.2))
+    assert r.intended_frames == 400 and r.tx_frames == 400 and r.rx_frames == 400
+    assert "ratep 1000" in kernel.devices["tx0"].writes and "ratep 1000" in kernel.devices["tx1"].writes
+    assert {s.tx_port for s in r.streams} == {"tester:tx0", "tester:tx1"}
+    # two devices on two kpktgend threads
+    assert sorted(len(v) for v in kernel.threads.values()) == [1, 1]
+
+
+def test_stop_all_never_raises(tmp_path):
+    tester, kernel, session = make_tester(tmp_path)
+    tester.run_trial(spec())
+    session.dead = True
+    # the session is dead and reconnecting fails (no SSH here): still no exception
+    tester.stop_all()
+
+
+def test_waits_validation():
+    assert Waits.of({"residual_s": 0}).residual_s == 0
+    with pytest.raises(BadInput, match="waits.residual_s"):
+        Waits.of({"residual_s": -1})
+    with pytest.raises(BadInput, match="waits.bogus"):
+        Waits.of({"bogus": 1})
+
+
+def test_bad_spec_is_bad_input(tmp_path):
+    tester, _, _ = make_tester(tmp_path)
+    with pytest.raises(BadInput):
+        tester.run_trial(spec(frame_size=20))
+    with pytest.raises(BadInput):
+        tester.run_trial(spec(load_fps=0))
+    with pytest.raises(BadInput):
+        tester.run_trial(spec(abort_loss_ratio=1.5))
