@@ -102,6 +102,8 @@ class SimDUT:
                     aborted = True
             if aborted:
                 break
+        if exc is not None:
+            raise exc                   # the trial stopped early, before the fault point
         if self.time_scale:
             time.sleep(elapsed * self.time_scale)
         # frames still queued at the end are forwarded during the residual wait

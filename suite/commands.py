@@ -1,0 +1,269 @@
+"""Click commands `run`, `calibrate` and `doctor`: parse options, build the
+pieces (inventory, profile, tester, results) and hand over to the runner.
+Everything here is wiring; the work happens in runner/procedures/search."""
+import json
+import shutil
+import subprocess
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from rfc2544 import inventory as inventory_mod
+from rfc2544 import profiles as profiles_mod
+from rfc2544.errors import BadInput, InfraError, ThresholdMissed
+from rfc2544.results import Results
+from rfc2544.runner import Runner, build_plan
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+REPORT_FORMATS = ("html", "pdf", "csv")
+
+
+def resolve_inventory(path):
+    """-i INVENTORY, or the local lab's when none is given."""
+    if path:
+        return inventory_mod.load(path)
+    try:
+        from rfc2544.lab import Lab
+    except ImportError:
+        raise BadInput("no inventory given (-i) and the lab is not part of this build")
+    lab_inventory = Path(Lab("default").inventory_path)
+    if not lab_inventory.exists():
+        raise BadInput("no inventory given (-i) and the local lab is not up: run 'rfc2544 lab up' or pass -i")
+    return inventory_mod.load(lab_inventory)
+
+
+def calibration_path(inventory):
+    return Path(str(inventory.path) + ".calibration.json")
+
+
+def load_calibration(inventory):
+    path = calibration_path(inventory)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        return {str(k): float(v) for k, v in data["fps"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise BadInput(f"{path}: not a calibration file (run 'rfc2544 calibrate' again)")
+
+
+def link_speed(inventory, profile):
+    if profile["link_mbps"]:
+        return profile["link_mbps"]
+    speeds = [inventory.hosts[s.tx_host].ports[s.tx_port].speed_mbps for s in inventory.streams]
+    return min(speeds) if speeds and all(speeds) else None
+
+
+def make_tester(inventory, profile):
+    try:
+        from rfc2544.tester import SSHTester
+    except ImportError as exc:
+        raise InfraError(f"the traffic drivers are not available in this build ({exc})")
+    waits = {k: profile["waits"][k] for k in ("learning_s", "residual_s", "settle_s")}
+    return SSHTester(inventory, waits=waits)
+
+
+def make_dut_reset(inventory):
+    """A callable that fires the DUT's rfc2544_reset_cmd in the background
+    (the trial keeps streaming), or None when the inventory gives none."""
+    duts = [h for h in inventory.duts if h.reset_cmd]
+    if not duts:
+        return None
+    host = duts[0]
+
+    def fire():
+        from rfc2544.ssh import SSHHost, quote
+        cmd = host.reset_cmd
+        if host.netns:
+            cmd = f"ip netns exec {quote(host.netns)} sh -c {quote(cmd)}"
+        try:
+            conn = SSHHost.connect(host.name, host.address, host.port, host.user, host.key_file,
+                                   host.known_hosts)
+            conn.run(cmd, timeout=120, check=False)
+            conn.close()
+        except InfraError:
+            pass        # a reset may well take the connection down with it
+
+    return lambda: threading.Thread(target=fire, name="dut-reset", daemon=True).start()
+
+
+def run_setup(inventory_path):
+    playbook = REPO_ROOT / "playbooks" / "setup.yml"
+    if not playbook.exists():
+        raise BadInput(f"--setup: {playbook} not found (run from a source checkout)")
+    exe = shutil.which("ansible-playbook")
+    if exe is None:
+        raise InfraError("--setup: ansible-playbook not found (pip install ansible-core)")
+    status = subprocess.call([exe, str(playbook), "-i", str(inventory_path)])
+    if status != 0:
+        raise InfraError(f"--setup: ansible-playbook {playbook.name} failed with exit status {status}")
+
+
+def conditions_for(tester, inventory, profile, link_mbps, calibration):
+    try:
+        hosts = tester.conditions()
+    except Exception as exc:        # facts are for the report; a failure must not stop the run
+        hosts = {"error": f"could not gather host facts: {exc}"}
+    return {
+        "generator": getattr(tester, "generator_name", "unknown"),
+        "receiver": getattr(tester, "receiver_name", "unknown"),
+        "fidelity": "full" if getattr(tester, "full_fidelity", False) else "lower",
+        "latency_definition": getattr(tester, "latency_definition", None)
+        or "software timestamps, generator header at transmit to receiver hook at arrival (bit-forwarding, RFC 1242)",
+        "link_speed_mbps": link_mbps,
+        "ip_versions": profile["ip_versions"],
+        "inventory": str(inventory.path),
+        "streams": [{"tx": f"{s.tx_host}:{s.tx_port}", "rx": f"{s.rx_host}:{s.rx_port}"} for s in inventory.streams],
+        "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
+        "calibration": calibration,
+    }
+
+
+def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort):
+    raw = dict(profile)
+    raw["search"] = dict(profile["search"])
+    if search:
+        raw["search"]["method"] = search
+    if early_abort is not None:
+        raw["search"]["early_abort"] = early_abort
+    if tests:
+        raw["tests"] = list(tests)
+    if frame_sizes:
+        sizes = []
+        for s in frame_sizes:
+            if s.lower() == profiles_mod.IMIX:
+                sizes.append(profiles_mod.IMIX)
+            elif s.isdigit():
+                sizes.append(int(s))
+            else:
+                raise BadInput(f"--frame-size: '{s}' is not a frame size or 'imix'")
+        raw["frame_sizes"] = sizes
+    if ip_versions:
+        raw["ip_versions"] = sorted({int(v) for v in ip_versions})
+    return profiles_mod.validate(raw, "command line")
+
+
+def write_reports(results_path, out_dir, formats):
+    """Hand the finished results to the reports package, if this build has it."""
+    try:
+        from rfc2544.reports.render import write_reports as render
+    except ImportError:
+        click.echo("rfc2544: reports not available in this build; results.json is complete", err=True)
+        return []
+    return render(results_path, out_dir, formats)
+
+
+@click.command("run")
+@click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
+              help="Ansible inventory (default: the local lab's).")
+@click.option("-p", "--profile", "profile_name", default=None,
+              help=f"Built-in profile ({', '.join(profiles_mod.builtin_names())}) or a YAML file [default: rfc2544].")
+@click.option("--setup/--no-setup", default=False, help="Run playbooks/setup.yml on the inventory first.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Output directory [default: results/<time>].")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False),
+              help="Continue the run in DIR without redoing finished trials.")
+@click.option("--search", type=click.Choice(["bisection", "mlr"]), help="Override the profile's search.")
+@click.option("--test", "tests", multiple=True, type=click.Choice(profiles_mod.TESTS),
+              help="Run only this test (repeatable).")
+@click.option("--frame-size", "frame_sizes", multiple=True, help="Frame size or 'imix' (repeatable).")
+@click.option("--ip-version", "ip_versions", multiple=True, type=click.Choice(["4", "6"]), help="Repeatable.")
+@click.option("--early-abort/--no-early-abort", default=None, help="Override search.early_abort.")
+@click.option("--format", "formats", multiple=True, type=click.Choice(REPORT_FORMATS),
+              help="Report formats to write at the end [default: html, csv].")
+def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests, frame_sizes,
+        ip_versions, early_abort, formats):
+    """Run the RFC 2544 tests of a profile against the inventory's DUT."""
+    if resume_dir:
+        if out_dir or profile_name or search or tests or frame_sizes or ip_versions or early_abort is not None:
+            raise BadInput("--resume continues a run as it was planned: drop -p/--out/--search/--test/"
+                           "--frame-size/--ip-version/--early-abort")
+        results = Results.load(resume_dir)
+        profile = profiles_mod.validate(results.data["profile"], f"{results.path} profile")
+        if results.complete:
+            click.echo(f"{results.path}: the run is already complete")
+    else:
+        profile = profiles_mod.load(profile_name or "rfc2544")
+        profile = apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort)
+        results = None
+    if inventory_path is None and resume_dir:
+        inventory_path = results.data.get("conditions", {}).get("inventory")
+    inventory = resolve_inventory(inventory_path)
+    if setup:
+        run_setup(inventory.path)
+    link = link_speed(inventory, profile)
+    calibration = load_calibration(inventory)
+    tester = make_tester(inventory, profile)
+    try:
+        if results is None:
+            out = Path(out_dir or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
+            conditions = conditions_for(tester, inventory, profile, link, calibration)
+            results = Results.create(out, profile, build_plan(profile), profiles_mod.deviations(profile),
+                                     conditions)
+            if profile["waits"]["route_s"]:
+                time.sleep(profile["waits"]["route_s"])     # RFC 2544 23: after the routing setup
+        runner = Runner(tester, profile, results, display=_display(), link_mbps=link,
+                        calibration=calibration, dut_reset=make_dut_reset(inventory))
+        misses = [] if results.complete else runner.run()
+    finally:
+        close = getattr(tester, "close", None)
+        if close:
+            close()
+    misses = misses or []
+    if results.complete and not misses:
+        from rfc2544.runner import check_thresholds
+        misses = check_thresholds(results.data, profile)
+    fmts = formats or ("html", "csv")
+    if "csv" in fmts:
+        results.to_csv()
+    written = write_reports(results.path, results.dir, tuple(f for f in fmts if f != "csv"))
+    for path in written or []:
+        click.echo(f"report: {path}")
+    if misses:
+        raise ThresholdMissed("; ".join(misses))
+
+
+def _display():
+    from rfc2544.display import Display
+    return Display()
+
+
+@click.command("calibrate")
+@click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
+              help="Ansible inventory (default: the local lab's).")
+@click.option("--frame-size", "frame_sizes", multiple=True, type=int,
+              help="Frame sizes to calibrate (repeatable) [default: 64 and 1518].")
+@click.option("--duration", default=2.0, show_default=True, type=float, help="Seconds per measurement.")
+def calibrate(inventory_path, frame_sizes, duration):
+    """Measure the tester's own ceiling (frames/s it can send) without a DUT."""
+    inventory = resolve_inventory(inventory_path)
+    try:
+        from rfc2544.calibrate import calibrate as measure_ceiling
+    except ImportError as exc:
+        raise InfraError(f"calibration is not available in this build ({exc})")
+    sizes = list(frame_sizes) or [64, 1518]
+    ceilings = measure_ceiling(inventory, frame_sizes=sizes, duration_s=duration)
+    fps = {str(k): float(v) for k, v in dict(ceilings).items()}
+    path = calibration_path(inventory)
+    path.write_text(json.dumps({"inventory": str(inventory.path), "fps": fps,
+                                "measured": datetime.now().isoformat(timespec="seconds")}, indent=1))
+    for size, value in fps.items():
+        click.echo(f"{size:>6} B  {value:14,.0f} fps")
+    click.echo(f"saved to {path}; later runs flag results within 5 % of these as tester-bound")
+
+
+@click.command("doctor")
+@click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
+              help="Ansible inventory (default: the local lab's).")
+def doctor(inventory_path):
+    """Check the hosts: SSH, module, links, MACs, clock sync."""
+    inventory = resolve_inventory(inventory_path)
+    try:
+        from rfc2544.doctor import doctor as check_hosts
+    except ImportError as exc:
+        raise InfraError(f"doctor is not available in this build ({exc})")
+    ok = check_hosts(inventory)
+    if ok is False:
+        raise InfraError("doctor found problems (see above)")

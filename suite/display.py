@@ -1,0 +1,131 @@
+"""Progress on screen: one line per trial (step, load, loss, verdict, ETA),
+a live line during a trial on a terminal, and the end-of-run summary."""
+import math
+import sys
+import time
+
+import click
+
+from rfc2544.results import verdict
+
+
+def estimate_step_s(test, profile):
+    """Rough seconds a plan step takes (for the ETA)."""
+    w = profile["waits"]
+    over = w["learning_s"] + w["residual_s"] + w["settle_s"] + 0.3
+    s, final = profile["search"], profile["trial_duration_s"]
+    if test == "throughput":
+        steps = math.log2(1 / (s["resolution_pct"] / 100)) + 2
+        extra = (final + over) * (2 if s["method"] == "mlr" else 1) if final > s["initial_duration_s"] else 0
+        return steps * (s["initial_duration_s"] + over) + extra
+    if test == "latency":
+        p = profile["latency"]
+        return p["repetitions"] * (p["duration_s"] + over)
+    if test == "frame_loss":
+        d = profile["frame_loss"]["duration_s"] or final
+        return min(100 / profile["frame_loss"]["step_pct"], 6) * (d + over)
+    if test == "back_to_back":
+        p = profile["back_to_back"]
+        return p["repetitions"] * (math.log2(100 / p["resolution_pct"]) + 1) * (p["burst_s"] + over)
+    if test == "system_recovery":
+        p = profile["system_recovery"]
+        return p["repetitions"] * (p["overload_s"] + p["recovery_s"] + over)
+    if test == "reset":
+        p = profile["reset"]
+        return p["repetitions"] * (p["duration_s"] + over)
+    return 0.0
+
+
+def _eta(seconds):
+    seconds = max(0, int(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class Display:
+    def __init__(self, stream=None, live=None, quiet=False):
+        self.stream = stream or sys.stdout
+        self.live = self.stream.isatty() if live is None else live
+        self.quiet = quiet
+        self.trial_no = 0
+        self._remaining = []
+        self._step_started = time.monotonic()
+        self._step_estimate = 0.0
+        self._profile = None
+        self._live_shown = False
+
+    def _out(self, text):
+        if self.quiet:
+            return
+        if self._live_shown:
+            click.echo("\r\033[K", nl=False, file=self.stream)
+            self._live_shown = False
+        click.echo(text, file=self.stream)
+
+    def eta_s(self):
+        in_step = max(self._step_estimate - (time.monotonic() - self._step_started), 0.0)
+        return in_step + sum(estimate_step_s(s["test"], self._profile) for s in self._remaining)
+
+    def start(self, plan, profile):
+        self._profile = profile
+        self._remaining = [s for s in plan if s.get("state") not in ("done", "skipped")]
+        done = len(plan) - len(self._remaining)
+        self._out(f"plan: {len(plan)} steps ({done} already done), profile '{profile['name']}', "
+                  f"ETA ~{_eta(self.eta_s())}")
+
+    def step(self, step):
+        if self._remaining and self._remaining[0] is step:
+            self._remaining.pop(0)
+        self._step_started = time.monotonic()
+        self._step_estimate = estimate_step_s(step["test"], self._profile)
+        size = step["frame_size"] or "IMIX"
+        self._out(f"== {step['test']} {size} B IPv{step['ip_version']}")
+
+    def trial_start(self, unit, spec):
+        pass
+
+    def sample(self, sample):
+        if not self.live or self.quiet:
+            return
+        lost = sample.get("lost_frames", sample.get("gap_lost"))
+        if lost is None:
+            lost = max(sample.get("tx_frames", 0) - sample.get("rx_frames", 0), 0)
+        click.echo(f"\r\033[K   ... {sample['elapsed_s']:6.1f} s  sent {sample.get('tx_frames', 0):>12,}  "
+                   f"lost {lost:>10,}", nl=False, file=self.stream)
+        self._live_shown = True
+
+    def trial(self, unit, result, replayed):
+        self.trial_no += 1
+        spec = result.spec
+        what = "replayed" if replayed else verdict(result)
+        if spec.burst_frames:
+            load = f"burst {spec.burst_frames:,} frames"
+        else:
+            load = f"{spec.load_fps:>12,.0f} fps"
+        self._out(f"  trial {self.trial_no:>4}  {spec.test:<15} {load}  {spec.duration_s:6.2f} s  "
+                  f"loss {result.loss_ratio * 100:8.4f} %  {what:<14} ETA ~{_eta(self.eta_s())}")
+
+    def skipped(self, step, why):
+        self._out(f"   skipped: {why}")
+
+    def step_done(self, step, entry, seconds):
+        if step["test"] == "throughput":
+            ndr, pdr = entry.get("ndr_fps"), entry.get("pdr_fps")
+            text = f"NDR {ndr:,.0f} fps" if ndr else "no NDR (the minimum load lost frames)"
+            if pdr:
+                text += f", PDR {pdr:,.0f} fps"
+            if entry.get("tester_bound"):
+                text += " (tester-bound)"
+            self._out(f"   {text}  [{entry['trials']} trials, {entry['traffic_s']:.1f} s of traffic, "
+                      f"{entry['saved_traffic_s']:.1f} s saved by early abort]")
+        else:
+            self._out(f"   done in {seconds:.0f} s")
+
+    def interrupted(self, reason, results):
+        self._out(f"run stopped: {reason}")
+        self._out(f"generators stopped; {len(results.data['trials'])} finished trials kept in {results.path}; "
+                  f"continue with: rfc2544 run --resume {results.dir}")
+
+    def finished(self, results):
+        self._out(f"run complete: {len(results.data['trials'])} trials, results in {results.path}")

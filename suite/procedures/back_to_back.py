@@ -1,0 +1,68 @@
+"""RFC 2544 26.4 Back-to-back frames, as updated by RFC 9004.
+
+Only frame sizes whose throughput is below the maximum rate are tested (at
+line rate nothing is buffered). Each repetition finds, by bisection on the
+burst length, the longest burst at the maximum rate that loses nothing;
+every trial starts idle and ends with the residual wait (buffer depletion).
+Reported: N, average/min/max/stddev of the burst lengths, the implied buffer
+time (average / maximum rate, RFC 9004) and a corrected buffer time that
+removes what the DUT forwarded during the burst: avg * (1 - T/R) / R frames'
+worth at the maximum rate R with measured throughput T.
+"""
+import math
+import statistics
+
+from rfc2544.model import TrialSpec
+from rfc2544.procedures import Skip, needs_throughput
+
+AT_LINE_RATE = 0.99     # throughput this close to the max rate counts as line rate
+
+
+def longest_burst(ctx, frame_size, ipv6, rate, max_frames, resolution):
+    def passes(n):
+        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=rate, duration_s=n / rate,
+                                    ipv6=ipv6, burst_frames=n, test="back_to_back"))
+        if r.tester_limited:
+            raise Skip(f"the tester could not send bursts at {rate:.0f} fps")
+        return r.lost_frames == 0
+
+    if passes(max_frames):
+        return max_frames, True
+    lower, upper = 0, max_frames
+    while upper - lower > max(1, math.floor(upper * resolution)):
+        mid = (lower + upper) // 2
+        if passes(mid):
+            lower = mid
+        else:
+            upper = mid
+    return lower, False
+
+
+def run(ctx, frame_size, ipv6):
+    tp = needs_throughput(ctx, frame_size, ipv6)
+    rate, source = ctx.burst_rate(frame_size, ipv6)
+    throughput = tp["ndr_fps"]
+    if throughput >= AT_LINE_RATE * rate:
+        raise Skip(f"throughput {throughput:.0f} fps is at the maximum rate {rate:.0f} fps: "
+                   "nothing is buffered (RFC 9004 tests only sizes below it)")
+    p = ctx.profile["back_to_back"]
+    max_frames = max(2, round(rate * p["burst_s"]))
+    lengths, capped = [], 0
+    for _ in range(p["repetitions"]):
+        n, whole = longest_burst(ctx, frame_size, ipv6, rate, max_frames, p["resolution_pct"] / 100)
+        lengths.append(n)
+        capped += whole
+    avg = statistics.fmean(lengths)
+    if capped:
+        ctx.note(f"back-to-back at {frame_size} B: {capped} repetition(s) forwarded the whole "
+                 f"{max_frames}-frame burst; the buffer is at least that long")
+    return {
+        "frame_size": frame_size, "trials": len(lengths), "lengths": lengths,
+        "avg_frames": avg, "min_frames": min(lengths), "max_frames": max(lengths),
+        "stddev_frames": statistics.pstdev(lengths) if len(lengths) > 1 else 0.0,
+        "implied_buffer_s": avg / rate,
+        "corrected_buffer_s": avg * (1 - throughput / rate) / rate,
+        "throughput_fps": throughput, "max_rate_fps": rate, "max_rate_source": source,
+        "burst_cap_frames": max_frames, "bursts_at_cap": capped,
+        "resolution_pct": p["resolution_pct"],
+    }

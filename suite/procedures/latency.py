@@ -1,0 +1,51 @@
+"""RFC 2544 26.2 Latency at the throughput rate, with RFC 8219's typical
+(median) and worst-case (99.9th percentile) latency and delay variation.
+
+Each repetition is one trial with timestamped frames; the receiver
+timestamps every test frame (not one tagged frame), so each trial gives
+thousands of samples. Reported: the average over repetitions of each
+trial's min/mean/median/p99.9/max (RFC 2544 asks for the average of the
+repetitions), and the worst p99.9 and max seen.
+"""
+import statistics
+
+from rfc2544.model import TrialSpec
+from rfc2544.procedures import Skip, needs_throughput
+
+
+def run(ctx, frame_size, ipv6):
+    if not ctx.full_fidelity():
+        raise Skip(f"the receiver ({ctx.receiver_name()}) gives no latency")
+    tp = needs_throughput(ctx, frame_size, ipv6)
+    load = tp["ndr_fps"]
+    p = ctx.profile["latency"]
+    stats, lossy = [], 0
+    for _ in range(p["repetitions"]):
+        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=load, duration_s=p["duration_s"],
+                                    ipv6=ipv6, latency=True, test="latency"))
+        if r.lost_frames:
+            lossy += 1
+        if r.latency and r.latency.samples:
+            stats.append(r.latency)
+    if not stats:
+        raise Skip("the receiver returned no latency samples")
+
+    def avg(key):
+        values = [getattr(s, key) for s in stats if getattr(s, key) is not None]
+        return statistics.fmean(values) if values else None
+
+    entry = {
+        "frame_size": frame_size, "load_fps": load, "definition": ctx.latency_definition(),
+        "repetitions": len(stats), "samples": sum(s.samples for s in stats),
+        "min_ns": min(s.min_ns for s in stats), "mean_ns": avg("mean_ns"),
+        "median_ns": avg("median_ns"), "p999_ns": avg("p999_ns"), "max_ns": max(s.max_ns for s in stats),
+        "worst_p999_ns": max((s.p999_ns for s in stats if s.p999_ns is not None), default=None),
+        "stddev_ns": avg("stddev_ns"), "pdv_mean_ns": avg("pdv_mean_ns"),
+        "pdv_max_ns": max((s.pdv_max_ns for s in stats if s.pdv_max_ns is not None), default=None),
+        "trials_with_loss": lossy,
+    }
+    if entry["samples"] < 500:
+        ctx.note(f"latency at {frame_size} B from {entry['samples']} samples, RFC 8219 asks at least 500")
+    if lossy:
+        ctx.note(f"{lossy} latency trial(s) at {frame_size} B lost frames at the throughput rate")
+    return entry

@@ -1,0 +1,48 @@
+"""RFC 2544 26.1 Throughput: the NDR (and the PDR when asked) by the
+profile's search, classic bisection or MLRsearch."""
+from rfc2544.model import theoretical_max_fps
+from rfc2544.search import search
+
+TESTER_BOUND_MARGIN = 0.05     # within 5 % of the tester's own ceiling
+
+
+def run(ctx, frame_size, ipv6):
+    s = ctx.profile["search"]
+    max_load, source = ctx.max_load(frame_size, ipv6)
+    pdr = s["pdr_loss_pct"] / 100 if s["pdr_loss_pct"] else None
+    result = search(
+        s["method"], ctx.measure(frame_size, ipv6, early_abort=s["early_abort"]),
+        min_load=max_load * s["min_load_pct"] / 100, max_load=max_load,
+        resolution=s["resolution_pct"] / 100,
+        search_duration=s["initial_duration_s"], final_duration=ctx.profile["trial_duration_s"],
+        pdr_loss_ratio=pdr, duration_sum=s["duration_sum_s"], exceed_ratio=s["exceed_ratio"])
+    return summarize(ctx, frame_size, result, max_load, source)
+
+
+def summarize(ctx, frame_size, result, max_load, source):
+    link = ctx.link_mbps()
+    ndr = result.ndr_fps
+    theo = theoretical_max_fps(frame_size, link) if link and frame_size else None
+    ceiling = ctx.ceiling(frame_size)
+    upper_limited = any(o.tester_limited for o in result.outcomes
+                        if result.ndr_upper_fps is not None and o.load_fps >= result.ndr_upper_fps * 0.999)
+    bits = (frame_size or ctx.imix_mean_size()) * 8
+    entry = {
+        "frame_size": frame_size, "fps": ndr,
+        "mbps": ndr * bits / 1e6 if ndr else None,
+        "line_mbps": ndr * ((frame_size or ctx.imix_mean_size()) + 20) * 8 / 1e6 if ndr else None,
+        "pct_of_max": ndr / theo if ndr and theo else None,
+        "theoretical_max_fps": theo, "max_load_fps": max_load, "max_load_source": source,
+        "tester_bound": bool(upper_limited or (ndr and ceiling and ndr >= ceiling * (1 - TESTER_BOUND_MARGIN))),
+        "tester_ceiling_fps": ceiling,
+        "search": result.method, "ndr_fps": ndr, "ndr_upper_fps": result.ndr_upper_fps,
+        "pdr_fps": result.pdr_fps, "pdr_upper_fps": result.pdr_upper_fps,
+        "pdr_loss_ratio": result.pdr_loss_ratio,
+        "resolution_pct": result.resolution * 100, "trials": result.trials,
+        "traffic_s": result.traffic_s, "saved_traffic_s": result.saved_s,
+        "at_max_load": bool(ndr and ndr >= max_load),
+    }
+    if entry["tester_bound"]:
+        ctx.note(f"throughput at {frame_size} B is tester-bound: within {TESTER_BOUND_MARGIN:.0%} of what "
+                 "the tester itself can send, so it measures the tester, not the DUT")
+    return entry

@@ -1,0 +1,208 @@
+"""Test profiles: what to run and how (YAML), validated with messages that
+name the field, and the list of their departures from RFC 2544.
+
+`load(name_or_path)` accepts a built-in name (quick, rfc2544) or a YAML
+file. Unknown keys are errors (a typo must not silently change a run).
+"""
+import copy
+from pathlib import Path
+
+import yaml
+
+from rfc2544.errors import BadInput
+
+BUILTIN_DIR = Path(__file__).parent / "profiles"
+TESTS = ("throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")
+RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
+IMIX = "imix"       # frame_sizes entry: simple IMIX (7:4:1 of 64/576/1518)
+
+# section -> field -> (kind, default); kind: "pos" > 0, "nonneg" >= 0,
+# "int" positive integer, "pct" 0 < x <= 100, "bool", "str", "opt_pos" None or > 0
+SCHEMA = {
+    None: {
+        "name": ("str", "custom"), "description": ("str", ""),
+        "tests": ("tests", ["throughput"]), "frame_sizes": ("sizes", list(RFC_FRAME_SIZES)),
+        "ip_versions": ("ipv", [4]), "link_mbps": ("opt_pos", None),
+        "trial_duration_s": ("pos", 60.0),
+    },
+    "waits": {"route_s": ("nonneg", 2.0), "learning_s": ("nonneg", 2.0),
+              "residual_s": ("nonneg", 2.0), "settle_s": ("nonneg", 5.0)},
+    "search": {"method": (("bisection", "mlr"), "bisection"), "initial_duration_s": ("pos", 10.0),
+               "resolution_pct": ("pct", 0.5), "pdr_loss_pct": ("opt_pct", 0.5),
+               "min_load_pct": ("pct", 1.0), "max_load_fps": ("opt_pos", None),
+               "early_abort": ("bool", True), "duration_sum_s": ("opt_pos", None),
+               "exceed_ratio": ("ratio", 0.0)},
+    "latency": {"duration_s": ("pos", 120.0), "repetitions": ("int", 20)},
+    "frame_loss": {"step_pct": ("pct", 10.0), "duration_s": ("opt_pos", None)},
+    "back_to_back": {"burst_s": ("pos", 2.0), "repetitions": ("int", 50),
+                     "resolution_pct": ("pct", 1.0)},
+    "system_recovery": {"overload_pct": ("pos", 110.0), "recovery_pct": ("pct", 50.0),
+                        "overload_s": ("pos", 60.0), "recovery_s": ("pos", 30.0),
+                        "repetitions": ("int", 1)},
+    "reset": {"duration_s": ("pos", 60.0), "reset_after_s": ("pos", 10.0),
+              "repetitions": ("int", 1)},
+    "thresholds": {"throughput_min_fps": ("opt_pos", None), "throughput_min_pct": ("opt_pct", None),
+                   "latency_p999_max_us": ("opt_pos", None), "latency_median_max_us": ("opt_pos", None)},
+}
+
+
+class Profile(dict):
+    """The validated profile: a plain dict (sections are dicts) with
+    attribute access to sections for readability."""
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key)
+
+    @property
+    def frame_sizes_numeric(self):
+        return [s for s in self["frame_sizes"] if s != IMIX]
+
+
+def builtin_names():
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.yml"))
+
+
+def load(name_or_path):
+    path = Path(name_or_path)
+    if not path.suffix and (BUILTIN_DIR / f"{name_or_path}.yml").exists():
+        path = BUILTIN_DIR / f"{name_or_path}.yml"
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise BadInput(f"profile '{name_or_path}' not found (built-in: {', '.join(builtin_names())}, or a YAML file)")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read profile: {exc.strerror}")
+    except yaml.YAMLError as exc:
+        raise BadInput(f"{path}: not valid YAML: {str(exc).splitlines()[0]}")
+    return validate(raw, str(path))
+
+
+def validate(raw, origin="profile"):
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise BadInput(f"{origin}: a profile must be a mapping")
+    out = Profile()
+    sections = [s for s in SCHEMA if s is not None]
+    for key in raw:
+        if key not in SCHEMA[None] and key not in sections:
+            raise BadInput(f"{origin}: {key}: unknown field (known: {', '.join(sorted(list(SCHEMA[None]) + sections))})")
+    for key, (kind, default) in SCHEMA[None].items():
+        out[key] = _check(origin, key, kind, raw.get(key, copy.deepcopy(default)))
+    for section in sections:
+        given = raw.get(section) or {}
+        if not isinstance(given, dict):
+            raise BadInput(f"{origin}: {section}: must be a mapping")
+        for key in given:
+            if key not in SCHEMA[section]:
+                raise BadInput(f"{origin}: {section}.{key}: unknown field (known: {', '.join(SCHEMA[section])})")
+        out[section] = {key: _check(origin, f"{section}.{key}", kind, given.get(key, copy.deepcopy(default)))
+                        for key, (kind, default) in SCHEMA[section].items()}
+    if out["search"]["initial_duration_s"] > out["trial_duration_s"]:
+        raise BadInput(f"{origin}: search.initial_duration_s: must not exceed trial_duration_s ({out['trial_duration_s']})")
+    if not out["tests"]:
+        raise BadInput(f"{origin}: tests: select at least one test")
+    return out
+
+
+def _check(origin, where, kind, value):
+    def bad(msg):
+        raise BadInput(f"{origin}: {where}: {msg} (got {value!r})")
+
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(kind, tuple):
+        if value not in kind:
+            bad(f"must be one of {', '.join(kind)}")
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            bad("must be a string")
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            bad("must be true or false")
+        return value
+    if kind in ("opt_pos", "opt_pct") and value is None:
+        return None
+    if kind in ("pos", "opt_pos"):
+        if not number or value <= 0:
+            bad("must be a positive number")
+        return float(value)
+    if kind == "nonneg":
+        if not number or value < 0:
+            bad("must be a number >= 0")
+        return float(value)
+    if kind in ("pct", "opt_pct"):
+        if not number or not 0 < value <= 100:
+            bad("must be a percentage in (0, 100]")
+        return float(value)
+    if kind == "ratio":
+        if not number or not 0 <= value < 1:
+            bad("must be a number in [0, 1)")
+        return float(value)
+    if kind == "int":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            bad("must be a positive integer")
+        return value
+    if kind == "tests":
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or any(t not in TESTS for t in value):
+            bad(f"must be a list of: {', '.join(TESTS)}")
+        return [t for t in TESTS if t in value]     # RFC order: throughput first
+    if kind == "sizes":
+        if not isinstance(value, list) or not value:
+            bad("must be a non-empty list of frame sizes (64..9216) or 'imix'")
+        for s in value:
+            if s != IMIX and (not isinstance(s, int) or isinstance(s, bool) or not 64 <= s <= 9216):
+                bad(f"{s!r} is not a frame size in 64..9216 or 'imix'")
+        if len(set(value)) != len(value):
+            bad("has duplicates")
+        return value
+    if kind == "ipv":
+        if isinstance(value, int):
+            value = [value]
+        if not isinstance(value, list) or not value or any(v not in (4, 6) for v in value):
+            bad("must be a list of 4 and/or 6")
+        return sorted(set(value))
+    raise AssertionError(kind)
+
+
+def deviations(profile):
+    """Every departure of `profile` from RFC 2544 (and RFC 9004/8219), as sentences."""
+    p, out = profile, []
+    if p["trial_duration_s"] < 60:
+        out.append(f"trial duration {p['trial_duration_s']:g} s is shorter than the 60 s of RFC 2544 section 24")
+    waits = p["waits"]
+    for key, rfc, what in (("route_s", 2, "after the routing update"), ("learning_s", 2, "after learning frames"),
+                           ("residual_s", 2, "for residual frames"), ("settle_s", 5, "for the DUT to settle")):
+        if waits[key] < rfc:
+            out.append(f"wait {what} is {waits[key]:g} s, RFC 2544 section 23 asks {rfc} s")
+    missing = [s for s in RFC_FRAME_SIZES if s not in p["frame_sizes"]]
+    if missing:
+        out.append(f"frame sizes {', '.join(map(str, missing))} of RFC 2544 section 9 not tested")
+    if IMIX in p["frame_sizes"]:
+        out.append("IMIX is not an RFC 2544 frame size (reported separately)")
+    s = p["search"]
+    if s["method"] == "mlr" and s["exceed_ratio"] > 0:
+        out.append(f"MLRsearch exceed ratio {s['exceed_ratio']:g}: some full-length trials at the NDR may have lost frames")
+    if "latency" in p["tests"]:
+        lat = p["latency"]
+        if lat["duration_s"] < 120:
+            out.append(f"latency trials last {lat['duration_s']:g} s, RFC 2544 26.2 asks at least 120 s")
+        if lat["repetitions"] < 20:
+            out.append(f"latency repeated {lat['repetitions']} times, RFC 2544 26.2 asks at least 20")
+    if "frame_loss" in p["tests"] and p["frame_loss"]["step_pct"] > 10:
+        out.append(f"frame loss steps of {p['frame_loss']['step_pct']:g} %, RFC 2544 26.3 asks 10 % or finer")
+    if "back_to_back" in p["tests"]:
+        b = p["back_to_back"]
+        if b["burst_s"] < 2:
+            out.append(f"back-to-back bursts of {b['burst_s']:g} s, RFC 2544 26.4/RFC 9004 ask at least 2 s")
+        if b["repetitions"] < 50:
+            out.append(f"back-to-back repeated {b['repetitions']} times, RFC 2544 26.4 asks at least 50")
+    if "system_recovery" in p["tests"] and p["system_recovery"]["overload_s"] < 60:
+        out.append(f"system recovery overload lasts {p['system_recovery']['overload_s']:g} s, RFC 2544 26.5 asks at least 60 s")
+    return out

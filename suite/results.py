@@ -1,0 +1,227 @@
+"""The results file (docs/results-schema.md): versioned JSON, rewritten
+atomically after every trial, readable by `--resume`, exportable to CSV.
+
+Every record carries its `unit` ("test/ipv4/64"): the step of the plan it
+belongs to. A resumed run skips units marked done and replays the recorded
+trials of a unit that was cut short, so the searches retrace their steps
+without sending traffic again.
+"""
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rfc2544 import __version__
+from rfc2544.errors import BadInput
+from rfc2544.model import LatencyStats, StreamCounts, TrialResult, TrialSpec, theoretical_max_fps
+
+SCHEMA = "rfc2544-results"
+SCHEMA_VERSION = 1
+FILENAME = "results.json"
+SECTIONS = ("throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")
+
+
+def now_iso():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def unit_key(test, ip_version, frame_size):
+    return f"{test}/ipv{ip_version}/{frame_size}"
+
+
+def verdict(result):
+    if result.tester_limited:
+        return "tester-limited"
+    if result.aborted_early:
+        return "aborted"
+    return "pass" if result.lost_frames == 0 else "fail"
+
+
+class Results:
+    def __init__(self, directory, data):
+        self.dir = Path(directory)
+        self.path = self.dir / FILENAME
+        self.data = data
+
+    # -- creating and loading ----------------------------------------------
+    @classmethod
+    def create(cls, directory, profile, plan, deviations, conditions):
+        directory = Path(directory)
+        if (directory / FILENAME).exists():
+            raise BadInput(f"{directory}: already holds a {FILENAME}; use --resume {directory} or another --out")
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BadInput(f"{directory}: cannot create the output directory: {exc.strerror}")
+        data = {
+            "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "complete": False,
+            "started": now_iso(), "finished": None,
+            "tool": {"name": "rfc2544", "version": __version__},
+            "profile": dict(profile), "plan": plan, "deviations": list(deviations),
+            "conditions": conditions, "interruptions": [], "trials": [],
+            **{s: [] for s in SECTIONS},
+        }
+        results = cls(directory, data)
+        results.save()
+        return results
+
+    @classmethod
+    def load(cls, directory):
+        directory = Path(directory)
+        path = directory / FILENAME if directory.is_dir() else directory
+        try:
+            data = json.loads(path.read_text())
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot read results: {exc.strerror}")
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{path}: not a results file (invalid JSON: {exc.msg}, line {exc.lineno})")
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise BadInput(f"{path}: not an rfc2544 results file")
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise BadInput(f"{path}: results schema version {data.get('schema_version')!r} is not supported "
+                           f"(this rfc2544 reads version {SCHEMA_VERSION})")
+        for key in ("plan", "trials", "profile"):
+            if key not in data:
+                raise BadInput(f"{path}: results file has no '{key}'")
+        data.setdefault("interruptions", [])
+        for s in SECTIONS:
+            data.setdefault(s, [])
+        return cls(path.parent, data)
+
+    # -- writing -------------------------------------------------------------
+    def save(self):
+        """Write atomically: a temp file in the same directory, fsync, rename."""
+        fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.dir)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(self.data, f, indent=1, default=_json_default)
+                f.write("\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    def add_trial(self, unit, result, link_mbps=None):
+        spec = result.spec
+        record = {
+            "id": len(self.data["trials"]) + 1, "unit": unit, "test": spec.test,
+            "frame_size": spec.frame_size, "ip_version": 6 if spec.ipv6 else 4,
+            "load_fps": spec.load_fps,
+            "load_pct": (spec.load_fps / theoretical_max_fps(spec.frame_size, link_mbps)
+                         if link_mbps and spec.frame_size else None),
+            "duration_s": spec.duration_s, "traffic_s": result.traffic_s,
+            "tx_frames": result.tx_frames, "rx_frames": result.rx_frames,
+            "intended_frames": result.intended_frames,
+            "lost_frames": result.lost_frames, "loss_ratio": result.loss_ratio,
+            "achieved_fps": result.achieved_fps, "verdict": verdict(result),
+            "tester_limited": result.tester_limited,
+            "aborted_early": result.aborted_early, "saved_traffic_s": result.saved_traffic_s,
+            "started": result.started,
+            "latency": asdict(result.latency) if result.latency else None,
+            "streams": [asdict(s) for s in result.streams], "notes": list(result.notes),
+            "spec": asdict(spec),
+        }
+        self.data["trials"].append(record)
+        self.save()
+        return record
+
+    def set_summary(self, section, unit, entry):
+        entry = dict(entry, unit=unit)
+        rows = [r for r in self.data[section] if r.get("unit") != unit]
+        rows.append(entry)
+        self.data[section] = rows
+
+    def set_unit_state(self, unit, state, note=None):
+        for step in self.data["plan"]:
+            if step["unit"] == unit:
+                step["state"] = state
+                if note:
+                    step["note"] = note
+        self.save()
+
+    def note_interruption(self, reason):
+        self.data["interruptions"].append({"at": now_iso(), "reason": reason,
+                                           "trials_kept": len(self.data["trials"])})
+        self.save()
+
+    def mark_complete(self):
+        self.data["complete"] = True
+        self.data["finished"] = now_iso()
+        self.save()
+
+    # -- reading -------------------------------------------------------------
+    @property
+    def complete(self):
+        return bool(self.data.get("complete"))
+
+    def unit_state(self, unit):
+        for step in self.data["plan"]:
+            if step["unit"] == unit:
+                return step.get("state", "pending")
+        return None
+
+    def summary(self, section, unit):
+        for row in self.data[section]:
+            if row.get("unit") == unit:
+                return row
+        return None
+
+    def recorded_trials(self, unit):
+        """Finished trials of `unit` (not superseded), as TrialResults, in order."""
+        return [trial_from_record(r) for r in self.data["trials"]
+                if r.get("unit") == unit and not r.get("superseded")]
+
+    def supersede_from(self, unit, index):
+        """Recorded trials of `unit` from `index` on no longer match what the
+        procedure asks for: keep them in the file but stop counting them."""
+        rows = [r for r in self.data["trials"] if r.get("unit") == unit and not r.get("superseded")]
+        for r in rows[index:]:
+            r["superseded"] = True
+        self.save()
+
+    def to_csv(self, path=None):
+        """Trials (and throughput summaries) as CSV files via pandas."""
+        import pandas as pd
+        path = Path(path) if path else self.dir / "trials.csv"
+        cols = ["id", "unit", "test", "frame_size", "ip_version", "load_fps", "load_pct", "duration_s",
+                "traffic_s", "tx_frames", "rx_frames", "lost_frames", "loss_ratio", "achieved_fps",
+                "verdict", "aborted_early", "saved_traffic_s", "started"]
+        rows = [{c: t.get(c) for c in cols} | _latency_cols(t.get("latency")) for t in self.data["trials"]]
+        pd.DataFrame(rows, columns=cols + list(_latency_cols(None))).to_csv(path, index=False)
+        written = [path]
+        if self.data["throughput"]:
+            tp = path.with_name("throughput.csv")
+            pd.DataFrame(self.data["throughput"]).to_csv(tp, index=False)
+            written.append(tp)
+        return written
+
+
+def _latency_cols(lat):
+    keys = ("min_ns", "median_ns", "mean_ns", "p999_ns", "max_ns")
+    return {f"latency_{k}": (lat or {}).get(k) for k in keys}
+
+
+def _json_default(obj):
+    if isinstance(obj, float):
+        return obj
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def trial_from_record(record):
+    spec = TrialSpec(**record["spec"])
+    lat = record.get("latency")
+    return TrialResult(
+        spec=spec, tx_frames=record["tx_frames"], rx_frames=record["rx_frames"],
+        intended_frames=record["intended_frames"], achieved_fps=record["achieved_fps"],
+        traffic_s=record["traffic_s"], tester_limited=record["tester_limited"],
+        aborted_early=record["aborted_early"], saved_traffic_s=record["saved_traffic_s"],
+        started=record["started"], latency=LatencyStats(**lat) if lat else None,
+        streams=[StreamCounts(**s) for s in record.get("streams", [])],
+        notes=list(record.get("notes", [])))

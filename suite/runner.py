@@ -1,0 +1,258 @@
+"""Orchestration of a run: the plan, the trials, progress, interruptions.
+
+Knows nothing of the CLI. `Runner(tester, profile, results, ...).run()`
+walks the plan (throughput first, as the other tests need it), writes the
+results file after every trial and, on Ctrl-C or an infrastructure failure,
+stops every generator (tester.stop_all), records the interruption and
+re-raises; `--resume` then skips finished steps and replays the finished
+trials of the step that was cut short.
+"""
+import math
+import time
+
+from rfc2544.errors import Rfc2544Error
+from rfc2544.measure import make_measure
+from rfc2544.model import TrialSpec, theoretical_max_fps
+from rfc2544.procedures import Skip, procedure
+from rfc2544.profiles import IMIX
+from rfc2544.results import unit_key, verdict
+
+IMIX_MIX = ((64, 7), (576, 4), (1518, 1))     # simple IMIX (frame size, weight)
+PROBE_LINK_MBPS = 10000     # probe rate when nothing else bounds the load: 10GbE line rate
+DEFAULT_LATENCY_DEFINITION = (
+    "software timestamps: generator header timestamp at transmit to the receiver's hook at "
+    "arrival (bit-forwarding in the sense of RFC 1242, including tester stack time)")
+
+
+def build_plan(profile):
+    sizes = [0 if s == IMIX else s for s in profile["frame_sizes"]]
+    numeric = [s for s in sizes if s]
+    plan = []
+    for v in profile["ip_versions"]:
+        for test in profile["tests"]:
+            if test == "reset":
+                chosen = [min(numeric)] if numeric else []
+            elif test in ("back_to_back", "system_recovery"):
+                chosen = numeric
+            else:
+                chosen = sizes
+            for size in chosen:
+                plan.append({"unit": unit_key(test, v, size), "test": test, "frame_size": size,
+                             "ip_version": v, "state": "pending"})
+    return plan
+
+
+def imix_mean_size():
+    return sum(s * w for s, w in IMIX_MIX) / sum(w for _, w in IMIX_MIX)
+
+
+class Context:
+    """What a procedure may use (see rfc2544.procedures)."""
+
+    def __init__(self, runner, unit):
+        self._r = runner
+        self.unit = unit
+        self.profile = runner.profile
+        self._journal = runner.results.recorded_trials(unit)
+        self._next = 0
+        self.last_samples = []
+        self.last_replayed = False
+
+    def run_trial(self, spec, progress=None, keep_samples=False):
+        r = self._r
+        samples = []
+        if self._next < len(self._journal):
+            recorded = self._journal[self._next]
+            if _same_spec(recorded.spec, spec):
+                self._next += 1
+                self.last_replayed = True
+                self.last_samples = r.results.data["trials"][self._record_index(self._next - 1)].get("samples", [])
+                r.display.trial(self.unit, recorded, replayed=True)
+                return recorded
+            # the recorded path diverges from what is asked now: stop replaying
+            r.results.supersede_from(self.unit, self._next)
+            self._journal = self._journal[:self._next]
+
+        def on_sample(sample):
+            if keep_samples:
+                samples.append(dict(sample))
+            r.display.sample(sample)
+            if progress:
+                progress(sample)
+
+        r.display.trial_start(self.unit, spec)
+        result = r.tester.run_trial(spec, progress=on_sample)
+        record = r.results.add_trial(self.unit, result, link_mbps=r.link_mbps)
+        if keep_samples:
+            record["samples"] = samples
+            r.results.save()
+        self._journal.append(result)
+        self._next += 1
+        self.last_samples, self.last_replayed = samples, False
+        r.trials_run += 1
+        r.display.trial(self.unit, result, replayed=False)
+        return result
+
+    def _record_index(self, n):
+        rows = [i for i, t in enumerate(self._r.results.data["trials"])
+                if t.get("unit") == self.unit and not t.get("superseded")]
+        return rows[n]
+
+    def measure(self, frame_size, ipv6, early_abort=False, test="throughput"):
+        return make_measure(self.run_trial, frame_size, ipv6=ipv6, early_abort=early_abort, test=test)
+
+    # -- facts for procedures --------------------------------------------------
+    def link_mbps(self):
+        return self._r.link_mbps
+
+    def imix_mean_size(self):
+        return imix_mean_size()
+
+    def ceiling(self, frame_size):
+        cal = self._r.calibration or {}
+        value = cal.get(str(frame_size), cal.get(frame_size))
+        return float(value) if value else None
+
+    def throughput(self, frame_size, ipv6):
+        return self._r.results.summary("throughput", unit_key("throughput", 6 if ipv6 else 4, frame_size))
+
+    def max_load(self, frame_size, ipv6):
+        """Highest load to offer: the profile's cap, else line rate from the
+        link speed, else the calibrated tester ceiling, else a probe trial."""
+        s = self.profile["search"]
+        if s["max_load_fps"]:
+            return s["max_load_fps"], "profile search.max_load_fps"
+        size = frame_size or imix_mean_size()
+        if self._r.link_mbps:
+            return theoretical_max_fps(size, self._r.link_mbps), f"line rate at {self._r.link_mbps} Mbit/s"
+        ceiling = self.ceiling(frame_size)
+        if ceiling:
+            return ceiling, "calibrated tester ceiling"
+        key = f"ipv{6 if ipv6 else 4}/{frame_size}"
+        probes = self._r.results.data.setdefault("probes", {})
+        if key not in probes:
+            probe = self.run_trial(TrialSpec(frame_size=frame_size, ipv6=ipv6, test="probe",
+                                             load_fps=theoretical_max_fps(size, PROBE_LINK_MBPS),
+                                             duration_s=min(1.0, self.profile["trial_duration_s"])))
+            probes[key] = probe.achieved_fps
+            self.note(f"no link speed or calibration: the maximum load at {frame_size} B is what the "
+                      f"tester achieved in a probe trial ({probe.achieved_fps:.0f} fps)")
+            self._r.results.save()
+        return probes[key], "probe trial (tester's achieved rate)"
+
+    def burst_rate(self, frame_size, ipv6):
+        return self.max_load(frame_size, ipv6)
+
+    def note(self, message):
+        devs = self._r.results.data["deviations"]
+        if message not in devs:
+            devs.append(message)
+
+    def full_fidelity(self):
+        return bool(getattr(self._r.tester, "full_fidelity", False))
+
+    def receiver_name(self):
+        return getattr(self._r.tester, "receiver_name", "receiver")
+
+    def latency_definition(self):
+        return getattr(self._r.tester, "latency_definition", DEFAULT_LATENCY_DEFINITION)
+
+    def supports_recovery(self):
+        return bool(getattr(self._r.tester, "supports_recovery", False))
+
+    def can_reset_dut(self):
+        return self._r.dut_reset is not None
+
+    def reset_dut(self):
+        self._r.dut_reset()
+
+
+def _same_spec(a, b):
+    def close(x, y):
+        return x == y or (x is not None and y is not None and math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9))
+    return (a.frame_size == b.frame_size and a.ipv6 == b.ipv6 and a.test == b.test
+            and close(a.load_fps, b.load_fps) and close(a.duration_s, b.duration_s)
+            and a.burst_frames == b.burst_frames and a.latency == b.latency
+            and close(a.abort_loss_ratio, b.abort_loss_ratio)
+            and close(a.recovery_load_fps, b.recovery_load_fps))
+
+
+class Runner:
+    def __init__(self, tester, profile, results, display, link_mbps=None, calibration=None,
+                 dut_reset=None):
+        self.tester = tester
+        self.profile = profile
+        self.results = results
+        self.display = display
+        self.link_mbps = profile["link_mbps"] or link_mbps
+        self.calibration = calibration
+        self.dut_reset = dut_reset
+        self.trials_run = 0
+
+    def run(self):
+        plan = self.results.data["plan"]
+        self.display.start(plan, self.profile)
+        try:
+            for step in plan:
+                if step.get("state") in ("done", "skipped"):
+                    continue
+                self._run_step(step)
+        except KeyboardInterrupt:
+            self._interrupted("interrupted by the user (Ctrl-C)")
+            raise
+        except Rfc2544Error as exc:
+            self._interrupted(str(exc))
+            raise
+        except Exception as exc:
+            self._interrupted(f"internal error: {type(exc).__name__}: {exc}")
+            raise
+        self.results.mark_complete()
+        self.display.finished(self.results)
+        return check_thresholds(self.results.data, self.profile)
+
+    def _run_step(self, step):
+        unit, test = step["unit"], step["test"]
+        self.display.step(step)
+        ctx = Context(self, unit)
+        started = time.monotonic()
+        try:
+            entry = procedure(test)(ctx, step["frame_size"], step["ip_version"] == 6)
+        except Skip as why:
+            self.results.set_unit_state(unit, "skipped", str(why))
+            self.display.skipped(step, str(why))
+            return
+        entry["ip_version"] = step["ip_version"]
+        self.results.set_summary(test, unit, entry)
+        self.results.set_unit_state(unit, "done")
+        self.display.step_done(step, entry, time.monotonic() - started)
+
+    def _interrupted(self, reason):
+        try:
+            self.tester.stop_all()
+        except Exception as exc:         # stop_all must not raise; still keep the results
+            reason += f"; stopping the generators failed too: {exc}"
+        self.results.note_interruption(reason)
+        self.display.interrupted(reason, self.results)
+
+
+def check_thresholds(data, profile):
+    """Messages for every threshold of the profile a result misses."""
+    t, misses = profile["thresholds"], []
+    for row in data["throughput"]:
+        size = row["frame_size"] or "IMIX"
+        fps = row.get("ndr_fps") or 0.0
+        if t["throughput_min_fps"] and fps < t["throughput_min_fps"]:
+            misses.append(f"throughput at {size} B is {fps:.0f} fps, below {t['throughput_min_fps']:.0f}")
+        if t["throughput_min_pct"] and row.get("pct_of_max") is not None \
+                and row["pct_of_max"] * 100 < t["throughput_min_pct"]:
+            misses.append(f"throughput at {size} B is {row['pct_of_max'] * 100:.1f} % of line rate, "
+                          f"below {t['throughput_min_pct']:g} %")
+    for row in data["latency"]:
+        size = row["frame_size"] or "IMIX"
+        for key, limit in (("p999_ns", t["latency_p999_max_us"]), ("median_ns", t["latency_median_max_us"])):
+            if limit and row.get(key) is not None and row[key] / 1000 > limit:
+                misses.append(f"latency {key[:-3]} at {size} B is {row[key] / 1000:.1f} us, above {limit:g} us")
+    return misses
+
+
+__all__ = ["Runner", "Context", "build_plan", "check_thresholds", "verdict"]
