@@ -218,7 +218,8 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
     fmts = formats or ("html", "csv")
     if "csv" in fmts:
         results.to_csv()
-    written = write_reports(results.path, results.dir, tuple(f for f in fmts if f != "csv"))
+    report_formats = tuple(f for f in fmts if f != "csv")
+    written = write_reports(results.path, results.dir, report_formats) if report_formats else []
     for path in written or []:
         click.echo(f"report: {path}")
     if misses:

@@ -61,6 +61,7 @@ class SimDUT:
     def run_trial(self, spec, progress=None):
         self.trials_run += 1
         self.running = True
+        self._reset_until = -1.0            # a reset lasts within the trial that fired it
         phases = [(spec.load_fps, spec.duration_s)]
         if spec.burst_frames:
             phases = [(spec.load_fps, spec.burst_frames / spec.load_fps)]

@@ -16,10 +16,10 @@ def run(ctx, frame_size, ipv6):
         resolution=s["resolution_pct"] / 100,
         search_duration=s["initial_duration_s"], final_duration=ctx.profile["trial_duration_s"],
         pdr_loss_ratio=pdr, duration_sum=s["duration_sum_s"], exceed_ratio=s["exceed_ratio"])
-    return summarize(ctx, frame_size, result, max_load, source)
+    return summarize(ctx, frame_size, result, max_load, source, max_load * s["min_load_pct"] / 100)
 
 
-def summarize(ctx, frame_size, result, max_load, source):
+def summarize(ctx, frame_size, result, max_load, source, min_load):
     link = ctx.link_mbps()
     ndr = result.ndr_fps
     theo = theoretical_max_fps(frame_size, link) if link and frame_size else None
@@ -28,7 +28,8 @@ def summarize(ctx, frame_size, result, max_load, source):
                         if result.ndr_upper_fps is not None and o.load_fps >= result.ndr_upper_fps * 0.999)
     bits = (frame_size or ctx.imix_mean_size()) * 8
     entry = {
-        "frame_size": frame_size, "fps": ndr,
+        # fps 0: not even the minimum load passed (ndr_fps stays null)
+        "frame_size": frame_size, "fps": ndr or 0.0, "min_load_fps": min_load,
         "mbps": ndr * bits / 1e6 if ndr else None,
         "line_mbps": ndr * ((frame_size or ctx.imix_mean_size()) + 20) * 8 / 1e6 if ndr else None,
         "pct_of_max": ndr / theo if ndr and theo else None,

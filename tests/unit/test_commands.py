@@ -1,0 +1,126 @@
+"""`rfc2544 run` end to end through the CLI, with the simulated tester
+(rfc2544.simdut) in place of SSH: exit codes, files, resume."""
+import json
+
+import pytest
+
+from rfc2544 import cli, commands, simdut
+from rfc2544.errors import InfraError
+
+INVENTORY = """
+all:
+  vars:
+    rfc2544_streams: [{tx: "t:tx0", rx: "t:rx0"}]
+  children:
+    testers:
+      hosts:
+        t:
+          ansible_host: 127.0.0.1
+          rfc2544_ports:
+            - {name: tx0, role: tx, mac: "02:00:00:00:00:01", ipv4: 198.18.0.1/24, peer_mac: "02:00:00:00:00:02"}
+            - {name: rx0, role: rx, mac: "02:00:00:00:00:03", ipv4: 198.19.0.1/24}
+"""
+
+PROFILE = """
+name: unit
+tests: [throughput, frame_loss]
+frame_sizes: [64]
+trial_duration_s: 2
+waits: {route_s: 0, learning_s: 0, residual_s: 0, settle_s: 0}
+search: {method: bisection, initial_duration_s: 1, resolution_pct: 1, max_load_fps: 100000}
+"""
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    inv = tmp_path / "inventory.yml"
+    inv.write_text(INVENTORY)
+    prof = tmp_path / "profile.yml"
+    prof.write_text(PROFILE)
+    testers = []
+
+    def fake_tester(inventory, profile):
+        sim = testers.pop(0) if testers else simdut.SimDUT(capacity_fps=40_000)
+        sim.made = True
+        return sim
+
+    monkeypatch.setattr(commands, "make_tester", fake_tester)
+    return tmp_path, inv, prof, testers
+
+
+def main(*args):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(list(args))
+    return exc.value.code
+
+
+def test_run_writes_complete_results_csv_and_report(setup, capsys):
+    tmp, inv, prof, _ = setup
+    out = tmp / "out"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out)) == 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["complete"] and 40_000 * 0.99 <= data["throughput"][0]["ndr_fps"] <= 40_000
+    assert data["conditions"]["generator"] == "simulated generator"
+    assert (out / "trials.csv").exists()
+    printed = capsys.readouterr().out
+    assert "NDR" in printed and "trial" in printed and "ETA" in printed
+
+
+def test_threshold_missed_exits_1(setup, capsys):
+    tmp, inv, prof, _ = setup
+    prof.write_text(PROFILE + "thresholds: {throughput_min_fps: 60000}\n")
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o"), "--format", "csv") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rfc2544: throughput at 64 B is")
+
+
+def test_infrastructure_failure_exits_3_and_resume_completes(setup, capsys):
+    tmp, inv, prof, testers = setup
+    broken = simdut.SimDUT(capacity_fps=40_000, fail_at={4: InfraError("t: connection lost during 'cat'")})
+    testers.append(broken)
+    out = tmp / "o"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv") == 3
+    err = capsys.readouterr().err
+    assert "rfc2544: t: connection lost" in err and "Traceback" not in err
+    assert broken.stop_all_calls == 1 and not broken.running
+    assert len(json.loads((out / "results.json").read_text())["trials"]) == 3
+    fresh = simdut.SimDUT(capacity_fps=40_000)
+    testers.append(fresh)
+    assert main("run", "--resume", str(out), "--format", "csv") == 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["complete"] and fresh.trials_run == len(data["trials"]) - 3
+
+
+def test_ctrl_c_exits_130_and_keeps_trials(setup, capsys):
+    tmp, inv, prof, testers = setup
+    testers.append(simdut.SimDUT(capacity_fps=40_000, fail_at={2: KeyboardInterrupt()}))
+    out = tmp / "o"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out)) == 130
+    captured = capsys.readouterr()
+    assert "--resume" in captured.out and "Traceback" not in captured.err
+    assert len(json.loads((out / "results.json").read_text())["trials"]) == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--resume", "{out}", "-p", "quick"], "--resume continues a run"),
+    (["--resume", "{tmp}/nothing"], "cannot read results"),
+    (["-i", "{tmp}/missing.yml"], "cannot read inventory"),
+    (["-i", "{inv}", "--frame-size", "huge"], "--frame-size"),
+    (["-i", "{inv}", "-p", "{prof}", "--out", "{out}"], "already holds a results.json"),
+])
+def test_bad_input_exits_2(setup, capsys, args, message):
+    tmp, inv, prof, _ = setup
+    out = tmp / "out"
+    out.mkdir()
+    (out / "results.json").write_text("{}")
+    args = [a.format(tmp=tmp, inv=inv, prof=prof, out=out) for a in args]
+    assert main("run", *args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_without_inventory_targets_the_lab(setup, capsys, monkeypatch):
+    tmp, _, prof, _ = setup
+    monkeypatch.setenv("RFC2544_CACHE", str(tmp / "cache"))
+    assert main("run", "-p", str(prof)) == 2
+    assert "lab is not up" in capsys.readouterr().err
