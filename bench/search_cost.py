@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Traffic-seconds to the NDR at 0.5 % resolution: classic RFC 2544
+bisection vs MLRsearch (RFC 9971), each with and without early abort.
+
+Runs on the simulated DUT (rfc2544.simdut: no network, simulated time) for
+each DUT kind, all in one run, and prints one table side by side. The
+baseline is the classic bisection with every trial full length (60 s), as
+RFC 2544 is usually run. `wall` adds the RFC 2544 section 23 waits per trial
+(2 s learning + 2 s residual + 5 s settle) to the traffic time.
+
+    .venv/bin/python bench/search_cost.py [--final 60] [--resolution 0.5]
+"""
+import argparse
+
+from rfc2544 import simdut
+from rfc2544.measure import make_measure
+from rfc2544.model import theoretical_max_fps
+from rfc2544.search import search
+
+WAITS_PER_TRIAL_S = 2 + 2 + 5
+
+
+def strategies(final):
+    return [
+        ("bisection, all trials full length (baseline)", "bisection", dict(search_duration=final), False),
+        ("bisection, all trials full length + early abort", "bisection", dict(search_duration=final), True),
+        ("bisection, 10 s trials + full-length confirm", "bisection", dict(search_duration=10.0), False),
+        ("bisection, 10 s trials + confirm + early abort", "bisection", dict(search_duration=10.0), True),
+        ("MLRsearch 1 s -> full length", "mlr", dict(search_duration=1.0), False),
+        ("MLRsearch 1 s -> full length + early abort", "mlr", dict(search_duration=1.0), True),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--final", type=float, default=60.0, help="full trial length, s")
+    ap.add_argument("--resolution", type=float, default=0.5, help="relative width, %%")
+    args = ap.parse_args()
+    res = args.resolution / 100
+    max_load = theoretical_max_fps(64, 10_000)          # 10GbE, 64 B
+    kinds = [k for k in sorted(simdut.KINDS) if simdut.KINDS[k][1] is not None]
+    rows = []
+    for label, method, kw, abort in strategies(args.final):
+        row = [label]
+        for kind in kinds:
+            true_ndr = simdut.KINDS[kind][1]
+            sim = simdut.make(kind)
+            r = search(method, make_measure(sim.run_trial, 64, early_abort=abort),
+                       min_load=max_load / 100, max_load=max_load, resolution=res,
+                       final_duration=args.final, **kw)
+            err = (r.ndr_fps - true_ndr) / true_ndr * 100 if r.ndr_fps else float("nan")
+            wall = r.traffic_s + r.trials * WAITS_PER_TRIAL_S
+            row.append((r.trials, r.traffic_s, wall, err))
+        rows.append(row)
+    print(f"NDR search cost on the simulated DUT (64 B, max load {max_load:,.0f} fps = 10GbE line rate, "
+          f"true NDR 1,000,000 fps or 600,000 at the tester ceiling), resolution {args.resolution} %, "
+          f"full trial {args.final:g} s")
+    head = f"{'strategy':<48}" + "".join(f" | {k:^33}" for k in kinds)
+    sub = f"{'':<48}" + "".join(f" | {'trials':>6} {'traffic s':>9} {'wall s':>7} {'err %':>7}" for _ in kinds)
+    print(head)
+    print(sub)
+    print("-" * len(sub))
+    base = rows[0]
+    for row in rows:
+        cells = "".join(f" | {t:>6} {s:>9.1f} {w:>7.0f} {e:>7.2f}" for t, s, w, e in row[1:])
+        print(f"{row[0]:<48}{cells}")
+    print()
+    print("traffic-seconds relative to the baseline:")
+    for row in rows[1:]:
+        ratios = "  ".join(f"{k}: {c[1] / b[1]:.2f}x" for k, c, b in zip(kinds, row[1:], base[1:]))
+        print(f"  {row[0]:<48} {ratios}")
+
+
+if __name__ == "__main__":
+    main()
