@@ -129,3 +129,24 @@ def write_reports(results_path, out_dir=None, formats=FORMATS):
     except OSError as exc:
         raise BadInput(f"{out_dir}: cannot write the report: {exc.strerror or exc}") from None
     return written
+
+
+def write_compare_html(result, old, new, target):
+    """The comparison (table and plot) as one self-contained HTML file."""
+    from rfc2544.reports.compare import format_value
+
+    rows = [{**r, "old_text": format_value(r, r["old"]), "new_text": format_value(r, r["new"])}
+            for r in result["rows"]]
+    html = environment().get_template("compare.html.j2").render(
+        rows=rows, failures=result["failures"], notes=result["notes"], threshold_pct=f"{result['threshold_pct']:g}",
+        svg=plots.compare_svg([r for r in result["rows"] if r["gated"]], result["threshold_pct"]),
+        old=old, new=new, old_path=old["source"], new_path=new["source"], version=__version__,
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    target = Path(target)
+    try:
+        if target.parent:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(target, lambda p: p.write_text(html, encoding="utf-8"))
+    except OSError as exc:
+        raise BadInput(f"--html {target}: cannot write: {exc.strerror or exc}") from None
+    return target

@@ -1,0 +1,145 @@
+"""Compare two runs: per frame size, throughput and latency, NEW vs OLD.
+
+A row regresses when NEW is worse than OLD by more than the allowed
+percentage: lower throughput, or higher latency (mean, median, 99.9th
+percentile: the typical and the worst case of RFC 8219; min and max are
+shown but not gated, the max being one frame's bad luck). A measurement
+present in OLD and absent from NEW fails too: a gate cannot pass on a figure
+nobody measured.
+"""
+from rfc2544.errors import BadInput
+from rfc2544.reports.summary import frame_label, ip_versions, key_of
+
+# metric name -> (section, field, higher is better, gated)
+METRICS = {
+    "throughput (frames/s)": ("throughput", "fps", True, True),
+    "latency mean (µs)": ("latency", "mean_ns", False, True),
+    "latency median (µs)": ("latency", "median_ns", False, True),
+    "latency 99.9th (µs)": ("latency", "p999_ns", False, True),
+    "latency min (µs)": ("latency", "min_ns", False, False),
+    "latency max (µs)": ("latency", "max_ns", False, False),
+}
+CONDITION_FIELDS = ("link_speed_mbps", "ip_version", "generator", "receiver", "fidelity")
+
+
+def parse_threshold(text):
+    """'5%', '5' or '2.5 %' -> 5.0 / 2.5 (percent)."""
+    raw = str(text).strip()
+    number = raw[:-1].strip() if raw.endswith("%") else raw
+    try:
+        value = float(number)
+    except ValueError:
+        raise BadInput(f"--max-regression: {raw!r} is not a percentage (e.g. 5%)") from None
+    if not 0 <= value < 100 or value != value:
+        raise BadInput(f"--max-regression: {raw!r} must be between 0% and 100%")
+    return value
+
+
+def _index(results, section, field):
+    return {key_of(results, r): r.get(field) for r in results[section]}
+
+
+def compare(old, new, threshold_pct):
+    """Rows (one per frame size and metric), notes on differing conditions, failures."""
+    rows = []
+    label_ip = len(set(ip_versions(old)) | set(ip_versions(new))) > 1
+    for metric, (section, field, higher_better, gated) in METRICS.items():
+        before, after = _index(old, section, field), _index(new, section, field)
+        for key in sorted(set(before) | set(after), key=lambda k: (k[0], k[1])):
+            a, b = before.get(key), after.get(key)
+            if a is None and b is None:
+                continue
+            rows.append(_row(metric, key, a, b, higher_better, gated, threshold_pct, label_ip))
+    if not rows:
+        raise BadInput(f"{new['source']}: nothing to compare with {old['source']}: "
+                       "neither file has throughput or latency results")
+    if not any(r["old"] is not None and r["new"] is not None for r in rows):
+        raise BadInput(f"{new['source']}: no frame size measured in both runs; nothing to compare")
+    return {"rows": rows, "notes": condition_notes(old, new),
+            "failures": [r for r in rows if r["status"] in ("regression", "missing")],
+            "threshold_pct": threshold_pct}
+
+
+def _row(metric, key, a, b, higher_better, gated, threshold_pct, label_ip):
+    ip, size = key
+    change = (b - a) / a * 100 if a not in (None, 0) and b is not None else None
+    better = None if change is None else (change if higher_better else -change)
+    if b is None:
+        status = "missing" if gated else "not measured"
+    elif a is None:
+        status = "new"
+    elif better is not None and better < -threshold_pct and gated:
+        status = "regression"
+    elif better is not None and better < -threshold_pct:
+        status = "worse (not gated)"
+    elif better is not None and better > threshold_pct:
+        status = "better"
+    else:
+        status = "ok"
+    label = frame_label(size) + (f" IPv{ip}" if label_ip else "")
+    return {"metric": metric, "frame_size": size, "ip_version": ip, "label": label, "old": a, "new": b,
+            "change_pct": change, "better_pct": better, "gated": gated, "status": status,
+            "unit": "fps" if "throughput" in metric else "ns"}
+
+
+def condition_notes(old, new):
+    """Differences in test conditions that make a comparison questionable."""
+    notes = []
+    for field in CONDITION_FIELDS:
+        a, b = old["conditions"].get(field), new["conditions"].get(field)
+        if a != b:
+            notes.append(f"{field.replace('_', ' ')} differs: {a} (OLD) vs {b} (NEW)")
+    kernels = [{h.get("kernel") for h in (r["conditions"].get("hosts") or {}).values()} - {None}
+               for r in (old, new)]
+    if kernels[0] != kernels[1]:
+        notes.append(f"kernels differ: {', '.join(sorted(kernels[0])) or '?'} (OLD) vs "
+                     f"{', '.join(sorted(kernels[1])) or '?'} (NEW)")
+    for name, r in (("OLD", old), ("NEW", new)):
+        if not r["complete"]:
+            notes.append(f"{name} is an incomplete run")
+        bound = [frame_label(t["frame_size"]) for t in r["throughput"] if t.get("tester_bound")]
+        if bound:
+            notes.append(f"{name} throughput is tester-bound at {', '.join(bound)}")
+    a, b = old["profile"].get("name"), new["profile"].get("name")
+    if a != b:
+        notes.append(f"profiles differ: {a} (OLD) vs {b} (NEW)")
+    return notes
+
+
+def format_value(row, value):
+    if value is None:
+        return "-"
+    if row["unit"] == "fps":
+        return f"{value:,.0f}"
+    return f"{value / 1000:,.1f}"
+
+
+def text_table(result):
+    """The comparison as a plain-text table for the terminal."""
+    head = ("frame", "metric", "OLD", "NEW", "change", "verdict")
+    lines = [head]
+    for r in result["rows"]:
+        change = "-" if r["change_pct"] is None else f"{r['change_pct']:+.2f} %"
+        lines.append((r["label"], r["metric"], format_value(r, r["old"]), format_value(r, r["new"]), change,
+                      r["status"].upper() if r["status"] in ("regression", "missing") else r["status"]))
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
+    right = {2, 3, 4}
+    out = []
+    for n, line in enumerate(lines):
+        cells = [str(c).rjust(w) if i in right else str(c).ljust(w) for i, (c, w) in enumerate(zip(line, widths))]
+        out.append("  ".join(cells).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def failure_message(result, old_path, new_path):
+    parts = []
+    for r in result["failures"]:
+        if r["status"] == "missing":
+            parts.append(f"{r['metric']} at {r['label']} not measured in NEW")
+        else:
+            parts.append(f"{r['metric']} at {r['label']} {r['change_pct']:+.1f} %")
+    shown = "; ".join(parts[:4]) + (f"; and {len(parts) - 4} more" if len(parts) > 4 else "")
+    return (f"{new_path} regressed past {result['threshold_pct']:g} % against {old_path}: {shown}")
+

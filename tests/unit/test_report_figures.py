@@ -1,0 +1,150 @@
+"""The figures a report shows: derived values, completeness, RFC checks, formatting."""
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from rfc2544.reports import checks, fmt, summary
+from rfc2544.reports.load import load_results
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+
+
+@pytest.fixture(scope="module")
+def complete():
+    return load_results(DATA / "complete.json")
+
+
+@pytest.fixture(scope="module")
+def partial():
+    return load_results(DATA / "partial.json")
+
+
+def test_theoretical_maximum_matches_rfc_figures():
+    # RFC 2544 appendix / methodology: 14,880,952 fps at 64 B on 10 GbE; 1,488,095 on 1 GbE.
+    assert summary.link_max_fps(64, 10000) == pytest.approx(14_880_952.4, abs=0.1)
+    assert summary.link_max_fps(1518, 1000) == pytest.approx(81_274.4, abs=0.1)
+    assert summary.link_max_fps(0, 1000) is None        # IMIX: no single frame size
+    assert summary.link_max_fps(64, None) is None
+
+
+def test_throughput_rows_of_the_known_file(complete):
+    rows = {r["frame_size"]: r for r in summary.throughput_rows(complete)}
+    r64 = rows[64]
+    assert r64["fps"] == 819615.0
+    assert r64["mbps"] == pytest.approx(419.6, abs=0.05)
+    assert r64["pct_of_max"] == pytest.approx(55.078, abs=0.001)
+    assert rows[128]["tester_bound"] is True and rows[64]["tester_bound"] is False
+    assert rows[1518]["pct_of_max"] == pytest.approx(100.0)
+
+
+def test_percent_of_max_is_recomputed_not_trusted(complete):
+    # A writer storing a ratio (0.55) instead of a percentage must not change the report.
+    data = copy.deepcopy(complete)
+    for t in data["throughput"]:
+        t["pct_of_max"] = t["pct_of_max"] / 100
+        del t["mbps"], t["line_mbps"]
+    rows = {r["frame_size"]: r for r in summary.throughput_rows(data)}
+    assert rows[64]["pct_of_max"] == pytest.approx(55.078, abs=0.001)
+    assert rows[64]["mbps"] == pytest.approx(819615 * 64 * 8 / 1e6)
+    assert rows[64]["line_mbps"] == pytest.approx(819615 * 84 * 8 / 1e6)
+
+
+def test_headline_quotes_smallest_frame_with_protocol_and_link(complete):
+    h = summary.headline(complete)
+    assert h["row"]["frame_size"] == 64
+    assert h["protocol"] == "IPv4"
+    assert h["link"] == "1 Gbit/s Ethernet"
+
+
+def test_trial_load_percent_from_load_and_link(complete):
+    rows = summary.trial_rows(complete)
+    first = rows[0]
+    assert first["load_pct"] == pytest.approx(100.0)
+    assert rows[1]["load_pct"] == pytest.approx(50.0, abs=0.01)
+    assert first["loss_pct"] == pytest.approx(first["lost_frames"] * 100 / first["tx_frames"])
+    totals = summary.trial_totals(complete)
+    assert totals["count"] == 183
+    assert sum(totals["by_verdict"].values()) == 183
+
+
+def test_mixed_ip_versions_are_labelled():
+    data = load_results(DATA / "complete.json")
+    v6 = copy.deepcopy(data["throughput"][0])
+    v6.update(ip_version=6, fps=700000.0)
+    data["throughput"].append(v6)
+    labels = [r["label"] for r in summary.throughput_rows(data)]
+    assert labels[0] == "64 B IPv4" and labels[-1] == "64 B IPv6"
+
+
+def test_complete_run_has_no_missing_tests(complete):
+    status = checks.completeness(complete)
+    assert status["complete"] and status["missing"] == []
+    assert len(status["skipped"]) == 5           # back-to-back at line-rate sizes, RFC 9004
+    assert all("RFC 9004" in s for s in status["skipped"])
+    assert status["finished"] == status["planned"] - 5
+
+
+def test_partial_run_lists_what_is_missing(partial):
+    status = checks.completeness(partial)
+    assert not status["complete"]
+    assert status["finished"] == 4
+    assert status["missing"][0] == "Throughput (26.1): 1024 B, 1280 B, 1518 B"
+    assert any(m.startswith("Latency (26.2): 64 B") for m in status["missing"])
+    assert status["last_trial"]["verdict"] == "aborted"
+    assert status["interruptions"][0]["reason"] == "interrupted by the user (Ctrl-C)"
+
+
+def test_detected_deviations_of_the_known_file(complete):
+    found = checks.detected_deviations(complete)
+    text = "\n".join(found)
+    assert "5 repetitions, fewer than the 20 of RFC 2544 section 26.2" in text
+    assert "back-to-back at 64 B, 128 B: 5 trials, fewer than the 50" in text
+    assert "throughput at 128 B is tester-bound" in text
+    assert "4 trial(s) could not be sent at the intended load" in text
+    assert "section 24" not in text          # final throughput trials lasted 60 s
+    assert "26.3" not in text                # frame loss followed the procedure
+
+
+def test_detected_deviations_catch_short_trials_and_bad_frame_loss(complete):
+    data = copy.deepcopy(complete)
+    for t in data["trials"]:
+        if t["test"] in ("throughput", "latency"):
+            t["duration_s"] = 5.0
+    data["frame_loss"][0]["points"] = [{"load_pct": 80.0, "loss_pct": 12.0}, {"load_pct": 50.0, "loss_pct": 0.0}]
+    data["conditions"]["fidelity"] = "lower"
+    data["conditions"]["receiver"] = "interface counters"
+    data["plan"] = [p for p in data["plan"] if p["frame_size"] != 1280]
+    data["throughput"] = [t for t in data["throughput"] if t["frame_size"] != 1280]
+    data["system_recovery"][0]["overload_fps"] = data["throughput"][0]["fps"] * 1.5
+    text = "\n".join(checks.detected_deviations(data))
+    assert "longest passing trial lasted 5 s, shorter than the 60 s final trial of RFC 2544 section 24" in text
+    assert "latency trials of 5 s, shorter than the 120 s" in text
+    assert "frame loss at 64 B started at 80 % of the maximum rate, not 100 %" in text
+    assert "stepped by up to 30 %" in text
+    assert "did not end on two successive trials without loss" in text
+    assert "lower-fidelity measurement: the receiver is interface counters" in text
+    assert "frame sizes 1280 B of RFC 2544 section 9.1 not tested" in text
+    assert "overload at 150 % of throughput, not 110 %" in text
+
+
+def test_formatting():
+    assert fmt.fps(1488095.238) == "1,488,095"
+    assert fmt.fps(None) == fmt.DASH
+    assert fmt.pct(55.078) == "55.1" and fmt.pct(0.336) == "0.336" and fmt.pct(100.0) == "100.0"
+    assert fmt.pct(99.97) == "99.97"
+    assert fmt.us(13672) == "13.7"
+    assert fmt.ms(0.0027548) == "2.75"
+    assert fmt.duration(6100) == "1 h 41 min 40 s"
+    assert fmt.clock("2026-11-21T22:12:25Z") == "22:12:25"
+    assert fmt.text(True) == "yes" and fmt.text([1, 2]) == "1, 2" and fmt.text("") == fmt.DASH
+
+
+def test_known_file_is_what_the_generator_writes(tmp_path):
+    # The committed files are reproducible: the generator is deterministic.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("generate", DATA / "generate.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert json.loads(json.dumps(gen.complete_run())) == json.loads((DATA / "complete.json").read_text())

@@ -1,0 +1,91 @@
+"""Reading results files: the known good ones load; bad ones give one clear line."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rfc2544.errors import BadInput
+from rfc2544.reports.load import load_results
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+
+
+def test_complete_file_loads_with_every_section():
+    r = load_results(DATA / "complete.json")
+    assert r["complete"] is True
+    assert [t["frame_size"] for t in r["throughput"]] == [64, 128, 256, 512, 1024, 1280, 1518]
+    assert len(r["trials"]) == 183
+    assert r["source"].endswith("complete.json")
+
+
+def test_partial_file_loads_and_says_incomplete():
+    r = load_results(DATA / "partial.json")
+    assert r["complete"] is False
+    assert r["finished"] is None
+    assert [t["frame_size"] for t in r["throughput"]] == [64, 128, 256, 512]
+    assert r["latency"] == [] and r["trials"][-1]["verdict"] == "aborted"
+
+
+def test_run_directory_means_its_results_json(tmp_path):
+    shutil.copy(DATA / "complete.json", tmp_path / "results.json")
+    assert load_results(tmp_path)["source"] == str(tmp_path / "results.json")
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("corrupt.json", "corrupt.json: corrupt results file: invalid JSON at line"),
+    ("unknown-version.json", "unknown-version.json: results schema version 99 is not supported "
+                             "(this rfc2544 reads version 1)"),
+    ("no-such.json", "no-such.json: no such results file"),
+])
+def test_bad_files_are_one_clear_line(name, expected):
+    with pytest.raises(BadInput) as exc:
+        load_results(DATA / name)
+    message = str(exc.value)
+    assert expected in message
+    assert "\n" not in message
+
+
+def _write(tmp_path, data):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _complete():
+    return json.loads((DATA / "complete.json").read_text())
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda d: d.update(schema="something-else"), "not an rfc2544 results file"),
+    (lambda d: d.update(schema_version="1"), 'results schema version "1" is not supported'),
+    (lambda d: d["throughput"][1].update(fps="fast"), 'throughput[1].fps: expected a number, got "fast"'),
+    (lambda d: d["throughput"][0].pop("fps"), "throughput[0].fps: missing"),
+    (lambda d: d.update(latency={"64": 1}), "latency: expected a list"),
+    (lambda d: d["frame_loss"][0]["points"][2].update(loss_pct=None), "frame_loss[0].points[2].loss_pct: missing"),
+    (lambda d: d["trials"][5].update(tx_frames=1.5), "trials[5].tx_frames: expected an integer"),
+    (lambda d: d["conditions"].update(hosts=[]), "conditions.hosts: expected an object"),
+    (lambda d: d.update(deviations=[3]), "deviations[0]: expected a string"),
+])
+def test_malformed_fields_name_the_field(tmp_path, mutate, expected):
+    data = _complete()
+    mutate(data)
+    with pytest.raises(BadInput) as exc:
+        load_results(_write(tmp_path, data))
+    assert expected in str(exc.value)
+    assert str(exc.value).startswith(str(tmp_path / "r.json"))
+
+
+def test_not_json_text_and_not_an_object(tmp_path):
+    path = tmp_path / "bin.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(BadInput, match="not UTF-8"):
+        load_results(path)
+    with pytest.raises(BadInput, match="not an rfc2544 results file"):
+        load_results(_write(tmp_path, [1, 2, 3]))
+
+
+def test_minimal_file_gets_empty_sections(tmp_path):
+    r = load_results(_write(tmp_path, {"schema": "rfc2544-results", "schema_version": 1}))
+    assert r["complete"] is False
+    assert r["throughput"] == [] and r["plan"] == [] and r["conditions"] == {}

@@ -1,0 +1,200 @@
+"""Rendering: the HTML and PDF of the known results files, and `rfc2544 report`."""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rfc2544 import cli
+from rfc2544.reports.load import load_results
+from rfc2544.reports.render import parse_formats, render_html, write_reports
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+
+# Key figures of complete.json, as a reader sees them.
+KEY_FIGURES = [
+    "819,615",        # throughput at 64 B, frames/s
+    "419.6",          # ... Mbit/s
+    "55.1",           # ... % of the theoretical maximum
+    "1,488,095",      # theoretical maximum at 64 B on 1 GbE
+    "828,099",        # throughput at 128 B (tester-bound)
+    "81,274",         # throughput at 1518 B (line rate)
+    "13.7",           # latency median at 64 B, µs
+    "57.3",           # latency 99.9th percentile at 64 B, µs
+    "4,099.4",        # back-to-back average at 64 B, frames
+    "41.7",           # reset time, s
+    "bit-forwarding",
+    "tester-bound",
+    "Deviations from RFC 2544 (7)",
+]
+
+
+def visible_text(html):
+    html = re.sub(r"<style.*?</style>", " ", html, flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+@pytest.fixture(scope="module")
+def complete_html():
+    return render_html(load_results(DATA / "complete.json"))
+
+
+@pytest.fixture(scope="module")
+def partial_html():
+    return render_html(load_results(DATA / "partial.json"))
+
+
+def test_html_has_the_key_figures(complete_html):
+    text = visible_text(complete_html)
+    for figure in KEY_FIGURES:
+        assert figure in text, figure
+    assert "Throughput: 819,615 frames/s" in text
+    assert "with 64 B frames, IPv4 over 1 Gbit/s Ethernet" in text
+
+
+def test_html_shows_every_section_and_condition(complete_html):
+    text = visible_text(complete_html)
+    for heading in ("Summary", "RFC 2544 26.1", "Latency (RFC 2544 26.2)", "Frame loss rate (RFC 2544 26.3)",
+                    "Back-to-back frames (RFC 2544 26.4, RFC 9004)", "System recovery and reset", "Test conditions",
+                    "Trial log"):
+        assert heading in text, heading
+    for fact in ("6.1.0-50-amd64", "igb", "1.63, 0x800009fa", "rfc2544_pktgen 0.1.0", "cpu_governor=performance",
+                 "pgrx", "rfc2544-1g", "Intel(R) Atom(TM) C3558"):
+        assert fact in text, fact
+    # Every declared deviation is shown, in the banner near the top.
+    data = load_results(DATA / "complete.json")
+    banner = complete_html[complete_html.index('class="banner deviations"'):complete_html.index('id="summary"')]
+    for deviation in data["deviations"]:
+        assert deviation in banner
+    assert "INCOMPLETE" not in text
+
+
+def test_trial_log_has_every_trial(complete_html):
+    log = complete_html[complete_html.index('<table class="log">'):]
+    rows = re.findall(r"<tr[^>]*><td class=\"n\">(\d+)</td>", log)
+    assert [int(n) for n in rows] == list(range(1, 184))
+    assert log.count("badge v-tester-limited") == 4
+
+
+def test_html_is_self_contained(complete_html):
+    # No external resources: no src/href to another document, no url(), no script.
+    assert not re.search(r"\b(src|href)\s*=\s*\"(?!#)", complete_html)
+    assert "url(http" not in complete_html and "@import" not in complete_html
+    assert "<script" not in complete_html and "<link" not in complete_html
+    assert complete_html.count("<svg") == 2
+    # Each figure's ids are prefixed, so the two SVGs do not collide.
+    ids = re.findall(r'\bid="([^"]+)"', complete_html)
+    assert len(ids) == len(set(ids))
+    for ref in re.findall(r'url\(#([^)]+)\)|href="#([^"]+)"', complete_html):
+        assert (ref[0] or ref[1]) in ids
+
+
+def test_svg_plots_keep_text_and_axes(complete_html):
+    svg = complete_html[complete_html.index('<svg class="plot"'):]
+    first, second = svg.split('<svg class="plot"')[1:3]
+    assert "theoretical maximum (1000 Mbit/s)" in first and "frame size (bytes)" in first
+    assert "offered load (% of the theoretical maximum rate)" in second
+    assert ">100<" in second and ">0<" in second          # both axes 0-100 %
+
+
+def test_partial_report_has_the_incomplete_banner(partial_html):
+    text = visible_text(partial_html)
+    assert "INCOMPLETE RUN" in text
+    assert "4 of 26 planned tests have a result" in text
+    assert "Throughput (26.1): 1024 B, 1280 B, 1518 B" in text
+    assert "interrupted by the user (Ctrl-C)" in text
+    assert "819,615" in text and "234,962" in text        # what was measured is still reported
+    assert "Planned, but no result" in text
+    assert "<title>" in partial_html and "[INCOMPLETE]" in partial_html
+
+
+def test_results_from_html_are_escaped(tmp_path):
+    data = (DATA / "complete.json").read_text().replace(
+        "latency is measured in software", "<script>alert(1)</script> latency is measured in software")
+    path = tmp_path / "results.json"
+    path.write_text(data)
+    html = render_html(load_results(path))
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html
+
+
+def test_write_reports_names_and_formats(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(DATA / "partial.json", run_dir / "results.json")
+    written = write_reports(run_dir / "results.json", None, ("html",))
+    assert written == [run_dir / "report.html"]
+    assert written[0].stat().st_size > 10_000
+    assert not list(run_dir.glob(".report*"))            # no temp file left behind
+    assert parse_formats("pdf, html") == ("pdf", "html")
+    with pytest.raises(Exception, match="unknown format svg"):
+        parse_formats("html,svg")
+
+
+def run_cli(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.mark.parametrize("name, message", [
+    ("corrupt.json", "corrupt results file: invalid JSON at line"),
+    ("unknown-version.json", "results schema version 99 is not supported"),
+    ("missing.json", "no such results file"),
+])
+def test_report_cli_bad_input_is_one_line_exit_2(capsys, tmp_path, name, message):
+    code, out, err = run_cli(capsys, "report", str(DATA / name), "--out", str(tmp_path))
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("rfc2544: ") and message in err
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_cli_rejects_unknown_format(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "report", str(DATA / "complete.json"), "--format", "docx", "--out", str(tmp_path))
+    assert code == 2 and "unknown format docx" in err
+
+
+def test_report_cli_writes_html(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "report", str(DATA / "complete.json"), "--format", "html", "--out",
+                             str(tmp_path / "out"))
+    assert code == 0, err
+    assert out.strip() == str(tmp_path / "out" / "complete-report.html")
+
+
+# -- PDF: WeasyPrint, then poppler's pdftotext / pdftoppm as a reader would see it --
+
+@pytest.fixture(scope="module")
+def complete_pdf(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pdf")
+    written = write_reports(DATA / "complete.json", out, ("pdf",))
+    assert written == [out / "complete-report.pdf"]
+    return written[0]
+
+
+def test_pdf_contains_the_key_figures(complete_pdf):
+    text = subprocess.run(["pdftotext", "-layout", str(complete_pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    flat = re.sub(r"\s+", " ", text)
+    for figure in KEY_FIGURES:
+        assert figure in flat, figure
+    assert "Throughput: 819,615 frames/s" in flat
+    assert "page 1 of" in flat                      # print CSS: page numbers in the margin
+    assert "INCOMPLETE" not in flat
+
+
+def test_pdf_pages_render_to_png(complete_pdf, tmp_path):
+    info = subprocess.run(["pdfinfo", str(complete_pdf)], capture_output=True, text=True, check=True).stdout
+    pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
+    assert 3 <= pages <= 20
+    assert "A4" in info or "595.28 x 841.89" in info
+    subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", "1", "-l", "2", str(complete_pdf), str(tmp_path / "page")],
+                   check=True)
+    pngs = sorted(tmp_path.glob("page-*.png"))
+    assert len(pngs) == 2
+    from matplotlib.image import imread
+    for png in pngs:
+        pixels = imread(str(png))
+        assert pixels.shape[0] > pixels.shape[1] > 200         # portrait page
+        assert pixels.std() > 0.05                             # not a blank page
