@@ -15,7 +15,7 @@ APT_PACKAGES := \
 	qemu-system-x86 qemu-utils debootstrap e2fsprogs cpio zstd \
 	openssh-client iproute2 dpkg-dev make gcc libelf-dev dwarves \
 	chromium poppler-utils fonts-dejavu-core \
-	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b
+	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b libharfbuzz-subset0
 
 .PHONY: all deps apt-deps venv demo test unit integration kmod clean lab-down
 
