@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one place for kernel-version differences (6.1 .. 6.12+).
+ */
+#ifndef RFCPG_COMPAT_H
+#define RFCPG_COMPAT_H
+
+#include <linux/version.h>
+#include <linux/types.h>
+#include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <linux/string.h>
+
+/* linux/types.h only gained u128 in 6.2; the compiler type is older. */
+typedef unsigned __int128 pg_u128;
+
+/* skb_frag_fill_page_desc() appeared in 6.5; skb_fill_page_desc() is on both. */
+static inline void pg_skb_add_frag(struct sk_buff *skb, int i, struct page *page,
+				   unsigned int off, unsigned int size)
+{
+	skb_fill_page_desc(skb, i, page, off, size);
+}
+
+/* <asm/unaligned.h> moved to <linux/unaligned.h> in 6.12. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
+
+/* get_random_u32_below() exists on both 6.1 and 6.12 (prandom_u32 is gone). */
+
+#endif

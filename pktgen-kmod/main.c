@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rfc2544_pktgen: a pktgen-compatible packet generator with a receiver.
+ * Module init/exit, per-namespace setup and the notifiers.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/namei.h>
+#include <linux/netdevice.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+#include "rfcpg.h"
+
+unsigned long pg_spin_ns = 100000;
+module_param_named(spin_ns, pg_spin_ns, ulong, 0644);
+MODULE_PARM_DESC(spin_ns, "busy-wait when the next packet is due within this many ns, sleep otherwise (default 100000)");
+
+unsigned long pg_max_lag_ns = 10000000;
+module_param_named(max_lag_ns, pg_max_lag_ns, ulong, 0644);
+MODULE_PARM_DESC(max_lag_ns, "a generator running late by more than this re-bases its schedule instead of bursting to catch up (default 10 ms)");
+
+static unsigned int pg_net_id __read_mostly;
+
+struct pg_net *pg_net_get(const struct net *net)
+{
+	return net_generic(net, pg_net_id);
+}
+
+static int __net_init pg_net_init(struct net *net)
+{
+	struct pg_net *pn = pg_net_get(net);
+	unsigned int cpu;
+	int err;
+
+	pn->net = net;
+	INIT_LIST_HEAD(&pn->threads);
+	mutex_init(&pn->lock);
+	init_waitqueue_head(&pn->run_wq);
+	atomic_set(&pn->running, 0);
+	pn->dying = false;
+	strscpy(pn->ctrl_result, "OK", sizeof(pn->ctrl_result));
+
+	pn->proc_dir = proc_mkdir(PG_PROC_DIR, net->proc_net);
+	if (!pn->proc_dir)
+		return -ENOMEM;
+
+	err = pg_ctrl_init(pn);
+	if (err)
+		goto err_dir;
+
+	for_each_online_cpu(cpu) {
+		err = pg_thread_create(pn, cpu);
+		if (err)
+			goto err_threads;
+	}
+
+	err = pg_rx_init(pn);
+	if (err)
+		goto err_threads;
+	return 0;
+
+err_threads:
+	pg_ctrl_exit(pn);
+err_dir:
+	remove_proc_subtree(PG_PROC_DIR, net->proc_net);
+	return err;
+}
+
+static void __net_exit pg_net_exit(struct net *net)
+{
+	struct pg_net *pn = pg_net_get(net);
+
+	pg_rx_exit(pn);
+	pg_ctrl_exit(pn);	/* stops and frees devices and threads */
+	remove_proc_subtree(PG_PROC_DIR, net->proc_net);
+}
+
+static struct pernet_operations pg_net_ops = {
+	.init = pg_net_init,
+	.exit = pg_net_exit,
+	.id = &pg_net_id,
+	.size = sizeof(struct pg_net),
+};
+
+/* A device going away must not stay referenced by a generator. */
+static int pg_netdev_event(struct notifier_block *nb, unsigned long event,
+			   void *ptr)
+{
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+
+	if (event == NETDEV_UNREGISTER)
+		pg_remove_netdev(pg_net_get(dev_net(dev)), dev);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block pg_netdev_nb = {
+	.notifier_call = pg_netdev_event,
+};
+
+/*
+ * The in-tree pktgen would collide on /proc/net/pktgen (and WARN); refuse to
+ * let it load while we own the directory.
+ */
+static int pg_module_event(struct notifier_block *nb, unsigned long event,
+			   void *ptr)
+{
+	struct module *mod = ptr;
+
+	if (event == MODULE_STATE_COMING && !strcmp(mod->name, "pktgen")) {
+		pr_err("refusing to load the in-tree pktgen while %s owns /proc/net/%s; rmmod %s first\n",
+		       PG_MODNAME, PG_PROC_DIR, PG_MODNAME);
+		return notifier_from_errno(-EBUSY);
+	}
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block pg_module_nb = {
+	.notifier_call = pg_module_event,
+};
+
+/* The in-tree pktgen (module or built in) owns /proc/net/pktgen if present. */
+static bool pg_intree_present(void)
+{
+	struct path path;
+
+	if (kern_path("/proc/net/" PG_PROC_DIR, LOOKUP_FOLLOW, &path))
+		return false;
+	path_put(&path);
+	return true;
+}
+
+static int __init pg_init(void)
+{
+	int err;
+
+	err = register_module_notifier(&pg_module_nb);
+	if (err)
+		return err;
+
+	if (pg_intree_present()) {
+		pr_err("/proc/net/%s is owned by the in-tree pktgen module; unload it first (rmmod pktgen)\n",
+		       PG_PROC_DIR);
+		err = -EBUSY;
+		goto err_module_nb;
+	}
+
+	err = register_pernet_subsys(&pg_net_ops);
+	if (err)
+		goto err_module_nb;
+
+	err = register_netdevice_notifier(&pg_netdev_nb);
+	if (err)
+		goto err_pernet;
+
+	pr_info("version %s loaded\n", PG_VERSION);
+	return 0;
+
+err_pernet:
+	unregister_pernet_subsys(&pg_net_ops);
+err_module_nb:
+	unregister_module_notifier(&pg_module_nb);
+	return err;
+}
+
+static void __exit pg_exit(void)
+{
+	/*
+	 * Notifier first: unregistering replays NETDEV_UNREGISTER, which must
+	 * still find the per-namespace state.
+	 */
+	unregister_netdevice_notifier(&pg_netdev_nb);
+	unregister_pernet_subsys(&pg_net_ops);
+	unregister_module_notifier(&pg_module_nb);
+	pr_info("unloaded\n");
+}
+
+module_init(pg_init);
+module_exit(pg_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("pktgen-compatible packet generator and receiver for RFC 2544 benchmarks");
+MODULE_VERSION(PG_VERSION);

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Building test packets: Ethernet / [S-VLAN] [VLAN] [MPLS] / IPv4 or IPv6 /
+ * UDP / 16-byte test header / zero padding, with per-packet address, port,
+ * MAC, size, queue and flow variation.
+ */
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/skbuff.h>
+#include <linux/etherdevice.h>
+#include <linux/if_vlan.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <linux/timekeeping.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/checksum.h>
+#include <net/ip6_checksum.h>
+#include "rfcpg.h"
+
+static u32 pg_rand_range(struct pg_thread *t, u32 lo, u32 hi)
+{
+	u64 span = (u64)hi - lo + 1;
+
+	return lo + (u32)(((u64)prandom_u32_state(&t->rnd) * span) >> 32);
+}
+
+/* Next value of a [min, max] range: random, or one step after cur. */
+static u32 pg_next(struct pg_thread *t, u32 cur, u32 min, u32 max, bool rnd)
+{
+	if (min >= max)
+		return min;
+	if (rnd)
+		return pg_rand_range(t, min, max);
+	if (cur < min || cur >= max)
+		return min;
+	return cur + 1;
+}
+
+int pg_dev_prepare(struct pg_dev *pd)
+{
+	pg_dev_release_run(pd);
+	if (pd->nflows) {
+		pd->flows = kvcalloc(pd->nflows, sizeof(*pd->flows), GFP_KERNEL);
+		if (!pd->flows)
+			return -ENOMEM;
+	}
+	if (pd->nfrags) {
+		pd->frag_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!pd->frag_page) {
+			pg_dev_release_run(pd);
+			return -ENOMEM;
+		}
+	}
+	/* cur_* hold the last value used: start at max so the first is min */
+	pd->cur_saddr = pd->saddr_max > pd->saddr_min ? pd->saddr_max : pd->saddr_min;
+	pd->cur_daddr = pd->daddr_max > pd->daddr_min ? pd->daddr_max : pd->daddr_min;
+	pd->cur_udp_src = max(pd->udp_src_min, pd->udp_src_max);
+	pd->cur_udp_dst = max(pd->udp_dst_min, pd->udp_dst_max);
+	pd->cur_pkt_size = max(pd->min_pkt_size, pd->max_pkt_size);
+	pd->cur_queue_map = max(pd->queue_map_min, pd->queue_map_max);
+	pd->cur_src_mac_offset = pd->src_mac_count ? pd->src_mac_count - 1 : 0;
+	pd->cur_dst_mac_offset = pd->dst_mac_count ? pd->dst_mac_count - 1 : 0;
+	pd->cur_in6_saddr = pd->in6_saddr;
+	pd->cur_flow = 0;
+	pd->cur_imix = 0;
+	pd->ip_id = 1;
+	pd->clone_left = 0;
+	return 0;
+}
+
+void pg_dev_release_run(struct pg_dev *pd)
+{
+	kfree_skb(pd->skb);
+	pd->skb = NULL;
+	kvfree(pd->flows);
+	pd->flows = NULL;
+	if (pd->frag_page) {
+		put_page(pd->frag_page);
+		pd->frag_page = NULL;
+	}
+}
+
+static u32 pg_next_size(struct pg_thread *t, struct pg_dev *pd)
+{
+	if (pd->n_imix) {
+		u32 r = pg_rand_range(t, 0, pd->imix_total - 1), i;
+
+		for (i = 0; i + 1 < pd->n_imix; i++) {
+			if (r < pd->imix[i].weight)
+				break;
+			r -= pd->imix[i].weight;
+		}
+		pd->cur_imix = i;
+		pd->imix_counts[i]++;
+		return max_t(u32, pd->imix[i].size, PG_MIN_PKT_SIZE);
+	}
+	pd->cur_pkt_size = pg_next(t, pd->cur_pkt_size, pd->min_pkt_size,
+				   pd->max_pkt_size, pg_dev_has_flag(pd, PGF_TXSIZE_RND));
+	return pd->cur_pkt_size;
+}
+
+static u32 pg_next_offset(struct pg_thread *t, u32 cur, u32 count, bool rnd)
+{
+	if (count <= 1)
+		return 0;
+	if (rnd)
+		return pg_rand_range(t, 0, count - 1);
+	return cur + 1 >= count ? 0 : cur + 1;
+}
+
+static u32 pg_next_daddr(struct pg_thread *t, struct pg_dev *pd)
+{
+	bool rnd = pg_dev_has_flag(pd, PGF_IPDST_RND);
+	struct pg_flow *f;
+	u32 i;
+
+	if (!pd->nflows || !pd->flows) {
+		pd->cur_daddr = pg_next(t, pd->cur_daddr, pd->daddr_min, pd->daddr_max, rnd);
+		return pd->cur_daddr;
+	}
+	i = pg_dev_has_flag(pd, PGF_FLOW_SEQ) ? pd->cur_flow :
+	    pg_rand_range(t, 0, pd->nflows - 1);
+	f = &pd->flows[i];
+	if (!f->active) {
+		pd->cur_daddr = pg_next(t, pd->cur_daddr, pd->daddr_min, pd->daddr_max, rnd);
+		f->daddr = pd->cur_daddr;
+		f->count = 0;
+		f->active = true;
+	}
+	f->count++;
+	if (pd->flowlen && f->count >= pd->flowlen) {
+		f->active = false;	/* next time: a new flow in this slot */
+		if (pg_dev_has_flag(pd, PGF_FLOW_SEQ))
+			pd->cur_flow = i + 1 >= pd->nflows ? 0 : i + 1;
+	}
+	return f->daddr;
+}
+
+/* IPv6 destination range: the low 32 bits vary when the rest is equal. */
+static void pg_next_daddr6(struct pg_thread *t, struct pg_dev *pd)
+{
+	const struct in6_addr *lo = &pd->min_in6_daddr, *hi = &pd->max_in6_daddr;
+	u32 cur, l = ntohl(lo->s6_addr32[3]), h = ntohl(hi->s6_addr32[3]);
+
+	if (!ipv6_addr_any(lo) && lo->s6_addr32[0] == hi->s6_addr32[0] &&
+	    lo->s6_addr32[1] == hi->s6_addr32[1] &&
+	    lo->s6_addr32[2] == hi->s6_addr32[2] && l < h) {
+		cur = ntohl(pd->cur_in6_daddr.s6_addr32[3]);
+		if (ipv6_addr_any(&pd->cur_in6_daddr))
+			cur = h;
+		pd->cur_in6_daddr = *lo;
+		pd->cur_in6_daddr.s6_addr32[3] =
+			htonl(pg_next(t, cur, l, h, pg_dev_has_flag(pd, PGF_IPDST_RND)));
+	} else if (!ipv6_addr_any(&pd->in6_daddr)) {
+		pd->cur_in6_daddr = pd->in6_daddr;
+	} else {
+		pd->cur_in6_daddr = *lo;
+	}
+}
+
+static u16 pg_next_queue(struct pg_thread *t, struct pg_dev *pd)
+{
+	unsigned int real = pd->odev->real_num_tx_queues;
+	u32 q;
+
+	if (pg_dev_has_flag(pd, PGF_QUEUE_MAP_CPU))
+		q = smp_processor_id();
+	else
+		q = pg_next(t, pd->cur_queue_map, pd->queue_map_min, pd->queue_map_max,
+			    pg_dev_has_flag(pd, PGF_QUEUE_MAP_RND));
+	if (real && q >= real)
+		q = pg_dev_has_flag(pd, PGF_QUEUE_MAP_CPU) ? q % real : real - 1;
+	pd->cur_queue_map = (u16)q;
+	return (u16)q;
+}
+
+static void pg_mac_add(u8 *out, const u8 *base, u32 offset)
+{
+	u64_to_ether_addr((ether_addr_to_u64(base) + offset) & 0xffffffffffffULL, out);
+}
+
+static u8 *pg_put16(u8 *p, u16 v)
+{
+	put_unaligned_be16(v, p);
+	return p + 2;
+}
+
+static void pg_write_header(struct pg_dev *pd, u8 *p)
+{
+	u32 magic = pg_dev_has_flag(pd, PGF_UPSTREAM_HDR) ? PG_MAGIC_UPSTREAM : PG_MAGIC_NS;
+
+	put_unaligned_be32(magic, p);
+	put_unaligned_be32(pd->seq_num, p + 4);
+	pd->seq_num++;
+	if (pg_dev_has_flag(pd, PGF_NO_TIMESTAMP)) {
+		put_unaligned_be64(0, p + 8);
+	} else if (magic == PG_MAGIC_UPSTREAM) {
+		struct timespec64 ts;
+
+		ktime_get_real_ts64(&ts);
+		put_unaligned_be32((u32)ts.tv_sec, p + 8);
+		put_unaligned_be32((u32)(ts.tv_nsec / NSEC_PER_USEC), p + 12);
+	} else {
+		put_unaligned_be64(ktime_get_real_ns(), p + 8);
+	}
+}
+
+static struct sk_buff *pg_alloc(struct pg_dev *pd, unsigned int size)
+{
+	unsigned int headroom = LL_RESERVED_SPACE(pd->odev);
+	struct sk_buff *skb;
+
+	if (pg_dev_has_flag(pd, PGF_NODE) && pd->node != NUMA_NO_NODE) {
+		skb = __alloc_skb(NET_SKB_PAD + headroom + size,
+				  GFP_KERNEL | __GFP_NOWARN, 0, pd->node);
+		if (skb)
+			skb_reserve(skb, NET_SKB_PAD);
+	} else {
+		skb = __netdev_alloc_skb(pd->odev, headroom + size,
+					 GFP_KERNEL | __GFP_NOWARN);
+	}
+	if (skb)
+		skb_reserve(skb, headroom);
+	return skb;
+}
+
+struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd)
+{
+	bool ipv6 = pg_dev_has_flag(pd, PGF_IPV6);
+	bool vlan = pd->vlan_id <= 4095, svlan = vlan && pd->svlan_id <= 4095;
+	unsigned int l3len = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	unsigned int tags, hdrlen, size, datalen, linear, frag_total = 0;
+	unsigned int nfrags = 0, i;
+	u16 sport, dport, queue, proto;
+	u32 saddr = 0, daddr = 0;
+	struct sk_buff *skb;
+	struct udphdr *uh;
+	u8 *p, *start;
+	__wsum csum;
+
+	/* per-packet variation */
+	size = pg_next_size(t, pd);
+	pd->cur_src_mac_offset = pg_next_offset(t, pd->cur_src_mac_offset, pd->src_mac_count,
+						pg_dev_has_flag(pd, PGF_MACSRC_RND));
+	pd->cur_dst_mac_offset = pg_next_offset(t, pd->cur_dst_mac_offset, pd->dst_mac_count,
+						pg_dev_has_flag(pd, PGF_MACDST_RND));
+	if (ipv6) {
+		pg_next_daddr6(t, pd);
+	} else {
+		pd->cur_saddr = pg_next(t, pd->cur_saddr, pd->saddr_min, pd->saddr_max,
+					pg_dev_has_flag(pd, PGF_IPSRC_RND));
+		saddr = pd->cur_saddr;
+		daddr = pg_next_daddr(t, pd);
+	}
+	pd->cur_udp_src = (u16)pg_next(t, pd->cur_udp_src, pd->udp_src_min, pd->udp_src_max,
+				       pg_dev_has_flag(pd, PGF_UDPSRC_RND));
+	pd->cur_udp_dst = (u16)pg_next(t, pd->cur_udp_dst, pd->udp_dst_min, pd->udp_dst_max,
+				       pg_dev_has_flag(pd, PGF_UDPDST_RND));
+	sport = pd->cur_udp_src;
+	dport = pd->cur_udp_dst;
+	queue = pg_next_queue(t, pd);
+	pd->cur_vlan_id = pg_dev_has_flag(pd, PGF_VID_RND) ?
+			  (u16)pg_rand_range(t, 0, 4095) : pd->vlan_id;
+	pd->cur_svlan_id = pg_dev_has_flag(pd, PGF_SVID_RND) ?
+			   (u16)pg_rand_range(t, 0, 4095) : pd->svlan_id;
+
+	/* geometry */
+	tags = pd->nr_labels * 4 + (vlan ? VLAN_HLEN : 0) + (svlan ? VLAN_HLEN : 0);
+	hdrlen = ETH_HLEN + tags + l3len + sizeof(struct udphdr);
+	datalen = size > hdrlen ? size - hdrlen : 0;
+	if (datalen < PG_HDR_LEN)
+		datalen = PG_HDR_LEN;
+	if (pd->nfrags && pd->frag_page) {
+		nfrags = min_t(unsigned int, pd->nfrags, MAX_SKB_FRAGS);
+		frag_total = min_t(unsigned int, datalen - PG_HDR_LEN, nfrags * PAGE_SIZE);
+		if (frag_total < nfrags)
+			nfrags = frag_total;
+		if (!nfrags)
+			frag_total = 0;
+	}
+	linear = hdrlen + datalen - frag_total;
+
+	skb = pg_alloc(pd, linear);
+	if (!skb)
+		return NULL;
+	start = skb_put(skb, linear);
+	skb_reset_mac_header(skb);
+
+	/* Ethernet, tags */
+	if (is_zero_ether_addr(pd->src_mac))
+		pg_mac_add(start + ETH_ALEN, pd->odev->dev_addr, pd->cur_src_mac_offset);
+	else
+		pg_mac_add(start + ETH_ALEN, pd->src_mac, pd->cur_src_mac_offset);
+	pg_mac_add(start, pd->dst_mac, pd->cur_dst_mac_offset);
+	p = start + 2 * ETH_ALEN;
+	proto = ipv6 ? ETH_P_IPV6 : ETH_P_IP;
+	if (svlan) {
+		p = pg_put16(p, ETH_P_8021AD);
+		p = pg_put16(p, (u16)((pd->svlan_p << 13) | (pd->svlan_cfi << 12) |
+				      (pd->cur_svlan_id & 0xfff)));
+	}
+	if (vlan) {
+		p = pg_put16(p, ETH_P_8021Q);
+		p = pg_put16(p, (u16)((pd->vlan_p << 13) | (pd->vlan_cfi << 12) |
+				      (pd->cur_vlan_id & 0xfff)));
+	}
+	p = pg_put16(p, pd->nr_labels ? ETH_P_MPLS_UC : proto);
+	for (i = 0; i < pd->nr_labels; i++) {
+		u32 lse = pd->labels[i] & ~0x100U;
+
+		if (pg_dev_has_flag(pd, PGF_MPLS_RND) && (pd->labels[i] & 0x100))
+			lse = (lse & 0xfff) | (prandom_u32_state(&t->rnd) << 12);
+		if (i + 1 == pd->nr_labels)
+			lse |= 0x100;	/* bottom of stack */
+		put_unaligned_be32(lse, p);
+		p += 4;
+	}
+	skb->protocol = htons(svlan ? ETH_P_8021AD : vlan ? ETH_P_8021Q :
+			      pd->nr_labels ? ETH_P_MPLS_UC : proto);
+
+	/* IP */
+	skb_set_network_header(skb, (int)(p - skb->data));
+	if (ipv6) {
+		struct ipv6hdr *ip6 = (struct ipv6hdr *)p;
+
+		ip6_flow_hdr(ip6, pd->traffic_class, 0);
+		ip6->payload_len = htons((u16)(sizeof(struct udphdr) + datalen));
+		ip6->nexthdr = IPPROTO_UDP;
+		ip6->hop_limit = 32;
+		ip6->saddr = pd->cur_in6_saddr;
+		ip6->daddr = pd->cur_in6_daddr;
+	} else {
+		struct iphdr *iph = (struct iphdr *)p;
+
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tos = pd->tos;
+		iph->tot_len = htons((u16)(l3len + sizeof(struct udphdr) + datalen));
+		iph->id = htons(pd->ip_id++);
+		iph->frag_off = 0;
+		iph->ttl = 32;
+		iph->protocol = IPPROTO_UDP;
+		iph->saddr = htonl(saddr);
+		iph->daddr = htonl(daddr);
+		iph->check = 0;
+		iph->check = ip_fast_csum((u8 *)iph, iph->ihl);
+	}
+	p += l3len;
+
+	/* UDP + test header + padding */
+	skb_set_transport_header(skb, (int)(p - skb->data));
+	uh = (struct udphdr *)p;
+	uh->source = htons(sport);
+	uh->dest = htons(dport);
+	uh->len = htons((u16)(sizeof(struct udphdr) + datalen));
+	uh->check = 0;
+	p += sizeof(struct udphdr);
+	pg_write_header(pd, p);
+	p += PG_HDR_LEN;
+	memset(p, 0, start + linear - p);
+
+	/* the rest of the payload in page fragments of one shared zero page */
+	for (i = 0; i < nfrags; i++) {
+		unsigned int flen = frag_total / nfrags + (i < frag_total % nfrags ? 1 : 0);
+
+		get_page(pd->frag_page);
+		pg_skb_add_frag(skb, (int)i, pd->frag_page, 0, flen);
+		skb->len += flen;
+		skb->data_len += flen;
+		skb->truesize += flen;
+	}
+
+	if (pg_dev_has_flag(pd, PGF_UDPCSUM)) {
+		int thoff = skb_transport_offset(skb);
+		unsigned int ulen = skb->len - thoff;
+
+		csum = skb_checksum(skb, thoff, (int)ulen, 0);
+		if (ipv6)
+			uh->check = csum_ipv6_magic(&pd->cur_in6_saddr, &pd->cur_in6_daddr,
+						    ulen, IPPROTO_UDP, csum);
+		else
+			uh->check = csum_tcpudp_magic(htonl(saddr), htonl(daddr), ulen,
+						      IPPROTO_UDP, csum);
+		if (!uh->check)
+			uh->check = CSUM_MANGLED_0;
+	}
+	skb->ip_summed = CHECKSUM_NONE;
+	skb->dev = pd->odev;
+	skb->priority = pd->skb_priority;
+	skb_set_queue_mapping(skb, queue);
+	return skb;
+}

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /proc/net/pktgen/pgctrl (start, stop, reset) and kpktgend_N (add_device,
+ * rem_device_all, max_before_softirq).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/seq_file.h>
+#include <linux/sched/signal.h>
+#include <linux/if_arp.h>
+#include <linux/capability.h>
+#include "rfcpg.h"
+
+/* pktgen's banner, which version-sniffing scripts look for */
+#define PG_BANNER "Packet Generator for packet performance testing. Version: 2.75 (" PG_MODNAME " " PG_VERSION ")\n"
+
+static void pg_free_removed(struct pg_remove *rm)
+{
+	struct pg_dev *pd, *tmp;
+
+	list_for_each_entry_safe(pd, tmp, &rm->out, list) {
+		list_del(&pd->list);
+		pg_dev_free(pd);
+	}
+}
+
+/* Caller holds pn->lock. */
+static void pg_remove_from_thread(struct pg_thread *t, struct net_device *dev,
+				  struct pg_remove *rm)
+{
+	struct pg_remove one;
+
+	INIT_LIST_HEAD(&one.out);
+	one.dev = dev;
+	pg_thread_request(t, PG_REQ_REMOVE, &one);
+	list_splice_tail(&one.out, &rm->out);
+}
+
+void pg_remove_netdev(struct pg_net *pn, struct net_device *dev)
+{
+	struct pg_thread *t;
+	struct pg_remove rm;
+
+	INIT_LIST_HEAD(&rm.out);
+	mutex_lock(&pn->lock);
+	if (!pn->dying)
+		list_for_each_entry(t, &pn->threads, list)
+			pg_remove_from_thread(t, dev, &rm);
+	mutex_unlock(&pn->lock);
+	pg_free_removed(&rm);
+}
+
+static void pg_request_all(struct pg_net *pn, int req)
+{
+	struct pg_thread *t;
+
+	list_for_each_entry(t, &pn->threads, list)
+		pg_thread_request(t, req, NULL);
+}
+
+/* ---- pgctrl ---- */
+
+static int pg_ctrl_show(struct seq_file *m, void *v)
+{
+	struct pg_net *pn = m->private;
+
+	seq_puts(m, PG_BANNER);
+	mutex_lock(&pn->lock);
+	seq_printf(m, "Result: %s\n", pn->ctrl_result);
+	mutex_unlock(&pn->lock);
+	return 0;
+}
+
+static int pg_ctrl_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, pg_ctrl_show, pde_data(inode));
+}
+
+static void pg_ctrl_set_result(struct pg_net *pn, const char *fmt, const char *arg)
+{
+	mutex_lock(&pn->lock);
+	scnprintf(pn->ctrl_result, sizeof(pn->ctrl_result), fmt, arg);
+	mutex_unlock(&pn->lock);
+}
+
+/* "start" blocks until every device stopped; a signal stops them all. */
+static int pg_ctrl_start(struct pg_net *pn)
+{
+	int err;
+
+	mutex_lock(&pn->lock);
+	if (pn->dying) {
+		mutex_unlock(&pn->lock);
+		return -ENODEV;
+	}
+	pg_request_all(pn, PG_REQ_RUN);
+	mutex_unlock(&pn->lock);
+
+	err = wait_event_interruptible(pn->run_wq,
+				       !atomic_read(&pn->running) ||
+				       READ_ONCE(pn->dying));
+	if (err) {
+		mutex_lock(&pn->lock);
+		if (!pn->dying)
+			pg_request_all(pn, PG_REQ_STOP);
+		mutex_unlock(&pn->lock);
+	}
+	return 0;
+}
+
+static ssize_t pg_ctrl_write(struct file *file, const char __user *ubuf,
+			     size_t count, loff_t *ppos)
+{
+	struct pg_net *pn = ((struct seq_file *)file->private_data)->private;
+	char buf[64];
+	char *argv[2];
+	int argc, err;
+
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
+	err = pg_read_cmd(ubuf, count, buf, sizeof(buf));
+	if (err) {
+		pg_ctrl_set_result(pn, "Error: %s", err == -E2BIG ?
+				   "command too long" : "empty or malformed command");
+		return err;
+	}
+	argc = pg_split(buf, argv, ARRAY_SIZE(argv));
+	if (argc != 1) {
+		pg_ctrl_set_result(pn, "Error: %s", "expected one of start, stop, reset");
+		return -EINVAL;
+	}
+
+	if (!strcmp(argv[0], "start")) {
+		pg_ctrl_set_result(pn, "%s", "Starting");
+		err = pg_ctrl_start(pn);
+		if (err)
+			return err;
+		pg_ctrl_set_result(pn, "OK: %s", "start");
+	} else if (!strcmp(argv[0], "stop")) {
+		mutex_lock(&pn->lock);
+		if (!pn->dying)
+			pg_request_all(pn, PG_REQ_STOP);
+		mutex_unlock(&pn->lock);
+		pg_ctrl_set_result(pn, "OK: %s", "stop");
+	} else if (!strcmp(argv[0], "reset")) {
+		struct pg_remove rm;
+		struct pg_thread *t;
+
+		INIT_LIST_HEAD(&rm.out);
+		mutex_lock(&pn->lock);
+		if (!pn->dying)
+			list_for_each_entry(t, &pn->threads, list)
+				pg_remove_from_thread(t, NULL, &rm);
+		mutex_unlock(&pn->lock);
+		pg_free_removed(&rm);
+		pg_ctrl_set_result(pn, "OK: %s", "reset");
+	} else {
+		pg_ctrl_set_result(pn, "No such command \"%.32s\"", argv[0]);
+		return -EINVAL;
+	}
+	return count;
+}
+
+static const struct proc_ops pg_ctrl_ops = {
+	.proc_open = pg_ctrl_open,
+	.proc_read = seq_read,
+	.proc_lseek = seq_lseek,
+	.proc_write = pg_ctrl_write,
+	.proc_release = single_release,
+};
+
+/* ---- kpktgend_N ---- */
+
+static int pg_thread_show(struct seq_file *m, void *v)
+{
+	struct pg_thread *t = m->private;
+	struct pg_dev *pd;
+
+	mutex_lock(&t->lock);
+	seq_puts(m, "Running: ");
+	list_for_each_entry(pd, &t->devs, list)
+		if (READ_ONCE(pd->running))
+			seq_printf(m, "%s ", pd->name);
+	seq_puts(m, "\nStopped: ");
+	list_for_each_entry(pd, &t->devs, list)
+		if (!READ_ONCE(pd->running))
+			seq_printf(m, "%s ", pd->name);
+	mutex_unlock(&t->lock);
+	mutex_lock(&t->pn->lock);
+	seq_printf(m, "\nResult: %s\n", t->result[0] ? t->result : "NA");
+	mutex_unlock(&t->pn->lock);
+	return 0;
+}
+
+static int pg_thread_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, pg_thread_show, pde_data(inode));
+}
+
+static bool pg_name_taken(struct pg_net *pn, const char *name)
+{
+	struct pg_thread *t;
+	struct pg_dev *pd;
+	bool taken = false;
+
+	if (!strcmp(name, PG_CTRL_NAME) || !strcmp(name, PG_RX_NAME) ||
+	    !strncmp(name, "kpktgend_", 9))
+		return true;
+	list_for_each_entry(t, &pn->threads, list) {
+		mutex_lock(&t->lock);
+		list_for_each_entry(pd, &t->devs, list)
+			if (!strcmp(pd->name, name))
+				taken = true;
+		mutex_unlock(&t->lock);
+	}
+	return taken;
+}
+
+/* Caller holds pn->lock. */
+static int pg_add_device(struct pg_thread *t, const char *name)
+{
+	struct pg_net *pn = t->pn;
+	char ifname[IFNAMSIZ];
+	struct net_device *odev;
+	struct pg_dev *pd;
+	const char *at;
+	size_t iflen;
+	int err;
+
+	at = strchr(name, '@');
+	iflen = at ? (size_t)(at - name) : strlen(name);
+	if (!iflen || iflen >= IFNAMSIZ || strlen(name) >= PG_NAME_LEN) {
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: bad device name (interface up to %d characters, whole name up to %d)",
+			  IFNAMSIZ - 1, PG_NAME_LEN - 1);
+		return -EINVAL;
+	}
+	if (strchr(name, '/')) {
+		scnprintf(t->result, sizeof(t->result), "ERROR: bad device name");
+		return -EINVAL;
+	}
+	memcpy(ifname, name, iflen);
+	ifname[iflen] = '\0';
+
+	if (pg_name_taken(pn, name)) {
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: device %s already added or name reserved", name);
+		return -EBUSY;
+	}
+	odev = dev_get_by_name(pn->net, ifname);
+	if (!odev) {
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: no such netdevice: \"%s\"", ifname);
+		return -ENODEV;
+	}
+	if (odev->type != ARPHRD_ETHER && odev->type != ARPHRD_LOOPBACK) {
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: not an ethernet device: \"%s\"", ifname);
+		err = -EINVAL;
+		goto err_put;
+	}
+	if (!netif_running(odev)) {
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: device is down: \"%s\"", ifname);
+		err = -ENETDOWN;
+		goto err_put;
+	}
+
+	pd = pg_dev_alloc(t, odev, name);	/* takes over the reference */
+	if (!pd) {
+		err = -ENOMEM;
+		goto err_put;
+	}
+	err = pg_dev_proc_create(pn, pd);
+	if (err) {
+		pg_dev_free(pd);
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: cannot create /proc entry for %s", name);
+		return err;
+	}
+	pg_thread_request(t, PG_REQ_ADD, pd);
+	scnprintf(t->result, sizeof(t->result), "OK: add_device=%s", name);
+	return 0;
+
+err_put:
+	dev_put(odev);
+	return err;
+}
+
+static ssize_t pg_thread_write(struct file *file, const char __user *ubuf,
+			       size_t count, loff_t *ppos)
+{
+	struct pg_thread *t = ((struct seq_file *)file->private_data)->private;
+	struct pg_net *pn = t->pn;
+	char buf[128];
+	char *argv[3];
+	int argc, err;
+
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
+	err = pg_read_cmd(ubuf, count, buf, sizeof(buf));
+	argc = err ? err : pg_split(buf, argv, ARRAY_SIZE(argv));
+
+	mutex_lock(&pn->lock);
+	if (pn->dying) {
+		err = -ENODEV;
+	} else if (err) {
+		scnprintf(t->result, sizeof(t->result), "Error: %s",
+			  err == -E2BIG ? "command too long" : "empty or malformed command");
+	} else if (argc < 0) {
+		err = argc;
+		scnprintf(t->result, sizeof(t->result), "Error: too many arguments");
+	} else if (!strcmp(argv[0], "add_device")) {
+		if (argc != 2) {
+			scnprintf(t->result, sizeof(t->result),
+				  "Error: usage: add_device IF[@tag]");
+			err = -EINVAL;
+		} else {
+			err = pg_add_device(t, argv[1]);
+		}
+	} else if (!strcmp(argv[0], "rem_device_all") && argc == 1) {
+		struct pg_remove rm;
+
+		INIT_LIST_HEAD(&rm.out);
+		pg_remove_from_thread(t, NULL, &rm);
+		mutex_unlock(&pn->lock);
+		pg_free_removed(&rm);
+		mutex_lock(&pn->lock);
+		scnprintf(t->result, sizeof(t->result), "OK: rem_device_all");
+	} else if (!strcmp(argv[0], "max_before_softirq")) {
+		u64 v = 0;
+
+		/* accepted for compatibility; it has no effect */
+		if (argc > 2 || (argc == 2 && pg_parse_u64(argv[1], &v))) {
+			scnprintf(t->result, sizeof(t->result),
+				  "Error: usage: max_before_softirq [N]");
+			err = -EINVAL;
+		} else {
+			scnprintf(t->result, sizeof(t->result),
+				  "OK: max_before_softirq=%llu", v);
+		}
+	} else {
+		scnprintf(t->result, sizeof(t->result),
+			  "No such parameter \"%.32s\"", argv[0]);
+		err = -EINVAL;
+	}
+	mutex_unlock(&pn->lock);
+	return err ? err : (ssize_t)count;
+}
+
+static const struct proc_ops pg_thread_ops = {
+	.proc_open = pg_thread_open,
+	.proc_read = seq_read,
+	.proc_lseek = seq_lseek,
+	.proc_write = pg_thread_write,
+	.proc_release = single_release,
+};
+
+int pg_thread_proc_create(struct pg_thread *t)
+{
+	t->proc = proc_create_data(t->name, 0600, t->pn->proc_dir,
+				   &pg_thread_ops, t);
+	return t->proc ? 0 : -ENOMEM;
+}
+
+int pg_ctrl_init(struct pg_net *pn)
+{
+	pn->ctrl = proc_create_data(PG_CTRL_NAME, 0600, pn->proc_dir,
+				    &pg_ctrl_ops, pn);
+	return pn->ctrl ? 0 : -ENOMEM;
+}
+
+/* Tear down in an order that lets a blocked "start" writer return first. */
+void pg_ctrl_exit(struct pg_net *pn)
+{
+	struct pg_thread *t, *tmp;
+	struct pg_remove rm;
+
+	mutex_lock(&pn->lock);
+	pn->dying = true;
+	mutex_unlock(&pn->lock);
+	wake_up_all(&pn->run_wq);
+
+	proc_remove(pn->ctrl);
+	pn->ctrl = NULL;
+
+	INIT_LIST_HEAD(&rm.out);
+	mutex_lock(&pn->lock);
+	list_for_each_entry(t, &pn->threads, list)
+		pg_remove_from_thread(t, NULL, &rm);
+	mutex_unlock(&pn->lock);
+	pg_free_removed(&rm);
+
+	list_for_each_entry_safe(t, tmp, &pn->threads, list) {
+		list_del(&t->list);
+		pg_thread_destroy(t);
+	}
+}

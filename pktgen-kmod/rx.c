@@ -1,0 +1,741 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The receiver, /proc/net/pktgen/pgrx: a netfilter PRE_ROUTING hook (IPv4
+ * and IPv6, before defragmentation and conntrack) that counts test packets
+ * arriving on one device of its namespace. Counters and latency live per
+ * CPU; sequence accounting, inter-arrival and delay variation per stream
+ * (IP source address). All counters of one measurement form a "session",
+ * swapped under RCU on reset so the hook never sees freed memory.
+ * The script output format is specified in README.md.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/percpu.h>
+#include <linux/seqlock.h>
+#include <linux/seq_file.h>
+#include <linux/jhash.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6.h>
+#include <linux/capability.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include "rfcpg.h"
+#include "stats.h"
+
+#define PG_MAX_STREAMS		1024
+#define PG_STREAM_BUCKETS	256
+#define PG_SEQ_WINDOW		4096
+
+enum pgrx_level { PG_LVL_COUNTER, PG_LVL_BASIC, PG_LVL_TIME };
+static const char *const pg_level_names[] = { "counter", "basic", "time" };
+
+struct pg_stream {
+	struct pg_stream *next;		/* hash chain, immutable once published */
+	spinlock_t lock;
+	bool v6;
+	struct in6_addr addr;		/* IPv4 as v4-mapped */
+	u64 packets, bytes, seq_max, lost, ooo, dup, old;
+	u64 last_arrival, last_lat;
+	bool have_arrival, have_lat;
+	struct pg_stat ia, jit;
+	unsigned long window[BITS_TO_LONGS(PG_SEQ_WINDOW)];
+};
+
+struct pg_streams {
+	spinlock_t lock;		/* insertion */
+	u32 count;
+	struct pg_stream *bucket[PG_STREAM_BUCKETS];
+	struct pg_stream *order[PG_MAX_STREAMS];
+};
+
+struct pg_rx_cpu {
+	seqcount_t seq;
+	u64 packets, bytes, first_ns, last_ns;
+	struct pg_stat lat;
+	u64 *hist;
+};
+
+struct pg_rx_session {
+	enum pgrx_level level;
+	struct pg_rx_cpu __percpu *cpu;
+	struct pg_streams *streams;
+	atomic64_t streams_dropped;
+};
+
+struct pg_rx {
+	struct pg_net *pn;
+	struct mutex lock;		/* configuration, session swaps, reads */
+	struct proc_dir_entry *proc;
+	struct nf_hook_ops ops[2];
+	bool hooks;
+	int ifindex;
+	char ifname[IFNAMSIZ];
+	enum pgrx_level level;
+	bool script;
+	bool pass;
+	struct pg_rx_session __rcu *session;
+	char result[PG_RESULT_LEN];
+};
+
+/* ---- sessions ---- */
+
+static void pg_session_free(struct pg_rx_session *s)
+{
+	unsigned int cpu;
+	u32 i;
+
+	if (!s)
+		return;
+	if (s->streams) {
+		for (i = 0; i < s->streams->count; i++)
+			kfree(s->streams->order[i]);
+		kvfree(s->streams);
+	}
+	if (s->cpu) {
+		for_each_possible_cpu(cpu)
+			kvfree(per_cpu_ptr(s->cpu, cpu)->hist);
+		free_percpu(s->cpu);
+	}
+	kfree(s);
+}
+
+static struct pg_rx_session *pg_session_alloc(enum pgrx_level level)
+{
+	struct pg_rx_session *s = kzalloc(sizeof(*s), GFP_KERNEL);
+	unsigned int cpu;
+
+	if (!s)
+		return NULL;
+	s->level = level;
+	atomic64_set(&s->streams_dropped, 0);
+	s->cpu = alloc_percpu(struct pg_rx_cpu);
+	if (!s->cpu)
+		goto err;
+	for_each_possible_cpu(cpu) {
+		struct pg_rx_cpu *c = per_cpu_ptr(s->cpu, cpu);
+
+		seqcount_init(&c->seq);
+		if (level == PG_LVL_TIME) {
+			c->hist = kvzalloc_node(PG_HIST_BUCKETS * sizeof(u64),
+						GFP_KERNEL, cpu_to_node(cpu));
+			if (!c->hist)
+				goto err;
+		}
+	}
+	if (level >= PG_LVL_BASIC) {
+		s->streams = kvzalloc(sizeof(*s->streams), GFP_KERNEL);
+		if (!s->streams)
+			goto err;
+		spin_lock_init(&s->streams->lock);
+	}
+	return s;
+err:
+	pg_session_free(s);
+	return NULL;
+}
+
+/* Replace the session (all counters zero). Caller holds rx->lock. */
+static int pg_rx_new_session(struct pg_rx *rx)
+{
+	struct pg_rx_session *s = pg_session_alloc(rx->level), *old;
+
+	if (!s)
+		return -ENOMEM;
+	old = rcu_replace_pointer(rx->session, s, lockdep_is_held(&rx->lock));
+	if (old) {
+		synchronize_net();
+		pg_session_free(old);
+	}
+	return 0;
+}
+
+/* ---- hook path ---- */
+
+static struct pg_stream *pg_stream_get(struct pg_rx_session *s,
+				       const struct in6_addr *src, bool v6)
+{
+	struct pg_streams *tbl = s->streams;
+	u32 h = jhash2(src->s6_addr32, 4, 0) % PG_STREAM_BUCKETS;
+	struct pg_stream *st;
+
+	for (st = smp_load_acquire(&tbl->bucket[h]); st; st = st->next)
+		if (st->v6 == v6 && ipv6_addr_equal(&st->addr, src))
+			return st;
+
+	spin_lock(&tbl->lock);
+	for (st = tbl->bucket[h]; st; st = st->next)
+		if (st->v6 == v6 && ipv6_addr_equal(&st->addr, src))
+			goto out;
+	st = NULL;
+	if (tbl->count >= PG_MAX_STREAMS)
+		goto out;
+	st = kzalloc(sizeof(*st), GFP_ATOMIC);
+	if (!st)
+		goto out;
+	spin_lock_init(&st->lock);
+	st->v6 = v6;
+	st->addr = *src;
+	st->next = tbl->bucket[h];
+	tbl->order[tbl->count] = st;
+	smp_store_release(&tbl->count, tbl->count + 1);
+	smp_store_release(&tbl->bucket[h], st);
+out:
+	spin_unlock(&tbl->lock);
+	if (!st)
+		atomic64_inc(&s->streams_dropped);
+	return st;
+}
+
+/* Sequence accounting; README.md "Sequence accounting" is the contract. */
+static void pg_stream_seq(struct pg_stream *st, u32 seq32)
+{
+	u64 s;
+
+	if (!st->packets) {
+		s = seq32;
+		st->lost += s ? s - 1 : 0;
+		st->seq_max = s;
+		__set_bit(s % PG_SEQ_WINDOW, st->window);
+		return;
+	}
+	s = st->seq_max + (u64)(s64)(s32)(seq32 - (u32)st->seq_max);
+	if ((s64)s < 0) {
+		st->old++;
+	} else if (s > st->seq_max) {
+		u64 gap = s - st->seq_max - 1, x;
+
+		st->lost += gap;
+		if (gap + 1 >= PG_SEQ_WINDOW)
+			bitmap_zero(st->window, PG_SEQ_WINDOW);
+		else
+			for (x = st->seq_max + 1; x < s; x++)
+				__clear_bit(x % PG_SEQ_WINDOW, st->window);
+		__set_bit(s % PG_SEQ_WINDOW, st->window);
+		st->seq_max = s;
+	} else if (st->seq_max - s < PG_SEQ_WINDOW) {
+		if (test_bit(s % PG_SEQ_WINDOW, st->window)) {
+			st->dup++;
+		} else {
+			st->ooo++;
+			if (st->lost)
+				st->lost--;
+			__set_bit(s % PG_SEQ_WINDOW, st->window);
+		}
+	} else {
+		st->old++;
+	}
+}
+
+static void pg_stream_update(struct pg_stream *st, enum pgrx_level level, u32 seq,
+			     unsigned int len, u64 now, u64 lat, bool lat_ok)
+{
+	spin_lock(&st->lock);
+	pg_stream_seq(st, seq);
+	st->packets++;
+	st->bytes += len;
+	if (level == PG_LVL_TIME) {
+		if (st->have_arrival && now >= st->last_arrival)
+			pg_stat_add(&st->ia, now - st->last_arrival);
+		else
+			st->ia.skipped++;
+		st->last_arrival = now;
+		st->have_arrival = true;
+		if (lat_ok && st->have_lat)
+			pg_stat_add(&st->jit, lat > st->last_lat ? lat - st->last_lat :
+				    st->last_lat - lat);
+		else
+			st->jit.skipped++;
+		if (lat_ok) {
+			st->last_lat = lat;
+			st->have_lat = true;
+		}
+	}
+	spin_unlock(&st->lock);
+}
+
+static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
+			       const struct nf_hook_state *state)
+{
+	struct pg_rx *rx = priv;
+	struct pg_rx_session *s;
+	struct pg_rx_cpu *c;
+	struct in6_addr src;
+	u8 hbuf[PG_HDR_LEN];
+	const u8 *h;
+	unsigned int thoff, len;
+	u64 now, ts, lat = 0;
+	bool v6, lat_ok;
+	u32 magic, seq;
+
+	if (!state->in || state->in->ifindex != READ_ONCE(rx->ifindex))
+		return NF_ACCEPT;
+
+	if (state->pf == NFPROTO_IPV4) {
+		const struct iphdr *iph = ip_hdr(skb);
+
+		if (iph->protocol != IPPROTO_UDP || ip_is_fragment(iph))
+			return NF_ACCEPT;
+		thoff = skb_network_offset(skb) + iph->ihl * 4;
+		ipv6_addr_set_v4mapped(iph->saddr, &src);
+		v6 = false;
+	} else {
+		const struct ipv6hdr *ip6 = ipv6_hdr(skb);
+		u8 nexthdr = ip6->nexthdr;
+		__be16 frag_off = 0;
+		int off;
+
+		off = ipv6_skip_exthdr(skb, skb_network_offset(skb) + (int)sizeof(*ip6),
+				       &nexthdr, &frag_off);
+		if (off < 0 || nexthdr != IPPROTO_UDP || frag_off)
+			return NF_ACCEPT;
+		thoff = (unsigned int)off;
+		src = ip6->saddr;
+		v6 = true;
+	}
+
+	h = skb_header_pointer(skb, (int)(thoff + sizeof(struct udphdr)),
+			       PG_HDR_LEN, hbuf);
+	if (!h)
+		return NF_ACCEPT;
+	magic = get_unaligned_be32(h);
+	if (magic != PG_MAGIC_NS && magic != PG_MAGIC_UPSTREAM)
+		return NF_ACCEPT;
+
+	s = rcu_dereference(rx->session);
+	if (!s)
+		return NF_ACCEPT;
+
+	now = ktime_get_real_ns();
+	seq = get_unaligned_be32(h + 4);
+	if (magic == PG_MAGIC_NS)
+		ts = get_unaligned_be64(h + 8);
+	else
+		ts = (u64)get_unaligned_be32(h + 8) * NSEC_PER_SEC +
+		     (u64)get_unaligned_be32(h + 12) * NSEC_PER_USEC;
+	lat_ok = ts && now >= ts;
+	if (lat_ok)
+		lat = now - ts;
+	len = skb->len + (skb_mac_header_was_set(skb) ?
+			  (unsigned int)(skb_network_header(skb) - skb_mac_header(skb)) :
+			  ETH_HLEN);
+
+	c = this_cpu_ptr(s->cpu);
+	raw_write_seqcount_begin(&c->seq);
+	c->packets++;
+	c->bytes += len;
+	if (s->level >= PG_LVL_BASIC) {
+		if (!c->first_ns)
+			c->first_ns = now;
+		c->last_ns = now;
+	}
+	if (s->level == PG_LVL_TIME) {
+		if (lat_ok) {
+			pg_stat_add(&c->lat, lat);
+			c->hist[pg_hist_index(lat)]++;
+		} else {
+			c->lat.skipped++;
+		}
+	}
+	raw_write_seqcount_end(&c->seq);
+
+	if (s->level >= PG_LVL_BASIC) {
+		struct pg_stream *st = pg_stream_get(s, &src, v6);
+
+		if (st)
+			pg_stream_update(st, s->level, seq, len, now, lat, lat_ok);
+	}
+	return READ_ONCE(rx->pass) ? NF_ACCEPT : NF_DROP;
+}
+
+/* ---- read-out ---- */
+
+struct pg_rx_snap {
+	u64 packets, bytes, first_ns, last_ns;
+	struct pg_stat lat;
+};
+
+static void pg_cpu_snap(struct pg_rx_cpu *c, struct pg_rx_snap *out)
+{
+	unsigned int seq;
+
+	do {
+		seq = read_seqcount_begin(&c->seq);
+		out->packets = c->packets;
+		out->bytes = c->bytes;
+		out->first_ns = c->first_ns;
+		out->last_ns = c->last_ns;
+		out->lat = c->lat;
+	} while (read_seqcount_retry(&c->seq, seq));
+}
+
+struct pg_stream_snap {
+	bool v6;
+	struct in6_addr addr;
+	u64 packets, bytes, seq_max, lost, ooo, dup, old;
+};
+
+static void pg_stream_snap(struct pg_stream *st, struct pg_stream_snap *o,
+			   struct pg_stat *ia, struct pg_stat *jit)
+{
+	spin_lock_bh(&st->lock);
+	o->v6 = st->v6;
+	o->addr = st->addr;
+	o->packets = st->packets;
+	o->bytes = st->bytes;
+	o->seq_max = st->seq_max;
+	o->lost = st->lost;
+	o->ooo = st->ooo;
+	o->dup = st->dup;
+	o->old = st->old;
+	pg_stat_merge(ia, &st->ia);
+	pg_stat_merge(jit, &st->jit);
+	spin_unlock_bh(&st->lock);
+}
+
+static void pg_print_addr(struct seq_file *m, const struct pg_stream_snap *o)
+{
+	if (o->v6)
+		seq_printf(m, "%pI6c", &o->addr);
+	else
+		seq_printf(m, "%pI4", &o->addr.s6_addr32[3]);
+}
+
+static void pg_print_stat_script(struct seq_file *m, const char *name,
+				 const struct pg_stat *st)
+{
+	u64 mean;
+	u32 milli;
+	pg_u128 var;
+
+	pg_stat_mean_var(st, &mean, &milli, &var);
+	seq_printf(m, "stat name=%s n=%llu skipped=%llu min=%llu max=%llu mean=%llu.%03u var=",
+		   name, st->n, st->skipped, st->n ? st->min : 0, st->max, mean, milli);
+	pg_seq_u128(m, var);
+	seq_puts(m, " sum=");
+	pg_seq_u128(m, st->sum);
+	seq_puts(m, " sumsq=");
+	pg_seq_u128(m, st->sumsq);
+	seq_puts(m, "\n");
+}
+
+static void pg_print_stat_human(struct seq_file *m, const char *name,
+				const struct pg_stat *st)
+{
+	u64 mean;
+	u32 milli;
+	pg_u128 var;
+
+	pg_stat_mean_var(st, &mean, &milli, &var);
+	seq_printf(m, "  %-14s samples %llu  min %llu  mean %llu.%03u  max %llu  variance ",
+		   name, st->n, st->n ? st->min : 0, mean, milli, st->max);
+	pg_seq_u128(m, var);
+	seq_puts(m, " ns^2\n");
+}
+
+static const u64 pg_pct[][2] = {
+	{ 50, 100 }, { 90, 100 }, { 99, 100 }, { 999, 1000 }, { 9999, 10000 },
+};
+static const char *const pg_pct_names[] = { "p50", "p90", "p99", "p999", "p9999" };
+
+static int pg_rx_show(struct seq_file *m, void *v)
+{
+	struct pg_rx *rx = m->private;
+	struct pg_stat lat = {}, ia = {}, jit = {};
+	struct pg_rx_snap tot = {}, cs;
+	struct pg_rx_session *s;
+	u64 *hist = NULL;
+	unsigned int cpu, i;
+	u32 nstreams = 0;
+
+	mutex_lock(&rx->lock);
+	s = rcu_dereference_protected(rx->session, lockdep_is_held(&rx->lock));
+	if (s && s->level == PG_LVL_TIME)
+		hist = kvcalloc(PG_HIST_BUCKETS, sizeof(u64), GFP_KERNEL);
+	if (s && s->streams)
+		nstreams = smp_load_acquire(&s->streams->count);
+
+	if (rx->script)
+		seq_printf(m, "pgrx version=1 enabled=%d dev=%s ifindex=%d statistics=%s action=%s streams=%u streams_dropped=%llu\n",
+			   rx->hooks, rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
+			   pg_level_names[rx->level], rx->pass ? "pass" : "drop",
+			   nstreams, s ? (u64)atomic64_read(&s->streams_dropped) : 0);
+	else
+		seq_printf(m, "RECEIVER %s: dev %s (ifindex %d), statistics %s, counted packets %s\n",
+			   rx->hooks ? "enabled" : "disabled",
+			   rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
+			   pg_level_names[rx->level], rx->pass ? "passed on" : "dropped");
+
+	for_each_possible_cpu(cpu) {
+		struct pg_rx_cpu *c = s ? per_cpu_ptr(s->cpu, cpu) : NULL;
+
+		memset(&cs, 0, sizeof(cs));
+		if (c)
+			pg_cpu_snap(c, &cs);
+		if (hist && c && c->hist)
+			for (i = 0; i < PG_HIST_BUCKETS; i++)
+				hist[i] += READ_ONCE(c->hist[i]);
+		if (rx->script)
+			seq_printf(m, "cpu id=%u packets=%llu bytes=%llu first_ns=%llu last_ns=%llu\n",
+				   cpu, cs.packets, cs.bytes, cs.first_ns, cs.last_ns);
+		else if (cs.packets)
+			seq_printf(m, "  CPU %u: packets %llu bytes %llu\n", cpu,
+				   cs.packets, cs.bytes);
+		tot.packets += cs.packets;
+		tot.bytes += cs.bytes;
+		if (cs.first_ns && (!tot.first_ns || cs.first_ns < tot.first_ns))
+			tot.first_ns = cs.first_ns;
+		if (cs.last_ns > tot.last_ns)
+			tot.last_ns = cs.last_ns;
+		pg_stat_merge(&lat, &cs.lat);
+	}
+	if (rx->script) {
+		seq_printf(m, "total id=all packets=%llu bytes=%llu first_ns=%llu last_ns=%llu\n",
+			   tot.packets, tot.bytes, tot.first_ns, tot.last_ns);
+	} else {
+		u64 span = tot.last_ns - tot.first_ns;
+
+		seq_printf(m, "  Total: packets %llu bytes %llu", tot.packets, tot.bytes);
+		if (tot.packets > 1 && span)
+			seq_printf(m, "  rate %llu pps over %llu ns",
+				   div64_u64((tot.packets - 1) * NSEC_PER_SEC, span), span);
+		seq_puts(m, "\n");
+	}
+
+	for (i = 0; i < nstreams; i++) {
+		struct pg_stream_snap o;
+
+		pg_stream_snap(s->streams->order[i], &o, &ia, &jit);
+		if (rx->script) {
+			seq_puts(m, "stream src=");
+			pg_print_addr(m, &o);
+			seq_printf(m, " packets=%llu bytes=%llu seq_max=%llu lost=%llu ooo=%llu dup=%llu old=%llu\n",
+				   o.packets, o.bytes, o.seq_max, o.lost, o.ooo, o.dup, o.old);
+		} else {
+			seq_puts(m, "  Stream ");
+			pg_print_addr(m, &o);
+			seq_printf(m, ": packets %llu  lost %llu  out-of-order %llu  duplicates %llu  too-old %llu  highest seq %llu\n",
+				   o.packets, o.lost, o.ooo, o.dup, o.old, o.seq_max);
+		}
+	}
+
+	if (rx->script) {
+		pg_print_stat_script(m, "latency", &lat);
+		pg_print_stat_script(m, "interarrival", &ia);
+		pg_print_stat_script(m, "jitter", &jit);
+		seq_printf(m, "percentile name=latency n=%llu", lat.n);
+	} else if (s && s->level == PG_LVL_TIME) {
+		pg_print_stat_human(m, "latency", &lat);
+		pg_print_stat_human(m, "inter-arrival", &ia);
+		pg_print_stat_human(m, "delay-var", &jit);
+		seq_puts(m, "  latency percentiles (ns):");
+	}
+	if (rx->script || (s && s->level == PG_LVL_TIME)) {
+		for (i = 0; i < ARRAY_SIZE(pg_pct); i++)
+			seq_printf(m, " %s=%llu", pg_pct_names[i],
+				   hist ? pg_hist_percentile(hist, lat.n, pg_pct[i][0],
+							     pg_pct[i][1], lat.min, lat.max) : 0);
+		seq_puts(m, "\n");
+	}
+	if (rx->script) {
+		for (i = 0; hist && i < PG_HIST_BUCKETS; i++) {
+			u64 lo, hi;
+
+			if (!hist[i])
+				continue;
+			pg_hist_bounds(i, &lo, &hi);
+			seq_printf(m, "hist name=latency low=%llu high=%llu count=%llu\n",
+				   lo, hi, hist[i]);
+		}
+		seq_puts(m, "end\n");
+	}
+	seq_printf(m, "Result: %s\n", rx->result);
+	mutex_unlock(&rx->lock);
+	kvfree(hist);
+	return 0;
+}
+
+static int pg_rx_open(struct inode *inode, struct file *file)
+{
+	/* the histogram dump can be long: start with a big buffer */
+	return single_open_size(file, pg_rx_show, pde_data(inode), 64 * 1024);
+}
+
+/* ---- commands ---- */
+
+static int pg_rx_res(struct pg_rx *rx, int err, const char *fmt, const char *arg)
+{
+	scnprintf(rx->result, sizeof(rx->result), fmt, arg);
+	return err;
+}
+
+static int pg_rx_enable(struct pg_rx *rx, const char *name)
+{
+	struct net *net = rx->pn->net;
+	struct net_device *dev;
+	int err;
+
+	if (strlen(name) >= IFNAMSIZ)
+		return pg_rx_res(rx, -EINVAL, "ERROR: bad device name \"%.32s\"", name);
+	dev = dev_get_by_name(net, name);
+	if (!dev)
+		return pg_rx_res(rx, -ENODEV, "ERROR: no such netdevice: \"%s\"", name);
+	WRITE_ONCE(rx->ifindex, dev->ifindex);
+	strscpy(rx->ifname, dev->name, sizeof(rx->ifname));
+	dev_put(dev);
+
+	err = pg_rx_new_session(rx);
+	if (err)
+		return pg_rx_res(rx, err, "%s", "No memory");
+	if (!rx->hooks) {
+		err = nf_register_net_hooks(net, rx->ops, ARRAY_SIZE(rx->ops));
+		if (err)
+			return pg_rx_res(rx, err, "%s", "ERROR: cannot register netfilter hooks");
+		rx->hooks = true;
+	}
+	return pg_rx_res(rx, 0, "OK: rx=%s", rx->ifname);
+}
+
+static void pg_rx_disable(struct pg_rx *rx)
+{
+	if (rx->hooks) {
+		nf_unregister_net_hooks(rx->pn->net, rx->ops, ARRAY_SIZE(rx->ops));
+		rx->hooks = false;
+	}
+}
+
+static int pg_rx_command(struct pg_rx *rx, int argc, char **argv)
+{
+	const char *cmd = argv[0];
+	int i;
+
+	if (!strcmp(cmd, "rx")) {
+		if (argc != 2)
+			return pg_rx_res(rx, -EINVAL, "ERROR: usage: %s DEV", "rx");
+		return pg_rx_enable(rx, argv[1]);
+	}
+	if (!strcmp(cmd, "rx_reset") || !strcmp(cmd, "rx_disable")) {
+		if (argc != 1)
+			return pg_rx_res(rx, -EINVAL, "ERROR: %s takes no argument", cmd);
+		if (cmd[3] == 'd') {
+			pg_rx_disable(rx);
+			return pg_rx_res(rx, 0, "OK: %s", cmd);
+		}
+		if (rcu_access_pointer(rx->session) && pg_rx_new_session(rx))
+			return pg_rx_res(rx, -ENOMEM, "%s", "No memory");
+		return pg_rx_res(rx, 0, "OK: %s", cmd);
+	}
+	if (argc != 2)
+		goto unknown;
+	if (!strcmp(cmd, "statistics")) {
+		for (i = 0; i < (int)ARRAY_SIZE(pg_level_names); i++)
+			if (!strcmp(argv[1], pg_level_names[i]))
+				break;
+		if (i == (int)ARRAY_SIZE(pg_level_names))
+			return pg_rx_res(rx, -EINVAL,
+					 "ERROR: statistics %.32s: expected counter, basic or time",
+					 argv[1]);
+		rx->level = (enum pgrx_level)i;
+		if (rcu_access_pointer(rx->session) && pg_rx_new_session(rx))
+			return pg_rx_res(rx, -ENOMEM, "%s", "No memory");
+		return pg_rx_res(rx, 0, "OK: statistics=%s", pg_level_names[i]);
+	}
+	if (!strcmp(cmd, "display")) {
+		if (strcmp(argv[1], "human") && strcmp(argv[1], "script"))
+			return pg_rx_res(rx, -EINVAL,
+					 "ERROR: display %.32s: expected human or script", argv[1]);
+		rx->script = argv[1][0] == 's';
+		return pg_rx_res(rx, 0, "OK: display=%s", argv[1]);
+	}
+	if (!strcmp(cmd, "action")) {
+		if (strcmp(argv[1], "drop") && strcmp(argv[1], "pass"))
+			return pg_rx_res(rx, -EINVAL,
+					 "ERROR: action %.32s: expected drop or pass", argv[1]);
+		WRITE_ONCE(rx->pass, argv[1][0] == 'p');
+		return pg_rx_res(rx, 0, "OK: action=%s", argv[1]);
+	}
+unknown:
+	return pg_rx_res(rx, -EINVAL, "No such command or bad arguments \"%.32s\"", cmd);
+}
+
+static ssize_t pg_rx_write(struct file *file, const char __user *ubuf,
+			   size_t count, loff_t *ppos)
+{
+	struct pg_rx *rx = ((struct seq_file *)file->private_data)->private;
+	char buf[128];
+	char *argv[4];
+	int argc, err;
+
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
+	err = pg_read_cmd(ubuf, count, buf, sizeof(buf));
+	mutex_lock(&rx->lock);
+	if (err) {
+		pg_rx_res(rx, err, "ERROR: %s", err == -E2BIG ? "command too long" :
+			  "empty command or control characters in command");
+	} else {
+		argc = pg_split(buf, argv, ARRAY_SIZE(argv));
+		if (argc < 0)
+			err = pg_rx_res(rx, argc, "ERROR: %s", "too many arguments");
+		else
+			err = pg_rx_command(rx, argc, argv);
+	}
+	mutex_unlock(&rx->lock);
+	return err ? err : (ssize_t)count;
+}
+
+static const struct proc_ops pg_rx_ops = {
+	.proc_open = pg_rx_open,
+	.proc_read = seq_read,
+	.proc_lseek = seq_lseek,
+	.proc_write = pg_rx_write,
+	.proc_release = single_release,
+};
+
+int pg_rx_init(struct pg_net *pn)
+{
+	struct pg_rx *rx = kzalloc(sizeof(*rx), GFP_KERNEL);
+	int i;
+
+	if (!rx)
+		return -ENOMEM;
+	rx->pn = pn;
+	mutex_init(&rx->lock);
+	rx->level = PG_LVL_TIME;
+	strscpy(rx->result, "OK", sizeof(rx->result));
+	for (i = 0; i < 2; i++) {
+		rx->ops[i].hook = pg_rx_hook;
+		rx->ops[i].priv = rx;
+		rx->ops[i].hooknum = NF_INET_PRE_ROUTING;
+	}
+	rx->ops[0].pf = NFPROTO_IPV4;
+	rx->ops[0].priority = NF_IP_PRI_RAW_BEFORE_DEFRAG;
+	rx->ops[1].pf = NFPROTO_IPV6;
+	rx->ops[1].priority = NF_IP6_PRI_RAW_BEFORE_DEFRAG;
+
+	rx->proc = proc_create_data(PG_RX_NAME, 0600, pn->proc_dir, &pg_rx_ops, rx);
+	if (!rx->proc) {
+		kfree(rx);
+		return -ENOMEM;
+	}
+	pn->rx = rx;
+	return 0;
+}
+
+void pg_rx_exit(struct pg_net *pn)
+{
+	struct pg_rx *rx = pn->rx;
+
+	if (!rx)
+		return;
+	proc_remove(rx->proc);
+	pg_rx_disable(rx);	/* waits for hooks in flight */
+	pg_session_free(rcu_dereference_protected(rx->session, 1));
+	kfree(rx);
+	pn->rx = NULL;
+}

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-CPU transmit threads. A thread owns its device list: every change
+ * (add, remove, start, stop) is a request the thread itself carries out
+ * between packets, so the transmit path needs no locks.
+ *
+ * Rate control: each device has an absolute schedule (next_tx += delay).
+ * If the next packet is due within spin_ns the thread busy-waits, otherwise
+ * it sleeps on an hrtimer until it is due.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/kthread.h>
+#include <linux/slab.h>
+#include <linux/sched.h>
+#include <linux/hrtimer.h>
+#include <linux/netdevice.h>
+#include <linux/random.h>
+#include <linux/etherdevice.h>
+#include "rfcpg.h"
+
+
+/* ---- start / stop (thread context) ---- */
+
+void pg_dev_result_line(struct pg_dev *pd)
+{
+	u64 total_us = ktime_us_delta(pd->stopped_at, pd->started_at);
+	u64 idle_us = pd->idle_acc / NSEC_PER_USEC;
+	u64 pps = 0, bps;
+	u32 size = pd->last_pkt_size ? pd->last_pkt_size : pd->min_pkt_size;
+
+	if (idle_us > total_us)
+		idle_us = total_us;
+	if (total_us)
+		pps = div64_u64(pd->sofar * USEC_PER_SEC, total_us);
+	bps = pps * 8 * size;
+	scnprintf(pd->result, sizeof(pd->result),
+		  "OK: %llu(c%llu+d%llu) usec, %llu (%ubyte,%ufrags)\n  %llupps %lluMb/sec (%llubps) errors: %llu",
+		  total_us, total_us - idle_us, idle_us, pd->sofar, size, pd->nfrags,
+		  pps, div_u64(bps, 1000000), bps, pd->errors);
+}
+
+static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
+{
+	int err;
+
+	mutex_lock(&pd->cfg_lock);
+	if (pd->running) {
+		mutex_unlock(&pd->cfg_lock);
+		return;
+	}
+	if (!netif_running(pd->odev)) {
+		scnprintf(pd->result, sizeof(pd->result),
+			  "Error starting: device %s is down", pd->odev->name);
+		mutex_unlock(&pd->cfg_lock);
+		return;
+	}
+	err = pg_dev_prepare(pd);
+	if (err) {
+		scnprintf(pd->result, sizeof(pd->result), "Error starting: %s",
+			  err == -ENOMEM ? "No memory" : "bad configuration");
+		mutex_unlock(&pd->cfg_lock);
+		return;
+	}
+	pd->sofar = 0;
+	pd->errors = 0;
+	pd->tx_bytes = 0;
+	pd->idle_acc = 0;
+	pd->seq_num = 1;
+	memset(pd->imix_counts, 0, sizeof(pd->imix_counts));
+	pd->started_at = ktime_get();
+	pd->stopped_at = pd->started_at;
+	pd->next_tx = ktime_to_ns(pd->started_at);
+	pd->resched = false;
+	scnprintf(pd->result, sizeof(pd->result), "Starting");
+	atomic_inc(&t->pn->running);
+	WRITE_ONCE(pd->running, true);
+	mutex_unlock(&pd->cfg_lock);
+}
+
+static void pg_dev_stop(struct pg_thread *t, struct pg_dev *pd)
+{
+	mutex_lock(&pd->cfg_lock);
+	if (!pd->running) {
+		mutex_unlock(&pd->cfg_lock);
+		return;
+	}
+	pd->stopped_at = ktime_get();
+	WRITE_ONCE(pd->running, false);
+	pg_dev_release_run(pd);
+	pg_dev_result_line(pd);
+	mutex_unlock(&pd->cfg_lock);
+	if (atomic_dec_and_test(&t->pn->running))
+		wake_up_all(&t->pn->run_wq);
+}
+
+/* ---- requests ---- */
+
+static void pg_thread_handle_req(struct pg_thread *t)
+{
+	int req = READ_ONCE(t->req);
+	struct pg_dev *pd, *tmp;
+	int ret = 0;
+
+	switch (req) {
+	case PG_REQ_RUN:
+		list_for_each_entry(pd, &t->devs, list)
+			pg_dev_start(t, pd);
+		break;
+	case PG_REQ_STOP:
+		list_for_each_entry(pd, &t->devs, list)
+			pg_dev_stop(t, pd);
+		break;
+	case PG_REQ_ADD:
+		pd = t->req_arg;
+		mutex_lock(&t->lock);
+		list_add_tail(&pd->list, &t->devs);
+		mutex_unlock(&t->lock);
+		break;
+	case PG_REQ_REMOVE: {
+		struct pg_remove *rm = t->req_arg;
+
+		list_for_each_entry_safe(pd, tmp, &t->devs, list) {
+			if (rm->dev && pd->odev != rm->dev)
+				continue;
+			pg_dev_stop(t, pd);
+			mutex_lock(&t->lock);
+			list_move_tail(&pd->list, &rm->out);
+			mutex_unlock(&t->lock);
+		}
+		break;
+	}
+	default:
+		ret = -EINVAL;
+	}
+	t->req_ret = ret;
+	smp_store_release(&t->req, PG_REQ_NONE);
+	wake_up_all(&t->done_wq);
+}
+
+int pg_thread_request(struct pg_thread *t, int req, void *arg)
+{
+	int ret;
+
+	mutex_lock(&t->ctl_lock);
+	t->req_arg = arg;
+	smp_store_release(&t->req, req);
+	wake_up(&t->wq);
+	wake_up_process(t->task);	/* may be in an hrtimer sleep */
+	wait_event(t->done_wq, smp_load_acquire(&t->req) == PG_REQ_NONE);
+	ret = t->req_ret;
+	mutex_unlock(&t->ctl_lock);
+	return ret;
+}
+
+static bool pg_thread_should_break(struct pg_thread *t)
+{
+	return READ_ONCE(t->req) != PG_REQ_NONE || kthread_should_stop();
+}
+
+/* ---- transmit ---- */
+
+static struct pg_dev *pg_next_due(struct pg_thread *t)
+{
+	struct pg_dev *pd, *best = NULL;
+
+	list_for_each_entry(pd, &t->devs, list) {
+		if (!READ_ONCE(pd->running))
+			continue;
+		if (READ_ONCE(pd->resched)) {
+			WRITE_ONCE(pd->resched, false);
+			pd->next_tx = ktime_get_ns();
+		}
+		if (READ_ONCE(pd->delay) == PG_DELAY_PAUSE)
+			continue;
+		if (!best || pd->next_tx < best->next_tx)
+			best = pd;
+	}
+	return best;
+}
+
+/* Wait until `due`; false if interrupted by a request or a stop. */
+static bool pg_wait_until(struct pg_thread *t, struct pg_dev *pd, u64 due)
+{
+	u64 now = ktime_get_ns();
+	u64 start = now;
+
+	if (now >= due)
+		return true;
+	if (due - now > READ_ONCE(pg_spin_ns)) {
+		ktime_t exp = ns_to_ktime(due);
+
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!pg_thread_should_break(t))
+			schedule_hrtimeout_range_clock(&exp, 0, HRTIMER_MODE_ABS,
+						       CLOCK_MONOTONIC);
+		__set_current_state(TASK_RUNNING);
+		now = ktime_get_ns();
+		pd->idle_acc += now - start;
+		return now >= due && !pg_thread_should_break(t);
+	}
+	while (now < due) {
+		if (pg_thread_should_break(t) || need_resched()) {
+			pd->idle_acc += now - start;
+			return false;
+		}
+		cpu_relax();
+		now = ktime_get_ns();
+	}
+	pd->idle_acc += now - start;
+	return true;
+}
+
+static void pg_count_sent(struct pg_dev *pd, unsigned int n, unsigned int len)
+{
+	pd->sofar += n;
+	pd->tx_bytes += (u64)n * len;
+}
+
+/*
+ * Hand one skb (burst copies when shared) to the driver. Returns the number
+ * of packets the driver took; the skb reference handling keeps pd->skb only
+ * while it is reused (clone_skb/burst).
+ */
+static unsigned int pg_xmit_start(struct pg_dev *pd, struct sk_buff *skb,
+				  bool shared, unsigned int burst, bool *busy)
+{
+	struct net_device *odev = pd->odev;
+	struct netdev_queue *txq;
+	unsigned int sent = 0;
+	netdev_tx_t ret;
+
+	txq = skb_get_tx_queue(odev, skb);
+	local_bh_disable();
+	HARD_TX_LOCK(odev, txq, smp_processor_id());
+	if (unlikely(netif_xmit_frozen_or_drv_stopped(txq))) {
+		*busy = true;
+		goto unlock;
+	}
+	if (shared)
+		refcount_add(burst, &skb->users);
+	while (sent < burst) {
+		ret = netdev_start_xmit(skb, odev, txq, sent + 1 < burst);
+		if (ret != NETDEV_TX_OK) {
+			if (ret == NETDEV_TX_BUSY)
+				*busy = true;
+			else
+				sent++;	/* consumed (dropped by the driver) */
+			break;
+		}
+		sent++;
+	}
+	for (; shared && sent < burst; burst--)
+		refcount_dec(&skb->users);	/* references for copies not sent */
+unlock:
+	HARD_TX_UNLOCK(odev, txq);
+	local_bh_enable();
+	return sent;
+}
+
+static void pg_xmit(struct pg_thread *t, struct pg_dev *pd)
+{
+	struct net_device *odev = pd->odev;
+	bool shared = pd->clone_skb || pd->burst > 1;
+	struct sk_buff *skb;
+	bool busy = false;
+	unsigned int len;
+	int ret;
+
+	if (unlikely(!netif_running(odev) || !netif_carrier_ok(odev))) {
+		pg_dev_stop(t, pd);
+		mutex_lock(&pd->cfg_lock);
+		scnprintf(pd->result, sizeof(pd->result),
+			  "Stopped: device %s went down after %llu packets",
+			  odev->name, pd->sofar);
+		mutex_unlock(&pd->cfg_lock);
+		return;
+	}
+
+	if (!pd->skb || (shared && pd->clone_left == 0)) {
+		if (pd->skb)
+			kfree_skb(pd->skb);
+		pd->skb = pg_build_skb(t, pd);
+		if (!pd->skb) {
+			pd->errors++;
+			pd->next_tx += READ_ONCE(pd->delay);
+			return;
+		}
+		pd->clone_left = pd->clone_skb + 1;
+	}
+	skb = pd->skb;
+	len = skb->len;
+
+	switch (pd->xmit_mode) {
+	case PG_XMIT_NETIF_RECEIVE:
+		pd->skb = NULL;
+		skb->protocol = eth_type_trans(skb, odev);
+		local_bh_disable();
+		ret = netif_receive_skb(skb);
+		local_bh_enable();
+		if (ret == NET_RX_DROP)
+			pd->errors++;
+		pg_count_sent(pd, 1, len);
+		break;
+	case PG_XMIT_QUEUE:
+		pd->skb = NULL;
+		ret = dev_queue_xmit(skb);
+		if (ret == NET_XMIT_SUCCESS || ret == NET_XMIT_CN)
+			pg_count_sent(pd, 1, len);
+		else
+			pd->errors++;
+		break;
+	default: {
+		unsigned int burst = shared ? pd->burst : 1;
+		unsigned int sent = pg_xmit_start(pd, skb, shared, burst, &busy);
+
+		if (sent) {
+			pg_count_sent(pd, sent, len);
+			if (!shared)
+				pd->skb = NULL;	/* the driver owns it now */
+			else
+				pd->clone_left--;
+		}
+		if (busy && !sent) {
+			/* queue full: retry the same packet soon, not an error */
+			pd->next_tx = ktime_get_ns() + 1000;
+			if (need_resched())
+				cond_resched();
+			return;
+		}
+		break;
+	}
+	}
+	pd->last_pkt_size = len;
+	pd->next_tx += READ_ONCE(pd->delay) * (shared ? pd->burst : 1);
+
+	if (pd->count && pd->sofar >= pd->count)
+		pg_dev_stop(t, pd);
+}
+
+static int pg_thread_fn(void *arg)
+{
+	struct pg_thread *t = arg;
+	unsigned int budget = 0;
+
+	while (!kthread_should_stop()) {
+		struct pg_dev *pd;
+		u64 now;
+
+		if (READ_ONCE(t->req) != PG_REQ_NONE)
+			pg_thread_handle_req(t);
+
+		pd = pg_next_due(t);
+		if (!pd) {
+			/* idle, or all running devices paused: wait for a request */
+			wait_event_interruptible_timeout(t->wq,
+							 pg_thread_should_break(t),
+							 atomic_read(&t->pn->running) ? HZ / 10 :
+							 MAX_SCHEDULE_TIMEOUT);
+			continue;
+		}
+		now = ktime_get_ns();
+		if (pd->next_tx + READ_ONCE(pg_max_lag_ns) < now)
+			pd->next_tx = now;	/* too late to catch up: re-base */
+		if (!pg_wait_until(t, pd, pd->next_tx)) {
+			cond_resched();
+			continue;
+		}
+		pg_xmit(t, pd);
+		if (++budget >= 64) {
+			budget = 0;
+			cond_resched();
+		}
+	}
+	return 0;
+}
+
+int pg_thread_create(struct pg_net *pn, unsigned int cpu)
+{
+	struct pg_thread *t;
+	int err;
+
+	t = kzalloc_node(sizeof(*t), GFP_KERNEL, cpu_to_node(cpu));
+	if (!t)
+		return -ENOMEM;
+	t->pn = pn;
+	t->cpu = cpu;
+	INIT_LIST_HEAD(&t->devs);
+	mutex_init(&t->lock);
+	mutex_init(&t->ctl_lock);
+	init_waitqueue_head(&t->wq);
+	init_waitqueue_head(&t->done_wq);
+	prandom_seed_state(&t->rnd, get_random_u64());
+	snprintf(t->name, sizeof(t->name), "kpktgend_%u", cpu);
+
+	t->task = kthread_create_on_node(pg_thread_fn, t, cpu_to_node(cpu),
+					 "kpktgend_%u", cpu);
+	if (IS_ERR(t->task)) {
+		err = PTR_ERR(t->task);
+		kfree(t);
+		return err;
+	}
+	kthread_bind(t->task, cpu);
+	get_task_struct(t->task);
+
+	err = pg_thread_proc_create(t);
+	if (err) {
+		kthread_stop(t->task);
+		put_task_struct(t->task);
+		kfree(t);
+		return err;
+	}
+	list_add_tail(&t->list, &pn->threads);
+	wake_up_process(t->task);
+	return 0;
+}
+
+/* The thread's device list must be empty (see pg_ctrl_exit). */
+void pg_thread_destroy(struct pg_thread *t)
+{
+	proc_remove(t->proc);
+	kthread_stop(t->task);
+	put_task_struct(t->task);
+	kfree(t);
+}
