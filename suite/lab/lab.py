@@ -1,0 +1,301 @@
+"""`Lab`: bring a named QEMU lab up and down, reach its hosts, cap its DUT."""
+import fcntl
+import json
+import os
+import re
+import shutil
+import socket
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from rfc2544.errors import BadInput, InfraError
+from rfc2544.lab import image as image_mod
+from rfc2544.lab import inventory_file, paths, qemu, seed, topology
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+# Under TCG a Debian boot to sshd takes ~1 minute on a busy 2-core host.
+SSH_TIMEOUT = float(os.environ.get("RFC2544_LAB_SSH_TIMEOUT", "300"))
+
+
+class Lab:
+    def __init__(self, name="default"):
+        if not NAME_RE.match(str(name)):
+            raise BadInput(f"lab name '{name}' must be 1-32 letters, digits, '.', '_' or '-'")
+        self.name = str(name)
+        self.dir = paths.labs_dir() / self.name
+        self._image = None
+
+    # ---- paths and facts -------------------------------------------------
+    @property
+    def inventory_path(self) -> Path:
+        return self.dir / "inventory.yml"
+
+    key_file = property(lambda self: self.dir / "id_ed25519")
+    known_hosts = property(lambda self: self.dir / "known_hosts")
+    state_file = property(lambda self: self.dir / "state.json")
+
+    @property
+    def image(self):
+        if self._image is None:
+            state = self._state()
+            if state and state.get("image_dir") and Path(state["image_dir"], "image.json").exists():
+                self._image = image_mod.Image(Path(state["image_dir"]))
+            else:
+                self._image = image_mod.ensure_image()
+        return self._image
+
+    @property
+    def kdir(self) -> Path:
+        """KBUILD dir for the lab kernel, usable on the host: make -C <kdir> M=..."""
+        return self.image.kdir
+
+    @property
+    def kernel_release(self) -> str:
+        return self.image.kernel_release
+
+    @property
+    def topology(self):
+        state = self._state()
+        return topology.get(state["topology"]) if state else None
+
+    @property
+    def dut_netns(self):
+        """Namespace of the DUT on its VM ('dut' in the single topology), or None."""
+        topo = self.topology
+        return topo.dut_netns if topo else None
+
+    # ---- state ------------------------------------------------------------
+    def _state(self):
+        try:
+            return json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _save(self, state):
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=1) + "\n")
+        tmp.replace(self.state_file)
+
+    def _qemu_name(self, vm):
+        return f"rfc2544-{self.name}-{vm}"
+
+    @contextmanager
+    def _lock(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / "lock", "w") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise BadInput(f"lab '{self.name}' is busy: another `lab up`/`lab down` is running")
+            yield
+
+    def running_vms(self):
+        state = self._state() or {}
+        return {vm: info["pid"] for vm, info in state.get("vms", {}).items()
+                if info.get("pid") and qemu.is_our_qemu(info["pid"], self._qemu_name(vm))}
+
+    def is_up(self):
+        return bool(self.running_vms())
+
+    # ---- up / down ----------------------------------------------------------
+    def up(self, topology_name="single", log=print):
+        topo = topology.get(topology_name)
+        qemu.qemu_binary()
+        with self._lock():
+            running = self.running_vms()
+            if running:
+                vm, pid = next(iter(running.items()))
+                raise BadInput(f"lab '{self.name}' is already up ({vm} is pid {pid}): "
+                               f"run `rfc2544 lab down --name {self.name}` first")
+            img = image_mod.ensure_image()
+            self._image = img
+            accel = qemu.accel(img.kernel)
+            t0 = time.monotonic()
+            self._clean_state_dir()
+            seed.keygen(self.key_file, f"rfc2544-lab-{self.name}")
+            ports = {vm.name: qemu.free_port() for vm in topo.vms}
+            udp = self._link_ports(topo)
+            state = {"name": self.name, "topology": topo.name, "accel": accel,
+                     "image_dir": str(img.dir), "kernel_release": img.kernel_release,
+                     "started": time.time(), "vms": {}}
+            known = []
+            for vm in topo.vms:
+                vm_dir = self.dir / vm.name
+                vm_dir.mkdir(parents=True, exist_ok=True)
+                seed.make_seed(vm_dir, vm.name, self.key_file.with_name("id_ed25519.pub"),
+                               topo.script(vm.name))
+                known.append(f"[127.0.0.1]:{ports[vm.name]} {seed.host_public_key(vm_dir)}")
+                qemu.make_overlay(img.rootfs, vm_dir / "overlay.qcow2")
+            self.known_hosts.write_text("\n".join(known) + "\n")
+            os.chmod(self.known_hosts, 0o644)
+            try:
+                for vm in topo.vms:
+                    vm_dir = self.dir / vm.name
+                    cmd = qemu.command(
+                        name=self._qemu_name(vm.name), vm_dir=vm_dir, kernel=img.kernel,
+                        initrd=img.initrd, accel_name=accel, ssh_port=ports[vm.name],
+                        mgmt_mac=vm.mgmt_mac, links=udp.get(vm.name, ()))
+                    (vm_dir / "qemu.cmdline").write_text(" ".join(cmd) + "\n")
+                    pid = qemu.start(cmd, vm_dir)
+                    state["vms"][vm.name] = {"pid": pid, "ssh_port": ports[vm.name],
+                                             "console": str(vm_dir / "console.log")}
+                    self._save(state)
+                log(f"lab {self.name}: {topo.name} topology, {len(topo.vms)} VM(s) booting under "
+                    f"{accel.upper()} (waiting up to {SSH_TIMEOUT:.0f} s for SSH)")
+                for vm in topo.vms:
+                    self._wait_ready(vm.name, ports[vm.name], t0)
+            except BaseException:
+                self._stop_all(state)
+                raise
+            state["boot_seconds"] = round(time.monotonic() - t0, 1)
+            self._save(state)
+            inventory_file.write(self.inventory_path, inventory_file.build(
+                self.name, topo, ports, self.key_file, self.known_hosts))
+            log(f"lab {self.name}: up in {state['boot_seconds']:.0f} s; inventory {self.inventory_path}")
+            return self.status()
+
+    def _clean_state_dir(self):
+        for p in self.dir.iterdir():
+            if p.name == "lock":
+                continue
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+
+    def _link_ports(self, topo):
+        """For two-host: per VM, (mac, local udp port, remote udp port) per NIC."""
+        out = {}
+        for tester_nic, dut_nic in topo.links.items():
+            a, b = qemu.free_port(socket.SOCK_DGRAM), qemu.free_port(socket.SOCK_DGRAM)
+            while b == a:
+                b = qemu.free_port(socket.SOCK_DGRAM)
+            out.setdefault("tester", []).append((topology.PORTS[tester_nic].mac, a, b))
+            out.setdefault(topo.dut_vm, []).append((topology.PORTS[dut_nic].mac, b, a))
+        return out
+
+    def _wait_ready(self, vm, port, t0):
+        """Wait until SSH answers with the VM's verified host key and the seed
+        unit marked the network ready."""
+        deadline = t0 + SSH_TIMEOUT
+        console = self.dir / vm / "console.log"
+        last_err = "no answer"
+        while time.monotonic() < deadline:
+            state = self._state()
+            pid = state["vms"][vm]["pid"]
+            if not qemu.is_our_qemu(pid, self._qemu_name(vm)):
+                raise InfraError(f"lab {self.name}: VM {vm} exited during boot; console tail:\n"
+                                 + qemu.console_tail(console))
+            if _banner(port):
+                try:
+                    host = self._ssh(vm, port, timeout=20)
+                except InfraError as exc:
+                    last_err = str(exc)
+                else:
+                    try:
+                        status, out, _ = host.run(
+                            "test -e /run/rfc2544-ready && echo ready || "
+                            "{ systemctl is-active rfc2544-seed; tail -n 5 /run/rfc2544-network.log; }",
+                            timeout=30, check=False)
+                    finally:
+                        host.close()
+                    if "ready" == out.strip():
+                        return
+                    if "failed" in out or "inactive" in out.split("\n")[0]:
+                        raise InfraError(f"lab {self.name}: {vm}: network setup failed: "
+                                         + " | ".join(out.strip().splitlines()[-3:]))
+                    last_err = "network setup still running"
+            time.sleep(2)
+        raise InfraError(f"lab {self.name}: SSH to {vm} (127.0.0.1:{port}) not ready after "
+                         f"{SSH_TIMEOUT:.0f} s ({last_err}); console tail:\n" + qemu.console_tail(console))
+
+    def down(self, log=print):
+        """Stop the lab's QEMU processes (only those recorded and verified)."""
+        with self._lock():
+            state = self._state()
+            if not state:
+                log(f"lab {self.name}: not up")
+                return []
+            stopped = self._stop_all(state)
+            log(f"lab {self.name}: stopped {', '.join(stopped) if stopped else 'nothing (no VM was running)'}")
+            return stopped
+
+    def _stop_all(self, state):
+        stopped = []
+        for vm, info in state.get("vms", {}).items():
+            if info.get("pid") and qemu.stop(info["pid"], self._qemu_name(vm)):
+                stopped.append(vm)
+            info["pid"] = None
+            overlay = self.dir / vm / "overlay.qcow2"
+            if overlay.exists():
+                overlay.unlink()
+        state["stopped"] = time.time()
+        self._save(state)
+        return stopped
+
+    def status(self):
+        state = self._state()
+        if not state:
+            return {"name": self.name, "up": False, "vms": {}}
+        running = self.running_vms()
+        vms = {vm: {"pid": info.get("pid"), "running": vm in running, "ssh_port": info.get("ssh_port"),
+                    "console": info.get("console")}
+               for vm, info in state.get("vms", {}).items()}
+        return {"name": self.name, "up": bool(running) and len(running) == len(vms),
+                "topology": state.get("topology"), "accel": state.get("accel"),
+                "kernel_release": state.get("kernel_release"), "boot_seconds": state.get("boot_seconds"),
+                "inventory": str(self.inventory_path), "vms": vms}
+
+    # ---- reaching hosts ---------------------------------------------------
+    def _ssh(self, vm, port, timeout=10):
+        from rfc2544.ssh import SSHHost
+        return SSHHost.connect(vm, "127.0.0.1", port, "root", self.key_file, self.known_hosts,
+                               timeout=timeout)
+
+    def ssh_port(self, host):
+        state = self._state()
+        if not state or not self.is_up():
+            raise InfraError(f"lab '{self.name}' is not up: run `rfc2544 lab up --name {self.name}`")
+        topo = topology.get(state["topology"])
+        vm = topo.dut_vm if host == "dut" else host
+        if vm not in state["vms"]:
+            raise BadInput(f"lab '{self.name}' has no host '{host}' (hosts: tester, dut)")
+        return vm, state["vms"][vm]["ssh_port"]
+
+    def connect(self, host):
+        """SSHHost for 'tester' or 'dut'. In the single topology 'dut' is the
+        tester VM itself: run DUT commands with `ip netns exec dut ...`
+        (see `dut_netns`)."""
+        vm, port = self.ssh_port(host)
+        from rfc2544.ssh import SSHHost
+        ssh = SSHHost.connect(host, "127.0.0.1", port, "root", self.key_file, self.known_hosts)
+        return ssh
+
+    def dut_cmd(self, command):
+        """`command` wrapped to run in the DUT's namespace, if it has one."""
+        ns = self.dut_netns
+        return f"ip netns exec {ns} {command}" if ns else command
+
+    # ---- DUT capacity ---------------------------------------------------------
+    def cap_dut(self, pps: int, burst: int = None):
+        """Police the DUT's forwarding toward the rx port to `pps` packets/s
+        (tc police pkt_rate on the DUT's egress port). Burst defaults to
+        max(pps/100, 10) packets."""
+        from rfc2544.lab import cap
+        return cap.apply(self, pps, burst)
+
+    def uncap_dut(self):
+        from rfc2544.lab import cap
+        return cap.remove(self)
+
+
+def _banner(port, timeout=3.0):
+    """True once something on the port speaks SSH (QEMU's hostfwd accepts
+    connections before the guest's sshd listens)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            return s.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False

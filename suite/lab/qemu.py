@@ -1,0 +1,183 @@
+"""Starting and stopping QEMU VMs, and the KVM-or-TCG probe."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from rfc2544.errors import InfraError
+from rfc2544.lab import paths
+
+QEMU = "qemu-system-x86_64"
+MEMORY_MB = 1024
+CPUS = 2
+KVM_PROBE_TIMEOUT = 20.0
+APPEND = ("root=/dev/vda rw console=ttyS0,115200 net.ifnames=0 biosdevname=0 "
+          "fsck.mode=skip mitigations=off panic=10")
+
+
+def qemu_binary() -> str:
+    path = shutil.which(QEMU)
+    if path is None:
+        raise InfraError(f"{QEMU} not found on PATH: install qemu-system-x86 (`make deps`)")
+    return path
+
+
+def free_port(kind=socket.SOCK_STREAM) -> int:
+    """A currently free 127.0.0.1 port (TCP or UDP)."""
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _qemu_version(binary):
+    try:
+        return subprocess.run([binary, "--version"], capture_output=True, text=True,
+                              timeout=10).stdout.splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def accel(kernel: Path) -> str:
+    """'kvm' if a probe boot of the lab kernel under KVM prints its banner,
+    else 'tcg'. The verdict is cached per (qemu, kernel, host kernel)."""
+    if os.environ.get("RFC2544_ACCEL") in ("kvm", "tcg"):
+        return os.environ["RFC2544_ACCEL"]
+    binary = qemu_binary()
+    key = f"{_qemu_version(binary)}|{kernel.stat().st_size}:{kernel.name}|{os.uname().release}"
+    cache = paths.cache_root() / "kvm-probe.json"
+    try:
+        cached = json.loads(cache.read_text())
+        if cached.get("key") == key:
+            return cached["accel"]
+    except (OSError, ValueError):
+        pass
+    verdict = "kvm" if _probe_kvm(binary, kernel) else "tcg"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"key": key, "accel": verdict, "when": time.time()}) + "\n")
+    return verdict
+
+
+def _probe_kvm(binary, kernel: Path) -> bool:
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    log = paths.cache_root() / "kvm-probe.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if log.exists():
+        log.unlink()
+    # No root fs: the kernel prints its banner, then panics; -no-reboot ends QEMU.
+    cmd = [binary, "-nodefaults", "-no-user-config", "-display", "none", "-accel", "kvm",
+           "-cpu", "host", "-m", "256", "-kernel", str(kernel), "-no-reboot",
+           "-append", "console=ttyS0 panic=-1", "-serial", f"file:{log}"]
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return False
+    deadline = time.monotonic() + KVM_PROBE_TIMEOUT
+    ok = False
+    try:
+        while time.monotonic() < deadline:
+            if log.exists() and b"Linux version" in log.read_bytes():
+                ok = True
+                break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    return ok
+
+
+def command(*, name, vm_dir: Path, kernel, initrd, accel_name, ssh_port, mgmt_mac,
+            links=(), cpus=CPUS, memory_mb=MEMORY_MB):
+    """qemu-system-x86_64 argv for one lab VM. `links`: (mac, local_udp, remote_udp)."""
+    cmd = [
+        qemu_binary(), "-name", name, "-nodefaults", "-no-user-config", "-display", "none",
+        "-daemonize", "-no-reboot", "-pidfile", str(vm_dir / "qemu.pid"),
+        "-serial", f"file:{vm_dir / 'console.log'}",
+        "-accel", "kvm" if accel_name == "kvm" else "tcg,thread=multi",
+        "-cpu", "host" if accel_name == "kvm" else "max",
+        "-smp", str(cpus), "-m", str(memory_mb),
+        "-kernel", str(kernel), "-initrd", str(initrd), "-append", APPEND,
+        # explicit devices in this order: root is vda, seed vdb (if=virtio
+        # drives would be created after -device ones and come second)
+        "-drive", f"file={vm_dir / 'overlay.qcow2'},if=none,id=root,format=qcow2,cache=unsafe",
+        "-device", "virtio-blk-pci,drive=root",
+        "-drive", f"file={vm_dir / 'seed.img'},if=none,id=seed,format=raw,readonly=on",
+        "-device", "virtio-blk-pci,drive=seed,serial=rfc2544seed",
+        "-device", "virtio-rng-pci",
+        # restrict=on: the guest reaches nothing outside; hostfwd still lets us in
+        "-netdev", f"user,id=mgmt,net=10.0.2.0/24,restrict=on,hostfwd=tcp:127.0.0.1:{ssh_port}-:22",
+        "-device", f"virtio-net-pci,netdev=mgmt,mac={mgmt_mac}",
+    ]
+    for i, (mac, local, remote) in enumerate(links):
+        cmd += ["-netdev", f"socket,id=link{i},udp=127.0.0.1:{remote},localaddr=127.0.0.1:{local}",
+                "-device", f"virtio-net-pci,netdev=link{i},mac={mac}"]
+    return cmd
+
+
+def make_overlay(base: Path, overlay: Path):
+    if overlay.exists():
+        overlay.unlink()
+    r = subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(base),
+                        str(overlay)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise InfraError(f"lab: qemu-img create failed: {r.stderr.strip()}")
+
+
+def start(cmd, vm_dir: Path) -> int:
+    """Start a daemonized QEMU; returns its pid."""
+    log = vm_dir / "qemu.log"
+    with open(log, "w") as out:
+        r = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        msg = log.read_text().strip().splitlines()
+        raise InfraError(f"lab: QEMU failed to start: {msg[-1] if msg else 'exit %d' % r.returncode}")
+    return int((vm_dir / "qemu.pid").read_text().strip())
+
+
+def is_our_qemu(pid: int, name: str) -> bool:
+    """True if `pid` is a running QEMU started with `-name name`."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if not argv or b"qemu-system" not in os.path.basename(argv[0]):
+        return False
+    return name.encode() in argv
+
+
+def stop(pid: int, name: str, timeout=10.0) -> bool:
+    """Stop our QEMU `pid` (verified by its command line). True if it was running."""
+    if not is_our_qemu(pid, name):
+        return False
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not is_our_qemu(pid, name):
+            return True
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while is_our_qemu(pid, name):
+        time.sleep(0.1)
+    return True
+
+
+def console_tail(path: Path, lines=15) -> str:
+    try:
+        text = path.read_bytes().decode(errors="replace")
+    except OSError:
+        return "(no console log)"
+    tail = [l.rstrip() for l in text.replace("\r", "").splitlines() if l.strip()][-lines:]
+    return "\n".join(tail) or "(console log empty)"
