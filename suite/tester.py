@@ -538,6 +538,44 @@ class SSHTester:
         return judge(spec, readings, ReceiverTotals(rx_total), latency=latency,
                      rate_tolerance=self.rate_tolerance, notes=notes, **kw)
 
+    # ------------------------------------------------------------ calibration
+    def send_at_max_rate(self, frame_size, duration_s, ipv6=False, to_self=True):
+        """Every tx port sends as fast as it can for `duration_s`, then is
+        stopped. With `to_self` frames go to the tx port's own MAC, so a DUT
+        drops them at layer 2 (a switch filters frames back to their source
+        port; a router ignores frames not for its MAC): the DUT forwards
+        nothing and only the generator is measured.
+        Returns (frames sent, sending time in s) summed/maxed over streams."""
+        spec = TrialSpec(frame_size=frame_size, load_fps=1.0, duration_s=duration_s, ipv6=ipv6,
+                         learning=False, test="calibrate")
+        self._check_spec(spec)
+        with self._lock:
+            try:
+                self._setup()
+                n = len(self.plans)
+                configs = device_configs(self.plans, spec, [10**12] * n, [None] * n,
+                                         dst_mac_override=(lambda p: p.tx_mac) if to_self else None)
+                starts = {h: self.session(h).open_start() for h in self.tx_hosts}
+                self._run_batches({h: pktgen.configure_batch(
+                    [c for c, p in zip(configs, self.plans) if p.tx_host == h]) for h in self.tx_hosts})
+                for s in starts.values():
+                    s.trigger()
+                self._running_starts = list(starts.values())
+                time.sleep(duration_s + 0.25)  # + the in-tree pktgen's start delay
+                self._run_batches({h: pktgen.stop_batch() for h in self.tx_hosts})
+                for host, s in starts.items():
+                    if s.wait(10.0) is None:
+                        raise InfraError(f"{host}: the generator did not stop")
+                    s.close()
+                self._running_starts = []
+                tx, _ = self._parse_reads(self._run_batches(self._read_batches("cal", with_rx=False)), "cal")
+            except BaseException:
+                self.stop_all()
+                raise
+        frames = sum(pktgen_sent(st) for st in tx.values())
+        elapsed = max((st.run.elapsed_s for st in tx.values() if st.run is not None), default=0.0)
+        return frames, elapsed
+
     # ------------------------------------------------------------ stop
     def stop_all(self):
         """Stop the generators on every tester host. Never raises: a dead

@@ -250,3 +250,17 @@ def test_bad_spec_is_bad_input(tmp_path):
         tester.run_trial(spec(load_fps=0))
     with pytest.raises(BadInput):
         tester.run_trial(spec(abort_loss_ratio=1.5))
+
+
+def test_calibrate_measures_the_generator_ceiling(tmp_path):
+    from rfc2544.calibrate import calibrate
+    kernel = SimKernel(tester_ceiling_fps=5000)
+    tester, _, _ = make_tester(tmp_path, kernel)
+    fps = calibrate(tester.inventory, [64, 1518], 0.3, tester=tester)
+    assert set(fps) == {64, 1518}
+    assert fps[64] == pytest.approx(5000, rel=0.05)
+    dev = kernel.devices["tx0"]
+    assert "delay 0" in dev.writes
+    assert "dst_mac 52:54:00:00:00:01" in dev.writes   # the tx port's own MAC: the DUT forwards nothing
+    with pytest.raises(BadInput):
+        calibrate(tester.inventory, [64], 0, tester=tester)

@@ -1,0 +1,186 @@
+"""`doctor`: are the inventory's hosts ready for a run?
+
+doctor(inventory) -> [(check, ok, detail), ...], one entry per check:
+SSH reachable with a verified host key; a generator available (our module or
+the in-tree pktgen); every port present, up and with the inventory's MAC;
+tx ports' peers answering with the inventory's peer MAC; clocks synchronised
+when a stream is sent and received on different hosts (latency across hosts
+needs it). Nothing is changed on the hosts except the neighbour entry a ping
+to a peer creates.
+"""
+from rfc2544.errors import Rfc2544Error
+from rfc2544.ssh import SSHHost, quote
+
+from rfc2544.drivers import validate
+from rfc2544.drivers.session import HostSession
+
+HOST_SCRIPT = r"""p=/proc/net/pktgen
+[ -e $p/pgrx ] && echo "gen module"
+[ -e $p/pgctrl ] && echo "gen pgctrl $(head -n1 $p/pgctrl)"
+modprobe -n pktgen >/dev/null 2>&1 && echo "gen loadable"
+echo "clock $(timedatectl show -p NTPSynchronized --value 2>/dev/null || echo unknown)"
+command -v chronyc >/dev/null 2>&1 && echo "chrony $(chronyc -n tracking 2>/dev/null | sed -n 's/^Leap status *: *//p')"
+"""
+
+
+def _port_script(ports):
+    lines = []
+    for name in ports:
+        q = quote(validate.ifname(name))
+        lines.append(f'echo "port {name} $(cat /sys/class/net/{q}/operstate 2>/dev/null || echo missing) '
+                     f'$(cat /sys/class/net/{q}/carrier 2>/dev/null || echo -) '
+                     f'$(cat /sys/class/net/{q}/address 2>/dev/null || echo -)"')
+    return "\n".join(lines)
+
+
+def _peer_script(port, peer_ip):
+    ifq, ipq = quote(validate.ifname(port)), quote(peer_ip)
+    ping = "ping -6" if ":" in peer_ip else "ping"
+    return (f"{ping} -c 1 -W 1 -I {ifq} {ipq} >/dev/null 2>&1; "
+            f"ip neigh show {ipq} dev {ifq} | sed -n 's/.*lladdr \\([0-9a-f:]*\\).*/\\1/p' | head -n1")
+
+
+def parse_host(text):
+    """Pure: the host script's output -> dict."""
+    facts = {"module": False, "pgctrl": None, "loadable": False, "clock": "unknown", "chrony": None, "ports": {}}
+    for line in text.splitlines():
+        word, _, rest = line.partition(" ")
+        if word == "gen":
+            kind, _, banner = rest.partition(" ")
+            if kind == "module":
+                facts["module"] = True
+            elif kind == "pgctrl":
+                facts["pgctrl"] = banner.strip()
+            elif kind == "loadable":
+                facts["loadable"] = True
+        elif word == "clock":
+            facts["clock"] = rest.strip() or "unknown"
+        elif word == "chrony":
+            facts["chrony"] = rest.strip() or None
+        elif word == "port":
+            parts = rest.split()
+            if len(parts) == 4:
+                name, state, carrier, mac = parts
+                facts["ports"][name] = {"operstate": state, "carrier": carrier, "mac": mac.lower()}
+    return facts
+
+
+def _synced(facts):
+    return facts["clock"] == "yes" or (facts["chrony"] or "").lower() == "normal"
+
+
+def doctor(inventory, *, sessions=None, connect_timeout=10.0):
+    """Check every host of `inventory`; returns [(check, ok, detail)].
+
+    `sessions`: host name -> session with `.run(cmd)` (tests only)."""
+    results = []
+    sessions = dict(sessions or {})
+    connections = {}
+    facts = {}
+    try:
+        for name, host in sorted(inventory.hosts.items()):
+            where = f"{host.user}@{host.address}:{host.port}"
+            if name not in sessions:
+                key = (host.address, host.port, host.user)
+                try:
+                    if key not in connections:
+                        connections[key] = SSHHost.connect(name, host.address, host.port, host.user,
+                                                           host.key_file, host.known_hosts, timeout=connect_timeout)
+                    sessions[name] = HostSession(connections[key], host.netns)
+                except Rfc2544Error as exc:
+                    results.append((f"ssh {name}", False, str(exc)))
+                    continue
+                results.append((f"ssh {name}", True, f"{where}, host key verified against {host.known_hosts}"))
+            try:
+                script = HOST_SCRIPT + "\n" + _port_script(sorted(host.ports))
+                facts[name] = parse_host(sessions[name].run(script, timeout=30)[1])
+            except Rfc2544Error as exc:
+                results.append((f"commands on {name}", False, str(exc)))
+                continue
+            results += _host_checks(inventory, name, host, facts[name])
+        results += _peer_checks(inventory, sessions, facts)
+        results += _clock_checks(inventory, facts)
+    finally:
+        for c in connections.values():
+            c.close()
+    return results
+
+
+def _host_checks(inventory, name, host, f):
+    out = []
+    tx_host = any(s.tx_host == name for s in inventory.streams)
+    rx_host = any(s.rx_host == name for s in inventory.streams)
+    if tx_host:
+        if f["module"]:
+            out.append((f"generator {name}", True, f"rfc2544_pktgen loaded ({f['pgctrl'] or 'no banner'}), receiver pgrx"))
+        elif f["pgctrl"]:
+            out.append((f"generator {name}", True, f"in-tree pktgen loaded ({f['pgctrl']}); "
+                        "receiver: interface counters (lower fidelity)"))
+        elif f["loadable"]:
+            out.append((f"generator {name}", True, "in-tree pktgen not loaded but loadable (modprobe pktgen); "
+                        "receiver: interface counters (lower fidelity)"))
+        else:
+            out.append((f"generator {name}", False, "neither rfc2544_pktgen nor the in-tree pktgen is available"))
+    if rx_host and not tx_host:
+        out.append((f"receiver {name}", True, "pgrx" if f["module"] else "interface counters (lower fidelity)"))
+    for pname, port in sorted(host.ports.items()):
+        got = f["ports"].get(pname)
+        label = f"{name}:{pname}"
+        if got is None or got["operstate"] == "missing":
+            out.append((f"port {label}", False, "no such interface" + (f" in netns {host.netns}" if host.netns else "")))
+            continue
+        up = got["operstate"] == "up" or (got["operstate"] == "unknown" and got["carrier"] == "1")
+        out.append((f"link {label}", up, f"operstate {got['operstate']}, carrier {got['carrier']}"))
+        ok = got["mac"] == port.mac.lower()
+        out.append((f"mac {label}", ok, f"{got['mac']}" + ("" if ok else f", inventory says {port.mac.lower()}")))
+    return out
+
+
+def _peer_checks(inventory, sessions, facts):
+    out = []
+    dut_macs = {}
+    for hname, host in inventory.hosts.items():
+        for pname, port in host.ports.items():
+            dut_macs[port.mac.lower()] = (hname, pname)
+    for s in inventory.streams:
+        host = inventory.hosts[s.tx_host]
+        port = host.ports[s.tx_port]
+        if s.tx_host not in facts or not port.peer_mac:
+            continue
+        label = f"peer of {s.tx_host}:{s.tx_port}"
+        want = port.peer_mac.lower()
+        if port.peer_ipv4 or port.peer_ipv6:
+            peer_ip = validate.ipv4(port.peer_ipv4) if port.peer_ipv4 else validate.ipv6(port.peer_ipv6)
+            try:
+                got = sessions[s.tx_host].run(_peer_script(s.tx_port, peer_ip), timeout=15)[1].strip().lower()
+            except Rfc2544Error as exc:
+                out.append((label, False, str(exc)))
+                continue
+            if not got:
+                out.append((label, False, f"{peer_ip} did not answer on {s.tx_port} (no neighbour entry)"))
+            else:
+                out.append((label, got == want, f"{peer_ip} is at {got}" + ("" if got == want else f", inventory peer_mac {want}")))
+        elif want in dut_macs:
+            owner = dut_macs[want]
+            seen = facts.get(owner[0], {}).get("ports", {}).get(owner[1])
+            ok = seen is not None and seen["mac"] == want and seen["operstate"] == "up"
+            out.append((label, ok, f"peer_mac {want} is {owner[0]}:{owner[1]}" + ("" if ok else " (not up or MAC differs)")))
+    return out
+
+
+def _clock_checks(inventory, facts):
+    cross = sorted({(s.tx_host, s.rx_host) for s in inventory.streams if s.tx_host != s.rx_host})
+    if not cross:
+        return [("clock sync", True, "not needed: every stream is sent and received on the same host")]
+    out = []
+    for tx, rx in cross:
+        states = {h: facts.get(h) for h in (tx, rx)}
+        missing = [h for h, f in states.items() if f is None]
+        if missing:
+            out.append((f"clock sync {tx}->{rx}", False, f"could not read {', '.join(missing)}"))
+            continue
+        ok = all(_synced(f) for f in states.values())
+        detail = ", ".join(f"{h}: NTPSynchronized={f['clock']}" + (f", chrony leap {f['chrony']}" if f["chrony"] else "")
+                           for h, f in states.items())
+        out.append((f"clock sync {tx}->{rx}", ok, detail + ("" if ok else ": cross-host latency will be wrong")))
+    return out

@@ -1,0 +1,78 @@
+"""doctor() against SIMULATED sessions (canned command output, no SSH)."""
+from test_tester_sim import make_inventory
+
+from rfc2544.doctor import doctor, parse_host
+
+GOOD = """gen module
+gen pgctrl Packet Generator for packet performance testing. Version: 2.75
+clock yes
+port tx0 up 1 52:54:00:00:00:01
+port tx1 up 1 52:54:00:00:00:05
+port rx0 up 1 52:54:00:00:00:03
+"""
+DUT = """clock yes
+port dut0 up 1 52:54:00:00:00:02
+"""
+
+
+class Canned:
+    def __init__(self, text, peer=""):
+        self.text, self.peer, self.commands = text, peer, []
+
+    def run(self, command, timeout=None, check=False):
+        self.commands.append(command)
+        if "ip neigh" in command:
+            return 0, self.peer, ""
+        return 0, self.text, ""
+
+
+def as_dict(results):
+    return {check: (ok, detail) for check, ok, detail in results}
+
+
+def test_all_good(tmp_path):
+    inv = make_inventory(tmp_path)
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": Canned(DUT)}))
+    assert r["generator tester"][0] and "rfc2544_pktgen" in r["generator tester"][1]
+    assert r["link tester:tx0"][0] and r["mac tester:rx0"][0] and r["mac dut:dut0"][0]
+    # tx0 has no peer_ipv4 in this inventory: its peer is found among the DUT's ports
+    assert r["peer of tester:tx0"] == (True, "peer_mac 52:54:00:00:00:02 is dut:dut0")
+    assert r["clock sync"][0]
+
+
+def test_problems_are_reported(tmp_path):
+    inv = make_inventory(tmp_path)
+    bad = GOOD.replace("gen module\n", "").replace("gen pgctrl", "x").replace(
+        "port rx0 up 1 52:54:00:00:00:03", "port rx0 down 0 52:54:00:00:00:99")
+    r = as_dict(doctor(inv, sessions={"tester": Canned(bad), "dut": Canned("port dut0 missing - -\n")}))
+    assert r["generator tester"][0] is False
+    assert r["link tester:rx0"][0] is False
+    assert r["mac tester:rx0"] == (False, "52:54:00:00:00:99, inventory says 52:54:00:00:00:03")
+    assert r["port dut:dut0"][0] is False
+    assert r["peer of tester:tx0"][0] is False
+
+
+def test_peer_checked_by_ping_when_peer_ip_known(tmp_path):
+    inv = make_inventory(tmp_path)
+    inv.hosts["tester"].ports["tx0"].peer_ipv4 = "198.18.0.2"
+    tester = Canned(GOOD, peer="52:54:00:00:00:02\n")
+    r = as_dict(doctor(inv, sessions={"tester": tester, "dut": Canned(DUT)}))
+    assert r["peer of tester:tx0"] == (True, "198.18.0.2 is at 52:54:00:00:00:02")
+    assert any("ping -c 1 -W 1 -I tx0 198.18.0.2" in c for c in tester.commands)
+    tester.peer = "52:54:00:00:00:77\n"
+    r = as_dict(doctor(inv, sessions={"tester": tester, "dut": Canned(DUT)}))
+    assert r["peer of tester:tx0"][0] is False
+
+
+def test_unreachable_host(tmp_path):
+    inv = make_inventory(tmp_path)
+    inv.hosts["dut"].address = "127.0.0.1"
+    inv.hosts["dut"].port = 1          # nothing listens there
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD)}, connect_timeout=2))
+    assert r["ssh dut"][0] is False
+
+
+def test_parse_host():
+    f = parse_host("gen loadable\nclock no\nchrony Normal\nport tx0 unknown 1 AA:BB:CC:DD:EE:FF\n")
+    assert f["loadable"] and not f["module"] and f["chrony"] == "Normal"
+    assert f["ports"]["tx0"] == {"operstate": "unknown", "carrier": "1", "mac": "aa:bb:cc:dd:ee:ff"}
