@@ -41,14 +41,49 @@ def completeness(results):
     }
 
 
+# What a declared deviation says when it already covers a check: every
+# pattern of the check's topic appears in it (case-insensitive regex).
+TOPICS = {
+    "final_trial": (r"\b60 s\b", r"\b24\b"),
+    "latency_duration": (r"latency", r"\b120 s\b"),
+    "latency_repetitions": (r"latency", r"\b20\b"),
+    "latency_samples": (r"\b500\b",),
+    "loss_start": (r"frame loss", r"\b100 %"),
+    "loss_step": (r"frame loss", r"step"),
+    "loss_end": (r"frame loss", r"two"),
+    "b2b_trials": (r"back-to-back", r"\b50\b"),
+    "b2b_at_max": (r"back-to-back", r"maximum"),
+    "recovery_overload": (r"recovery", r"\b110\b"),
+    "frame_sizes_missing": (r"frame sizes", r"not tested"),
+    "frame_sizes_odd": (r"frame sizes", r"not among"),
+    "fidelity": (r"fidelity|interface counters",),
+    "tester_bound": (r"tester-bound",),
+    "tester_limited": (r"tester-limited",),
+}
+
+
+def undeclared(found, declared):
+    """The detected deviations that no declared deviation already states."""
+    import re
+
+    def covered(topic):
+        return any(all(re.search(p, d, re.I) for p in TOPICS[topic]) for d in declared)
+    return [text for topic, text in found if not covered(topic)]
+
+
 def detected_deviations(results):
-    """Departures from RFC 2544 (and RFC 8219 / 9004) visible in the data."""
+    """Departures from RFC 2544 (and RFC 8219 / 9004) visible in the data,
+    as (topic, sentence) pairs; see `undeclared` for the ones to add."""
     label = labeller(results)
 
     def sizes(rows):
         return ", ".join(dict.fromkeys(label(r) for r in sorted(rows, key=lambda r: key_of(results, r))))
 
     found = []
+
+    def add(topic, text):
+        found.append((topic, text))
+
     trials = [t for t in results["trials"] if not t.get("superseded")]
     conditions = results["conditions"]
 
@@ -62,25 +97,25 @@ def detected_deviations(results):
             short.append(t)
             longest = max(longest, max(durations))
     if short:
-        found.append(f"throughput at {sizes(short)}: the longest passing trial lasted {longest:g} s, shorter "
-                     f"than the {FINAL_TRIAL_S} s final trial of RFC 2544 section 24")
+        add("final_trial", f"throughput at {sizes(short)}: the longest passing trial lasted {longest:g} s, "
+                           f"shorter than the {FINAL_TRIAL_S} s final trial of RFC 2544 section 24")
 
     # Section 26.2: latency trials of 120 s, 20 repetitions; RFC 8219: 500 samples.
     lat_trials = [x for x in trials if x.get("test") == "latency" and x.get("duration_s") is not None]
     if lat_trials:
         shortest = min(x["duration_s"] for x in lat_trials)
         if shortest < LATENCY_TRIAL_S:
-            found.append(f"latency trials of {shortest:g} s, shorter than the {LATENCY_TRIAL_S} s of "
-                         f"RFC 2544 section 26.2")
+            add("latency_duration", f"latency trials of {shortest:g} s, shorter than the {LATENCY_TRIAL_S} s "
+                                    f"of RFC 2544 section 26.2")
     few = [r for r in results["latency"] if r.get("repetitions") is not None
            and r["repetitions"] < LATENCY_REPETITIONS]
     if few:
-        found.append(f"latency at {sizes(few)}: {min(r['repetitions'] for r in few)} repetitions, fewer than "
-                     f"the {LATENCY_REPETITIONS} of RFC 2544 section 26.2")
+        add("latency_repetitions", f"latency at {sizes(few)}: {min(r['repetitions'] for r in few)} "
+                                   f"repetitions, fewer than the {LATENCY_REPETITIONS} of RFC 2544 section 26.2")
     sparse = [r for r in results["latency"] if r.get("samples") is not None and r["samples"] < LATENCY_SAMPLES]
     if sparse:
-        found.append(f"latency at {sizes(sparse)}: fewer than {LATENCY_SAMPLES} timestamped frames "
-                     f"(RFC 8219 section 7.2)")
+        add("latency_samples", f"latency at {sizes(sparse)}: fewer than {LATENCY_SAMPLES} timestamped frames "
+                               f"(RFC 8219 section 7.2)")
 
     # Section 26.3: start at 100 %, steps of at most 10 %, end on two zero-loss trials.
     for r in results["frame_loss"]:
@@ -88,37 +123,38 @@ def detected_deviations(results):
         if not points:
             continue
         if points[0]["load_pct"] < 99.5:
-            found.append(f"frame loss at {label(r)} started at {points[0]['load_pct']:g} % of the maximum "
-                         f"rate, not 100 % (RFC 2544 section 26.3)")
+            add("loss_start", f"frame loss at {label(r)} started at {points[0]['load_pct']:g} % of the "
+                              f"maximum rate, not 100 % (RFC 2544 section 26.3)")
         steps = [a["load_pct"] - b["load_pct"] for a, b in zip(points, points[1:])]
         if steps and max(steps) > 10.5:
-            found.append(f"frame loss at {label(r)} stepped by up to {max(steps):g} %, coarser than the 10 % "
-                         f"of RFC 2544 section 26.3")
+            add("loss_step", f"frame loss at {label(r)} stepped by up to {max(steps):g} %, coarser than the "
+                             f"10 % of RFC 2544 section 26.3")
         clean_end = len(points) >= 2 and all(p["loss_pct"] == 0 and not p.get("tester_limited")
                                              for p in points[-2:])
         if not clean_end:
-            found.append(f"frame loss at {label(r)} did not end on two successive trials without loss "
-                         f"(RFC 2544 section 26.3)")
+            add("loss_end", f"frame loss at {label(r)} did not end on two successive trials without loss "
+                            f"(RFC 2544 section 26.3)")
 
     # Section 26.4 / RFC 9004.
     few = [r for r in results["back_to_back"] if r.get("trials") is not None and r["trials"] < B2B_TRIALS]
     if few:
-        found.append(f"back-to-back at {sizes(few)}: {min(r['trials'] for r in few)} trials, fewer than "
-                     f"the {B2B_TRIALS} of RFC 2544 section 26.4")
+        add("b2b_trials", f"back-to-back at {sizes(few)}: {min(r['trials'] for r in few)} trials, fewer than "
+                          f"the {B2B_TRIALS} of RFC 2544 section 26.4")
     b2b_keys = {key_of(results, b) for b in results["back_to_back"]}
     at_max = [t for t in results["throughput"] if t.get("theoretical_max_fps")
               and t["fps"] >= t["theoretical_max_fps"] * 0.999 and key_of(results, t) in b2b_keys]
     if at_max:
-        found.append(f"back-to-back measured at {sizes(at_max)} where throughput is already the theoretical "
-                     f"maximum (RFC 9004 tests only frame sizes below it)")
+        add("b2b_at_max", f"back-to-back measured at {sizes(at_max)} where throughput is already the "
+                          f"theoretical maximum (RFC 9004 tests only frame sizes below it)")
 
     # Section 26.5: overload at 110 % of throughput.
     tput = {key_of(results, t): t["fps"] for t in results["throughput"]}
     for r in results["system_recovery"]:
         base = tput.get(key_of(results, r))
         if base and r.get("overload_fps") and abs(r["overload_fps"] / base - RECOVERY_OVERLOAD) > 0.01:
-            found.append(f"system recovery at {label(r)}: overload at {r['overload_fps'] / base * 100:.0f} % "
-                         f"of throughput, not 110 % (RFC 2544 section 26.5)")
+            add("recovery_overload", f"system recovery at {label(r)}: overload at "
+                                     f"{r['overload_fps'] / base * 100:.0f} % of throughput, not 110 % "
+                                     f"(RFC 2544 section 26.5)")
 
     # Section 9.1: the standard Ethernet frame sizes.
     tested = {p.get("frame_size") for p in results["plan"] if p.get("test") == "throughput"}
@@ -127,21 +163,23 @@ def detected_deviations(results):
         absent = [s for s in RFC_FRAME_SIZES if s not in tested]
         odd = sorted(s for s in tested if s and s not in RFC_FRAME_SIZES)
         if absent:
-            found.append(f"frame sizes {', '.join(map(str, absent))} B of RFC 2544 section 9.1 not tested")
+            add("frame_sizes_missing", f"frame sizes {', '.join(map(str, absent))} B of RFC 2544 section 9.1 "
+                                       f"not tested")
         if odd:
-            found.append(f"frame sizes {', '.join(map(str, odd))} B are not among those of RFC 2544 section 9.1")
+            add("frame_sizes_odd", f"frame sizes {', '.join(map(str, odd))} B are not among those of "
+                                   f"RFC 2544 section 9.1")
 
     # Fidelity and tester limits: not RFC sections, but they change what a figure means.
     if conditions.get("fidelity") and conditions["fidelity"] != "full":
-        found.append(f"{conditions['fidelity']}-fidelity measurement: the receiver is "
-                     f"{conditions.get('receiver') or 'unknown'}; loss is counted per interface rather than "
-                     f"per test stream")
+        add("fidelity", f"{conditions['fidelity']}-fidelity measurement: the receiver is "
+                        f"{conditions.get('receiver') or 'unknown'}; loss is counted per interface rather "
+                        f"than per test stream")
     bound = [t for t in results["throughput"] if t.get("tester_bound")]
     if bound:
-        found.append(f"throughput at {sizes(bound)} is tester-bound (within 5 % of the tester's own ceiling): "
-                     f"the DUT may be faster than shown")
+        add("tester_bound", f"throughput at {sizes(bound)} is tester-bound (within 5 % of the tester's own "
+                            f"ceiling): the DUT may be faster than shown")
     limited = [x for x in trials if x.get("verdict") == "tester-limited"]
     if limited:
-        found.append(f"{len(limited)} trial(s) could not be sent at the intended load (verdict tester-limited)")
+        add("tester_limited", f"{len(limited)} trial(s) could not be sent at the intended load "
+                              f"(verdict tester-limited)")
     return found
-

@@ -114,7 +114,7 @@ def frame_loss_svg(loss_rows):
         ax.set_ylim(0, 100)
         ax.set_xticks(range(0, 101, 10))
         ax.set_yticks(range(0, 101, 20))
-        ax.set_xlabel("offered load (% of the theoretical maximum rate)")
+        ax.set_xlabel("offered load (% of the maximum rate)")
         ax.set_ylabel("frame loss rate (%)")
         ax.legend(title="frame size", loc="upper left", fontsize=8, title_fontsize=8)
         svg = _svg(fig, "fig-loss")
@@ -133,6 +133,7 @@ def compare_svg(rows, threshold_pct):
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=SIZE)
         width = 0.8 / max(len(metrics), 1)
+        all_ys = [threshold_pct * 2, -threshold_pct * 2, 1.0, -1.0]
         for m_index, metric in enumerate(metrics):
             xs, ys = [], []
             for s_index, size in enumerate(sizes):
@@ -141,13 +142,15 @@ def compare_svg(rows, threshold_pct):
                     continue
                 xs.append(s_index - 0.4 + width * (m_index + 0.5))
                 ys.append(row["better_pct"])
+            all_ys += ys
             ax.bar(xs, ys, width=width * 0.92, color=COLORS[m_index % len(COLORS)], label=metric)
         ax.axhline(0, color="#333", linewidth=0.8)
         ax.axhline(-threshold_pct, color="#c0392b", linestyle="--", linewidth=1.2,
                    label=f"allowed regression ({threshold_pct:g} %)")
         ax.set_xticks(range(len(sizes)))
         ax.set_xticklabels(["IMIX" if s == 0 else f"{s} B" for s in sizes], fontsize=8)
+        ax.set_ylim(min(all_ys) * 1.15, max(all_ys) * 1.15)
         ax.set_ylabel("change, NEW vs OLD (%)\n(positive = better)")
-        ax.legend(fontsize=7, loc="best", ncol=2)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, frameon=False)
         svg = _svg(fig, "fig-compare")
     return _title(svg, "fig-compare", "Change per frame size between two runs")

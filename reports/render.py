@@ -36,7 +36,7 @@ def report_context(results):
         "conditions": conditions,
         "status": checks.completeness(results),
         "declared_deviations": results["deviations"],
-        "detected_deviations": checks.detected_deviations(results),
+        "detected_deviations": checks.undeclared(checks.detected_deviations(results), results["deviations"]),
         "headline": summary.headline(results),
         "link": summary.link_text(conditions.get("link_speed_mbps")),
         "throughput": tput,

@@ -96,9 +96,12 @@ def test_partial_run_lists_what_is_missing(partial):
     assert status["interruptions"][0]["reason"] == "interrupted by the user (Ctrl-C)"
 
 
+def detected_text(results):
+    return "\n".join(text for _, text in checks.detected_deviations(results))
+
+
 def test_detected_deviations_of_the_known_file(complete):
-    found = checks.detected_deviations(complete)
-    text = "\n".join(found)
+    text = detected_text(complete)
     assert "5 repetitions, fewer than the 20 of RFC 2544 section 26.2" in text
     assert "back-to-back at 64 B, 128 B: 5 trials, fewer than the 50" in text
     assert "throughput at 128 B is tester-bound" in text
@@ -118,7 +121,7 @@ def test_detected_deviations_catch_short_trials_and_bad_frame_loss(complete):
     data["plan"] = [p for p in data["plan"] if p["frame_size"] != 1280]
     data["throughput"] = [t for t in data["throughput"] if t["frame_size"] != 1280]
     data["system_recovery"][0]["overload_fps"] = data["throughput"][0]["fps"] * 1.5
-    text = "\n".join(checks.detected_deviations(data))
+    text = detected_text(data)
     assert "longest passing trial lasted 5 s, shorter than the 60 s final trial of RFC 2544 section 24" in text
     assert "latency trials of 5 s, shorter than the 120 s" in text
     assert "frame loss at 64 B started at 80 % of the maximum rate, not 100 %" in text
@@ -148,3 +151,16 @@ def test_known_file_is_what_the_generator_writes(tmp_path):
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     assert json.loads(json.dumps(gen.complete_run())) == json.loads((DATA / "complete.json").read_text())
+
+
+def test_declared_deviations_are_not_repeated(complete):
+    found = checks.detected_deviations(complete)
+    shown = checks.undeclared(found, complete["deviations"])
+    # The run declared too few latency and back-to-back repetitions itself.
+    assert len(found) == 4 and len(shown) == 2
+    assert all("tester" in text for text in shown)
+    # A declaration in other words about another subject does not hide a finding.
+    assert checks.undeclared([("loss_step", "frame loss stepped by 20 %")],
+                             ["latency trials last 2 s, RFC 2544 26.2 asks at least 120 s"]) \
+        == ["frame loss stepped by 20 %"]
+    assert checks.undeclared([("latency_repetitions", "x")], ["latency trials of 120 s"]) == ["x"]

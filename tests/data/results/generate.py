@@ -162,10 +162,14 @@ def frame_loss(run, size):
     while pct > 0 and zero_in_a_row < 2:
         row = run.trial("frame_loss", size, max_fps(size) * pct / 100, FINAL_TRIAL_S)
         loss_pct = row["lost_frames"] * 100 / row["tx_frames"]
-        points.append({"load_pct": float(pct), "load_fps": row["load_fps"], "loss_pct": round(loss_pct, 4)})
-        zero_in_a_row = zero_in_a_row + 1 if row["lost_frames"] == 0 else 0
+        limited = row["verdict"] == "tester-limited"
+        points.append({"load_pct": float(pct), "load_fps": row["load_fps"], "loss_pct": round(loss_pct, 4),
+                       "tester_limited": limited, "achieved_fps": row["achieved_fps"]})
+        zero_in_a_row = zero_in_a_row + 1 if row["lost_frames"] == 0 and not limited else 0
         pct -= 10
-    return {"frame_size": size, "points": points}
+    return {"frame_size": size, "max_rate_fps": round(max_fps(size), 1), "max_rate_source": "line rate",
+            "step_pct": 10, "duration_s": FINAL_TRIAL_S, "points": points,
+            "two_clean_trials": zero_in_a_row >= 2}
 
 
 def back_to_back(run, size, throughput_fps, repetitions=5, burst_s=2.0):
