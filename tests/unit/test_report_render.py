@@ -198,3 +198,32 @@ def test_pdf_pages_render_to_png(complete_pdf, tmp_path):
         pixels = imread(str(png))
         assert pixels.shape[0] > pixels.shape[1] > 200         # portrait page
         assert pixels.std() > 0.05                             # not a blank page
+
+
+def test_report_of_a_results_file_written_by_the_suite(tmp_path):
+    """The contract both ways: a run of the real runner against the simulated
+    DUT (rfc2544.simdut, no network), cut short by Ctrl-C, then reported."""
+    from rfc2544 import profiles, simdut
+    from rfc2544.display import Display
+    from rfc2544.results import Results
+    from rfc2544.runner import Runner, build_plan
+
+    raw = dict(profiles.load("quick"))
+    raw.update(tests=["throughput", "latency", "frame_loss", "back_to_back"], frame_sizes=[64, 1518])
+    raw["search"] = {**raw["search"], "max_load_fps": 100_000.0}
+    prof = profiles.validate(raw, "test")
+    results = Results.create(tmp_path / "run", prof, build_plan(prof), profiles.deviations(prof), {})
+    sim = simdut.SimDUT(capacity_fps=40_000, buffer_frames=500, fail_at={12: KeyboardInterrupt()})
+    with pytest.raises(KeyboardInterrupt):
+        Runner(sim, prof, results, Display(quiet=True)).run()
+    [html_path] = write_reports(results.path, None, ("html",))
+    text = visible_text(html_path.read_text())
+    data = load_results(results.path)
+    assert "INCOMPLETE RUN" in text and "interrupted by the user" in text
+    assert data["throughput"], "the first throughput search finished before the interruption"
+    fps = data["throughput"][0]["fps"]
+    assert 30_000 < fps < 44_000                  # the simulated capacity (plus its buffer)
+    assert f"{fps:,.0f}" in text
+    for deviation in data["deviations"]:
+        assert deviation in text
+    assert text.count("INCOMPLETE") >= 2          # banner and footer
