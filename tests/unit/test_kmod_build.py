@@ -1,0 +1,65 @@
+"""Host-side build of pktgen-kmod against Debian 12's 6.1 and the 6.12
+backport headers, with W=1: must compile with zero warnings.
+
+Headers are fetched (apt-get download + dpkg -x, no install) by
+pktgen-kmod/scripts/fetch-headers into ~/.cache/rfc2544/headers/. Sources
+are copied to a temp dir so the build does not write into the checkout.
+"""
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KMOD = ROOT / "pktgen-kmod"
+RELEASES = ["6.1.0-50-amd64", "6.12.107+deb12-amd64"]
+
+
+def _fetch(release):
+    try:
+        out = subprocess.run([str(KMOD / "scripts" / "fetch-headers"), release],
+                             capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"fetching headers for {release} timed out")
+    if out.returncode != 0:
+        if shutil.which("apt-get") is None or "no package" in out.stderr:
+            pytest.skip(f"headers for {release} unavailable: {out.stderr.strip()}")
+        pytest.fail(f"fetch-headers {release} failed: {out.stderr.strip()}")
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def _copy_sources(dst):
+    for p in KMOD.iterdir():
+        if p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile"):
+            shutil.copy2(p, dst / p.name)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_builds_without_warnings(release, tmp_path):
+    if shutil.which("make") is None or shutil.which("gcc-12") is None:
+        pytest.skip("make/gcc-12 not installed (make deps)")
+    kdir = _fetch(release)
+    _copy_sources(tmp_path)
+    out = subprocess.run(["make", f"KDIR={kdir}", "W=1"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=900)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-4000:]
+    warnings = [line for line in log.splitlines()
+                if re.search(r"\b(warning|error):", line)]
+    assert warnings == [], "\n".join(warnings)
+    ko = tmp_path / "rfc2544_pktgen.ko"
+    assert ko.is_file()
+    # the .modinfo section names the kernel it was built for
+    vermagic = re.search(rb"vermagic=([^\0]+)", ko.read_bytes())
+    assert vermagic and vermagic.group(1).split()[0].decode() == release
+    # nothing was written into the checkout
+    assert not list(KMOD.glob("*.o"))
+
+
+def test_fetch_headers_rejects_bad_release():
+    out = subprocess.run([str(KMOD / "scripts" / "fetch-headers"), "6.1;rm -rf /"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "bad release name" in out.stderr
