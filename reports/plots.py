@@ -27,6 +27,8 @@ STYLE = {
 }
 SIZE = (7.0, 3.4)
 COLORS = ["#1f5fa8", "#c0392b", "#2e8b57", "#8e44ad", "#d4800b", "#16a2b8", "#5d6d7e"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+LINESTYLES = ["-", "--", ":", "-."]
 
 
 def _rate(value, _pos=None):
@@ -108,8 +110,12 @@ def frame_loss_svg(loss_rows):
         fig, ax = plt.subplots(figsize=SIZE)
         for i, r in enumerate(loss_rows):
             pts = sorted(r["points"], key=lambda p: p["load_pct"])
-            ax.plot([p["load_pct"] for p in pts], [p["loss_pct"] for p in pts], "-o", markersize=4,
-                    color=COLORS[i % len(COLORS)], label=r["label"], clip_on=False, zorder=3 + i)
+            # Curves often coincide (no loss at 90-100 %): shrinking markers and
+            # varied dashes keep every frame size visible.
+            ax.plot([p["load_pct"] for p in pts], [p["loss_pct"] for p in pts],
+                    linestyle=LINESTYLES[i % len(LINESTYLES)], marker=MARKERS[i % len(MARKERS)],
+                    markersize=max(8 - 1.5 * i, 3), linewidth=1.6, color=COLORS[i % len(COLORS)],
+                    label=r["label"], clip_on=False, zorder=3 + i)
         ax.set_xlim(0, 100)
         ax.set_ylim(0, 100)
         ax.set_xticks(range(0, 101, 10))
