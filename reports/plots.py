@@ -68,7 +68,7 @@ def throughput_svg(rows, link_mbps, calibration_rows=()):
         return None
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=SIZE)
-        sizes = [r["frame_size"] for r in rows]
+        sizes = sorted({r["frame_size"] for r in rows})
         lo, hi = min(sizes + [64]), max(sizes + [1518])
         if link_mbps:
             # At the tested sizes, joined the same way as the measurements, so a
@@ -79,8 +79,12 @@ def throughput_svg(rows, link_mbps, calibration_rows=()):
         if cal:
             ax.plot([c["frame_size"] for c in cal], [c["fps"] for c in cal], ":", marker="x",
                     color="#d4800b", label="tester ceiling (calibrated)")
-        ax.plot(sizes, [r["fps"] for r in rows], "-o", color=COLORS[0], linewidth=1.8, markersize=5,
-                label="measured throughput (0 % loss)")
+        versions = sorted({r.get("ip_version") for r in rows}, key=str)
+        for i, version in enumerate(versions):
+            mine = [r for r in rows if r.get("ip_version") == version]
+            ax.plot([r["frame_size"] for r in mine], [r["fps"] for r in mine], "-o", color=COLORS[i * 2],
+                    linewidth=1.8, markersize=5, label="measured throughput (0 % loss)"
+                    + (f", IPv{version}" if len(versions) > 1 else ""))
         bound = [r for r in rows if r["tester_bound"]]
         if bound:
             ax.plot([r["frame_size"] for r in bound], [r["fps"] for r in bound], "o", markersize=11,

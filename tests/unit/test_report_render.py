@@ -227,3 +227,37 @@ def test_report_of_a_results_file_written_by_the_suite(tmp_path):
     for deviation in data["deviations"]:
         assert deviation in text
     assert text.count("INCOMPLETE") >= 2          # banner and footer
+
+
+def test_unusual_but_valid_results_render(tmp_path):
+    """IMIX, mixed IPv4/IPv6, no link speed, lower fidelity, sparse fields."""
+    import json
+    data = json.loads((DATA / "complete.json").read_text())
+    data["conditions"].update(link_speed_mbps=None, calibration=None, fidelity="lower",
+                              receiver="interface counters", hosts={"dut": {"kernel": "6.1.0-50-amd64"}})
+    imix = {"frame_size": 0, "fps": 150000.0, "ip_version": 4}
+    v6 = dict(data["throughput"][0], ip_version=6, fps=700000.0, theoretical_max_fps=None, pct_of_max=None)
+    data["throughput"] = [imix, data["throughput"][0], v6]
+    data["latency"] = [{"frame_size": 64, "ip_version": 6}]
+    data["trials"] = data["trials"][:3] + [{"id": 4, "frame_size": 0}]
+    data["frame_loss"] = []
+    data["profile"] = {}
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(data))
+    html = render_html(load_results(path))
+    text = visible_text(html)
+    assert "IMIX IPv4" in text and "64 B IPv6" in text and "700,000" in text
+    assert "unknown link speed" in text
+    assert "lower-fidelity measurement: the receiver is interface counters" in text
+    assert "the theoretical maximum cannot be drawn" in text
+    assert "Not run in this profile" not in text.split("Frame loss rate (RFC 2544 26.3)")[0]
+    assert html.count("<svg") == 1                          # throughput only: no frame-loss data
+    assert "measured throughput (0 % loss), IPv6" in html    # one curve per IP version
+
+
+def test_report_cli_unwritable_output_is_bad_input(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run_cli(capsys, "report", str(DATA / "complete.json"), "--format", "html",
+                           "--out", str(blocker / "sub"))
+    assert code == 2 and "cannot create the output directory" in err and err.count("\n") == 1
