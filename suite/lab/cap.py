@@ -1,6 +1,6 @@
 """Capping the lab DUT's forwarding rate with tc (a device of known capacity).
 
-A `police pkt_rate` action on a matchall filter on the DUT's egress port
+A `police pkts_rate` action on a matchall filter on the DUT's egress port
 (toward the rx port) drops what exceeds the rate. Policing works per packet
 in the kernel, so it holds under TCG too; a shaper queue would depend on timer
 precision.
@@ -26,7 +26,7 @@ def commands(pps, burst):
     return [
         f"tc qdisc replace dev {DUT_EGRESS} clsact",
         f"tc filter add dev {DUT_EGRESS} egress pref {CAP_PREF} matchall "
-        f"action police pkt_rate {pps} pkt_burst {burst} conform-exceed drop/pipe",
+        f"action police pkts_rate {pps} pkts_burst {burst} conform-exceed drop/pipe",
     ]
 
 

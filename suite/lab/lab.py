@@ -280,7 +280,7 @@ class Lab:
     # ---- DUT capacity ---------------------------------------------------------
     def cap_dut(self, pps: int, burst: int = None):
         """Police the DUT's forwarding toward the rx port to `pps` packets/s
-        (tc police pkt_rate on the DUT's egress port). Burst defaults to
+        (tc police pkts_rate on the DUT's egress port). Burst defaults to
         max(pps/100, 10) packets."""
         from rfc2544.lab import cap
         return cap.apply(self, pps, burst)

@@ -8,14 +8,34 @@ Separate lab names keep a developer's own `default` lab untouched. Tests that
 load modules or change the DUT must restore what they changed (rmmod, remove
 qdiscs) so later tests see a clean lab. Set RFC2544_KEEP_LAB=1 to leave the
 labs running after the session (then `rfc2544 lab down --name pytest-single`).
+RFC2544_REUSE_LAB=NAME (and RFC2544_REUSE_LAB2=NAME) uses an already running
+lab of the right topology instead of booting one, and leaves it running:
+quick iterations without a boot.
+
+Tests marked `lab_down_last` stop a session lab; they are moved to the end of
+the run so every other test still finds the labs up.
 """
 import os
 
 import pytest
 
 
-def _boot(request, name, topology):
+def pytest_configure(config):
+    config.addinivalue_line("markers", "lab_down_last: stops a session lab; runs after all other tests")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: item.get_closest_marker("lab_down_last") is not None)
+
+
+def _boot(request, name, topology, reuse_env):
     from rfc2544.lab import Lab
+    reuse = os.environ.get(reuse_env)
+    if reuse:
+        lab = Lab(reuse)
+        if lab.is_up() and lab.status().get("topology") == topology:
+            return lab
+        pytest.fail(f"{reuse_env}={reuse}: no running {topology} lab of that name")
     lab = Lab(name)
     if lab.is_up():
         # left over from an interrupted session: start clean
@@ -29,13 +49,13 @@ def _boot(request, name, topology):
 @pytest.fixture(scope="session")
 def lab(request):
     """The single-topology lab (Lab object), up for the whole session."""
-    return _boot(request, "pytest-single", "single")
+    return _boot(request, "pytest-single", "single", "RFC2544_REUSE_LAB")
 
 
 @pytest.fixture(scope="session")
 def lab2(request):
     """The two-host lab (Lab object), up for the whole session."""
-    return _boot(request, "pytest-two", "two-host")
+    return _boot(request, "pytest-two", "two-host", "RFC2544_REUSE_LAB2")
 
 
 @pytest.fixture

@@ -1,0 +1,205 @@
+"""Lab pieces that need no VM: topology scripts, inventory, pktgen/cap input
+checks, QEMU command lines, and the bad-input paths of `lab up`.
+
+Where a failure cannot be produced for real in a unit test it is simulated,
+and the test says how: a missing QEMU by an empty PATH, a full disk by a
+patched shutil.disk_usage, an SSH that never comes up by a VM that stays
+"running" (patched process check) while nothing answers on its port.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from rfc2544 import inventory
+from rfc2544.errors import BadInput, InfraError
+from rfc2544.lab import cap, image, inventory_file, kernel_pktgen, qemu, topology
+from rfc2544.lab.lab import Lab
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RFC2544_CACHE", str(tmp_path / "cache"))
+
+
+def run_cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "rfc2544", *args], capture_output=True,
+                          text=True, env=env, timeout=60)
+
+
+@pytest.mark.parametrize("name,vm", [("single", "tester"), ("two-host", "tester"), ("two-host", "dut")])
+def test_network_scripts_are_valid_sh(name, vm, tmp_path):
+    script = topology.get(name).script(vm)
+    path = tmp_path / "net.sh"
+    path.write_text(script)
+    assert subprocess.run(["sh", "-n", str(path)]).returncode == 0
+    assert "10.0.2.15/24 dev mgmt0" in script
+    if vm == "dut" or name == "single":
+        assert "echo 1 > /proc/sys/net/ipv4/ip_forward" in script
+        assert "neigh replace 198.18.0.1 lladdr 02:00:00:18:00:01 dev dut0 nud permanent" in script
+    if vm == "tester":
+        assert "neigh replace 198.18.0.2 lladdr 02:00:00:18:00:02 dev tx0 nud permanent" in script
+
+
+def test_single_topology_puts_dut_ports_in_the_namespace():
+    script = topology.get("single").script("tester")
+    assert "peer name dut0 address 02:00:00:18:00:02 netns dut" in script
+    ns_part = script.split("ip netns exec dut sh -eu <<'NSEOF'")[-1]
+    assert "addr add 198.19.0.2/24 dev dut1" in ns_part and "tx0" not in ns_part
+
+
+def test_unknown_topology_and_hosts_are_bad_input():
+    with pytest.raises(BadInput, match="unknown lab topology 'triangle'"):
+        topology.get("triangle")
+    with pytest.raises(BadInput, match="--hosts must be 1 or 2"):
+        topology.from_hosts(3)
+    with pytest.raises(BadInput, match="unknown lab topology"):
+        Lab("unit").up("triangle")
+    r = run_cli("lab", "up", "--hosts", "3", "--name", "unit")
+    assert r.returncode == 2 and r.stderr.strip() == "rfc2544: --hosts must be 1 or 2, not 3"
+
+
+def test_bad_lab_name_is_bad_input():
+    with pytest.raises(BadInput):
+        Lab("../etc")
+
+
+@pytest.mark.parametrize("name", ["single", "two-host"])
+def test_written_inventory_loads_with_the_project_schema(name, tmp_path):
+    topo = topology.get(name)
+    ports = {vm.name: 20000 + vm.index for vm in topo.vms}
+    path = tmp_path / "inventory.yml"
+    inventory_file.write(path, inventory_file.build("unit", topo, ports, tmp_path / "key", tmp_path / "kh"))
+    inv = inventory.load(path)
+    tester, dut = inv.hosts["tester"], inv.hosts["dut"]
+    assert tester.group == "testers" and dut.group == "duts"
+    assert tester.key_file == str(tmp_path / "key") and tester.known_hosts == str(tmp_path / "kh")
+    assert tester.ports["tx0"].peer_mac == "02:00:00:18:00:02"
+    assert tester.ports["tx0"].peer_ipv4 == "198.18.0.2"
+    assert tester.ports["rx0"].ipv6 == "2001:2:0:1::1/64"
+    assert dut.netns == ("dut" if name == "single" else None)
+    assert dut.port == (tester.port if name == "single" else 20002)
+    raw = yaml.safe_load(path.read_text())
+    args = raw["all"]["children"]["testers"]["hosts"]["tester"]["ansible_ssh_common_args"]
+    assert "StrictHostKeyChecking=yes" in args and f"UserKnownHostsFile={tmp_path / 'kh'}" in args
+
+
+def test_pktgen_script_rejects_values_that_could_reach_a_shell():
+    ok = dict(dev="tx0", count=10, src_ip="198.18.0.1", dst_ip="198.19.0.1", dst_mac="02:00:00:18:00:02")
+    assert "echo 'count 10' > /proc/net/pktgen/tx0" in kernel_pktgen.script(**ok)
+    for key, bad in (("dev", "tx0;reboot"), ("dst_mac", "02:00:00:18:00:02;x"), ("count", 0),
+                     ("count", "10"), ("dst_ip", "198.19.0.1 && x")):
+        with pytest.raises((BadInput, ValueError)):
+            kernel_pktgen.script(**{**ok, key: bad})
+
+
+def test_pktgen_result_parsing():
+    text = ("Params: count 10000  min_pkt_size: 60  max_pkt_size: 60\nCurrent:\n"
+            "     pkts-sofar: 10000  errors: 0\n"
+            "Result: OK: 565891(c565000+d891) usec, 10000 (60byte,0frags)\n  17671pps 8Mb/sec\n")
+    r = kernel_pktgen.parse(text)
+    assert (r.sent, r.errors, r.usec) == (10000, 0, 565891)
+    with pytest.raises(InfraError):
+        kernel_pktgen.parse("Result: Idle\n")
+
+
+def test_cap_commands_and_checks():
+    cmds = cap.commands(2000, None)
+    assert cmds[-1].endswith("police pkts_rate 2000 pkts_burst 20 conform-exceed drop/pipe")
+    for bad in (0, -1, "5", 1.5, True):
+        with pytest.raises(BadInput):
+            cap.commands(bad, None)
+
+
+def test_qemu_command_line(tmp_path):
+    if shutil.which(qemu.QEMU) is None:
+        pytest.skip("qemu not installed")
+    cmd = qemu.command(name="rfc2544-unit-tester", vm_dir=tmp_path, kernel="vmlinuz", initrd="initrd",
+                       accel_name="tcg", ssh_port=2222, mgmt_mac="52:54:00:25:44:01",
+                       links=[("02:00:00:18:00:01", 4000, 4001)])
+    line = " ".join(cmd)
+    assert "hostfwd=tcp:127.0.0.1:2222-:22" in line and "restrict=on" in line
+    assert "socket,id=link0,udp=127.0.0.1:4001,localaddr=127.0.0.1:4000" in line
+    assert line.index("drive=root") < line.index("drive=seed")   # root is vda
+
+
+def test_qemu_missing_is_one_clear_line(tmp_path):
+    """Simulated: PATH holds no qemu-system-x86_64."""
+    env = {**os.environ, "PATH": str(tmp_path), "RFC2544_CACHE": str(tmp_path / "cache")}
+    r = run_cli("lab", "up", "--name", "unit", env=env)
+    assert r.returncode == 3
+    assert r.stderr.strip() == ("rfc2544: qemu-system-x86_64 not found on PATH: "
+                                "install qemu-system-x86 (`make deps`)")
+
+
+def test_no_free_disk_for_the_image(monkeypatch, tmp_path):
+    """Simulated: shutil.disk_usage reports 1 GiB free; nothing is built or left behind."""
+    monkeypatch.setattr(image, "check_tools", lambda: None)
+    monkeypatch.setattr(image.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(100 << 30, 99 << 30, 1 << 30))
+    with pytest.raises(InfraError, match=r"not enough free disk for the lab image .*1\.0 GiB free, 5 GiB needed"):
+        image.ensure_image()
+    assert [p.name for p in (tmp_path / "cache" / "images").iterdir()] == []
+
+
+def test_failed_build_leaves_no_half_image(monkeypatch, tmp_path):
+    """Simulated: debootstrap fails (a stand-in script on PATH exits 1)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "debootstrap").write_text("#!/bin/sh\necho 'E: Failed getting release file' >&2\nexit 1\n")
+    (fake / "debootstrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    monkeypatch.setattr(image, "check_tools", lambda: None)
+    with pytest.raises(InfraError, match="debootstrap failed"):
+        image.ensure_image()
+    assert list((tmp_path / "cache" / "images").iterdir()) == []
+
+
+def test_image_key_changes_with_inputs(monkeypatch):
+    key = image.image_key()
+    monkeypatch.setattr(image, "PACKAGES", image.PACKAGES + ("nano",))
+    assert image.image_key() != key
+
+
+def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
+    """Simulated: a 'VM' that stays running (patched process check) but whose
+    SSH port never answers; the timeout is 1 s."""
+    lab = Lab("unit")
+    lab.dir.mkdir(parents=True)
+    (lab.dir / "tester").mkdir()
+    (lab.dir / "tester" / "console.log").write_text("[    1.0] Linux version 6.1\n[    9.9] Kernel panic - not syncing\n")
+    lab._save({"vms": {"tester": {"pid": 1, "ssh_port": qemu.free_port()}}})
+    monkeypatch.setattr("rfc2544.lab.lab.SSH_TIMEOUT", 1.0)
+    monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
+    import time
+    with pytest.raises(InfraError) as exc:
+        lab._wait_ready("tester", lab._state()["vms"]["tester"]["ssh_port"], time.monotonic())
+    msg = str(exc.value)
+    assert "SSH to tester" in msg and "not ready after 1 s" in msg
+    assert msg.endswith("[    9.9] Kernel panic - not syncing")
+
+
+def test_down_never_kills_a_pid_that_is_not_our_qemu(tmp_path):
+    """A recorded pid now belonging to another process (here: a sleep) is left alone."""
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        lab = Lab("unit")
+        lab.dir.mkdir(parents=True)
+        lab._save({"topology": "single", "vms": {"tester": {"pid": proc.pid, "ssh_port": 1}}})
+        assert not lab.is_up()
+        assert lab.down(log=lambda m: None) == []
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_status_and_connect_when_not_up():
+    lab = Lab("unit")
+    assert lab.status() == {"name": "unit", "up": False, "vms": {}}
+    with pytest.raises(InfraError, match="is not up"):
+        lab.connect("tester")
+    r = run_cli("lab", "ssh", "--name", "unit", "tester", "--", "true")
+    assert r.returncode == 3 and r.stderr.startswith("rfc2544: lab 'unit' is not up")
