@@ -18,7 +18,8 @@ from rfc2544.profiles import IMIX
 from rfc2544.results import unit_key, verdict
 
 IMIX_MIX = ((64, 7), (576, 4), (1518, 1))     # simple IMIX (frame size, weight)
-PROBE_LINK_MBPS = 10000     # probe rate when nothing else bounds the load: 10GbE line rate
+PROBE_LINK_MBPS = 10000
+PROBE_FRAMES = 30000     # probe rate when nothing else bounds the load: 10GbE line rate
 DEFAULT_LATENCY_DEFINITION = (
     "software timestamps: generator header timestamp at transmit to the receiver's hook at "
     "arrival (bit-forwarding in the sense of RFC 1242, including tester stack time)")
@@ -108,37 +109,55 @@ class Context:
     def imix_mean_size(self):
         return imix_mean_size()
 
-    def ceiling(self, frame_size):
+    def ceiling(self, frame_size, ipv6=False):
+        """The tester's own ceiling: calibrated, else a probe's achieved rate."""
+        return self._ceiling(frame_size, ipv6)[0]
+
+    def _ceiling(self, frame_size, ipv6):
         cal = self._r.calibration or {}
         value = cal.get(str(frame_size), cal.get(frame_size))
-        return float(value) if value else None
+        if value:
+            return float(value), "calibrated tester ceiling"
+        probed = self._r.results.data.get("probes", {}).get(f"ipv{6 if ipv6 else 4}/{frame_size}")
+        if probed:
+            return float(probed), "probe trial (tester's achieved rate)"
+        return None, None
 
     def throughput(self, frame_size, ipv6):
         return self._r.results.summary("throughput", unit_key("throughput", 6 if ipv6 else 4, frame_size))
 
     def max_load(self, frame_size, ipv6):
         """Highest load to offer: the profile's cap, else line rate from the
-        link speed, else the calibrated tester ceiling, else a probe trial."""
+        link speed, lowered to the tester's ceiling (calibration, else a
+        probe trial) when the tester cannot reach line rate."""
         s = self.profile["search"]
         if s["max_load_fps"]:
             return s["max_load_fps"], "profile search.max_load_fps"
         size = frame_size or imix_mean_size()
-        if self._r.link_mbps:
-            return theoretical_max_fps(size, self._r.link_mbps), f"line rate at {self._r.link_mbps} Mbit/s"
-        ceiling = self.ceiling(frame_size)
-        if ceiling:
-            return ceiling, "calibrated tester ceiling"
+        line = theoretical_max_fps(size, self._r.link_mbps) if self._r.link_mbps else None
+        ceiling, source = self._ceiling(frame_size, ipv6)
+        if ceiling is None:
+            self._probe(frame_size, ipv6, line or theoretical_max_fps(size, PROBE_LINK_MBPS))
+            ceiling, source = self._ceiling(frame_size, ipv6)
+        if line and line <= ceiling * 1.001:
+            return line, f"line rate at {self._r.link_mbps:g} Mbit/s"
+        self.note(f"the maximum load at {frame_size or 'IMIX'} B is the tester's ceiling "
+                  f"({ceiling:.0f} fps, {source})" + (f", below line rate ({line:.0f} fps)" if line else
+                                                       ": no link speed known"))
+        return ceiling, source
+
+    def _probe(self, frame_size, ipv6, rate):
         key = f"ipv{6 if ipv6 else 4}/{frame_size}"
         probes = self._r.results.data.setdefault("probes", {})
         if key not in probes:
-            probe = self.run_trial(TrialSpec(frame_size=frame_size, ipv6=ipv6, test="probe",
-                                             load_fps=theoretical_max_fps(size, PROBE_LINK_MBPS),
-                                             duration_s=min(1.0, self.profile["trial_duration_s"])))
+            # a fixed number of frames at the highest rate asked: a slow tester
+            # takes longer, it does not send for a fixed time at a rate it cannot reach
+            frames = max(PROBE_FRAMES, round(rate * 0.01))
+            probe = self.run_trial(TrialSpec(frame_size=frame_size, ipv6=ipv6, test="probe", load_fps=rate,
+                                             duration_s=frames / rate))
             probes[key] = probe.achieved_fps
-            self.note(f"no link speed or calibration: the maximum load at {frame_size} B is what the "
-                      f"tester achieved in a probe trial ({probe.achieved_fps:.0f} fps)")
             self._r.results.save()
-        return probes[key], "probe trial (tester's achieved rate)"
+        return probes[key]
 
     def burst_rate(self, frame_size, ipv6):
         return self.max_load(frame_size, ipv6)

@@ -16,14 +16,14 @@ def run(ctx, frame_size, ipv6):
         resolution=s["resolution_pct"] / 100,
         search_duration=s["initial_duration_s"], final_duration=ctx.profile["trial_duration_s"],
         pdr_loss_ratio=pdr, duration_sum=s["duration_sum_s"], exceed_ratio=s["exceed_ratio"])
-    return summarize(ctx, frame_size, result, max_load, source, max_load * s["min_load_pct"] / 100)
+    return summarize(ctx, frame_size, ipv6, result, max_load, source, max_load * s["min_load_pct"] / 100)
 
 
-def summarize(ctx, frame_size, result, max_load, source, min_load):
+def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
     link = ctx.link_mbps()
     ndr = result.ndr_fps
     theo = theoretical_max_fps(frame_size, link) if link and frame_size else None
-    ceiling = ctx.ceiling(frame_size)
+    ceiling = ctx.ceiling(frame_size, ipv6)
     upper_limited = any(o.tester_limited for o in result.outcomes
                         if result.ndr_upper_fps is not None and o.load_fps >= result.ndr_upper_fps * 0.999)
     bits = (frame_size or ctx.imix_mean_size()) * 8
