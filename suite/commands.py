@@ -245,14 +245,17 @@ def calibrate(inventory_path, frame_sizes, duration):
     except ImportError as exc:
         raise InfraError(f"calibration is not available in this build ({exc})")
     sizes = list(frame_sizes) or [64, 1518]
-    ceilings = measure_ceiling(inventory, frame_sizes=sizes, duration_s=duration)
+    ceilings = measure_ceiling(inventory, sizes, duration=duration,
+                               progress=lambda size, fps: click.echo(f"{size:>6} B  {fps:14,.0f} fps"))
     fps = {str(k): float(v) for k, v in dict(ceilings).items()}
     path = calibration_path(inventory)
-    path.write_text(json.dumps({"inventory": str(inventory.path), "fps": fps,
-                                "measured": datetime.now().isoformat(timespec="seconds")}, indent=1))
-    for size, value in fps.items():
-        click.echo(f"{size:>6} B  {value:14,.0f} fps")
-    click.echo(f"saved to {path}; later runs flag results within 5 % of these as tester-bound")
+    try:
+        path.write_text(json.dumps({"inventory": str(inventory.path), "fps": fps,
+                                    "measured": datetime.now().isoformat(timespec="seconds")}, indent=1))
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot save the calibration: {exc.strerror}")
+    click.echo(f"saved to {path}; runs on this inventory cap the load there and flag "
+               "results within 5 % of it as tester-bound")
 
 
 @click.command("doctor")
@@ -265,6 +268,10 @@ def doctor(inventory_path):
         from rfc2544.doctor import doctor as check_hosts
     except ImportError as exc:
         raise InfraError(f"doctor is not available in this build ({exc})")
-    ok = check_hosts(inventory)
-    if ok is False:
-        raise InfraError("doctor found problems (see above)")
+    checks = check_hosts(inventory)
+    for name, ok, detail in checks:
+        click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")
+    failed = [name for name, ok, _ in checks if not ok]
+    if failed:
+        raise InfraError(f"doctor: {len(failed)} of {len(checks)} checks failed: {', '.join(failed)}")
+    click.echo(f"all {len(checks)} checks passed")

@@ -124,3 +124,30 @@ def test_without_inventory_targets_the_lab(setup, capsys, monkeypatch):
     monkeypatch.setenv("RFC2544_CACHE", str(tmp / "cache"))
     assert main("run", "-p", str(prof)) == 2
     assert "lab is not up" in capsys.readouterr().err
+
+
+def test_calibrate_saves_and_run_uses_the_ceiling(setup, monkeypatch, capsys):
+    import rfc2544.calibrate as cal
+    tmp, inv, prof, testers = setup
+    monkeypatch.setattr(cal, "calibrate",
+                        lambda inventory, sizes, duration=2.0, progress=None: {s: 30_500.0 for s in sizes})
+    assert main("calibrate", "-i", str(inv), "--frame-size", "64") == 0
+    saved = json.loads((tmp / "inventory.yml.calibration.json").read_text())
+    assert saved["fps"] == {"64": 30_500.0}
+    prof.write_text(PROFILE.replace(", max_load_fps: 100000", ""))
+    testers.append(simdut.make("tester-ceiling", tester_ceiling_fps=30_000))
+    out = tmp / "o"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv") == 0
+    row = json.loads((out / "results.json").read_text())["throughput"][0]
+    assert row["max_load_fps"] == 30_500.0 and row["max_load_source"] == "calibrated tester ceiling"
+    assert row["tester_bound"] is True
+
+
+def test_doctor_failures_exit_3(setup, monkeypatch, capsys):
+    import rfc2544.doctor as doc
+    _, inv, _, _ = setup
+    monkeypatch.setattr(doc, "doctor", lambda inventory: [("ssh t", True, "ok"), ("link tx0", False, "down")])
+    assert main("doctor", "-i", str(inv)) == 3
+    captured = capsys.readouterr()
+    assert "FAIL  link tx0: down" in captured.out
+    assert captured.err.strip() == "rfc2544: doctor: 1 of 2 checks failed: link tx0"
