@@ -61,14 +61,6 @@ def duration(total_s):
     return f"{h} h {m:02d} min {s:02d} s" if h else f"{m} min {s:02d} s"
 
 
-def clock(iso_time):
-    """The time of day of an ISO 8601 timestamp (the date is in the report header)."""
-    if not iso_time:
-        return DASH
-    text_value = str(iso_time)
-    return text_value[11:19] if len(text_value) >= 19 and text_value[10] in "T " else text_value
-
-
 def text(value):
     if value is None or value == "":
         return DASH
@@ -90,4 +82,4 @@ def _undefined_as_none(func):
 
 FILTERS = {name: _undefined_as_none(func) for name, func in {
     "num": num, "fps": fps, "mbps": mbps, "pct": pct, "signed_pct": signed_pct, "us": us,
-    "seconds": seconds, "ms": ms, "duration": duration, "text": text, "clock": clock}.items()}
+    "seconds": seconds, "ms": ms, "duration": duration, "text": text}.items()}

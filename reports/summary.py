@@ -126,7 +126,13 @@ def trial_rows(results):
     link = results["conditions"].get("link_speed_mbps")
     label = labeller(results)
     rows = []
+    last_day = None
     for t in results["trials"]:
+        started = str(t.get("started") or "")
+        day = started[:10] if len(started) >= 19 else None
+        # The time of day, with the date on the first trial and whenever it changes.
+        started_text = (started.replace("T", " ")[:19] if day != last_day else started[11:19]) if day else started
+        last_day = day or last_day
         loss_pct = None
         if t.get("loss_ratio") is not None:
             loss_pct = t["loss_ratio"] * 100
@@ -135,7 +141,7 @@ def trial_rows(results):
         top = link_max_fps(t.get("frame_size"), link)
         load_pct = t["load_fps"] / top * 100 if top and t.get("load_fps") is not None else t.get("load_pct")
         rows.append({**t, "label": label(t), "loss_pct": loss_pct, "load_pct": load_pct,
-                     "verdict": t.get("verdict") or "unknown"})
+                     "verdict": t.get("verdict") or "unknown", "started_text": started_text or None})
     return rows
 
 

@@ -261,3 +261,18 @@ def test_report_cli_unwritable_output_is_bad_input(capsys, tmp_path):
     code, _, err = run_cli(capsys, "report", str(DATA / "complete.json"), "--format", "html",
                            "--out", str(blocker / "sub"))
     assert code == 2 and "cannot create the output directory" in err and err.count("\n") == 1
+
+
+def test_pdf_without_weasyprint_is_one_clear_line(monkeypatch, tmp_path):
+    import builtins
+    from rfc2544.errors import InfraError
+    real_import = builtins.__import__
+
+    def no_weasyprint(name, *args, **kwargs):
+        if name == "weasyprint":
+            raise ImportError("No module named 'weasyprint'")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_weasyprint)
+    with pytest.raises(InfraError, match=r"PDF reports need WeasyPrint: pip install 'rfc2544\[pdf\]'"):
+        write_reports(DATA / "partial.json", tmp_path, ("html", "pdf"))
+    assert [p.name for p in tmp_path.iterdir()] == ["partial-report.html"]   # the HTML is still written
