@@ -114,7 +114,7 @@ class Results:
             "id": len(self.data["trials"]) + 1, "unit": unit, "test": spec.test,
             "frame_size": spec.frame_size, "ip_version": 6 if spec.ipv6 else 4,
             "load_fps": spec.load_fps,
-            "load_pct": (spec.load_fps / theoretical_max_fps(spec.frame_size, link_mbps)
+            "load_pct": (spec.load_fps * 100 / theoretical_max_fps(spec.frame_size, link_mbps)
                          if link_mbps and spec.frame_size else None),
             "duration_s": spec.duration_s, "traffic_s": result.traffic_s,
             "tx_frames": result.tx_frames, "rx_frames": result.rx_frames,

@@ -263,8 +263,8 @@ def check_thresholds(data, profile):
         if t["throughput_min_fps"] and fps < t["throughput_min_fps"]:
             misses.append(f"throughput at {size} B is {fps:.0f} fps, below {t['throughput_min_fps']:.0f}")
         if t["throughput_min_pct"] and row.get("pct_of_max") is not None \
-                and row["pct_of_max"] * 100 < t["throughput_min_pct"]:
-            misses.append(f"throughput at {size} B is {row['pct_of_max'] * 100:.1f} % of line rate, "
+                and row["pct_of_max"] < t["throughput_min_pct"]:
+            misses.append(f"throughput at {size} B is {row['pct_of_max']:.1f} % of line rate, "
                           f"below {t['throughput_min_pct']:g} %")
     for row in data["latency"]:
         size = row["frame_size"] or "IMIX"

@@ -32,7 +32,7 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
         "frame_size": frame_size, "fps": ndr or 0.0, "min_load_fps": min_load,
         "mbps": ndr * bits / 1e6 if ndr else None,
         "line_mbps": ndr * ((frame_size or ctx.imix_mean_size()) + 20) * 8 / 1e6 if ndr else None,
-        "pct_of_max": ndr / theo if ndr and theo else None,
+        "pct_of_max": ndr * 100 / theo if ndr and theo else None,     # percent
         "theoretical_max_fps": theo, "max_load_fps": max_load, "max_load_source": source,
         "tester_bound": bool(upper_limited or (ndr and ceiling and ndr >= ceiling * (1 - TESTER_BOUND_MARGIN))),
         "tester_ceiling_fps": ceiling,

@@ -22,7 +22,10 @@ def test_throughput_summary(tmp_path):
     row = d["throughput"][0]
     assert 40_000 * 0.995 <= row["ndr_fps"] <= 40_000
     assert row["theoretical_max_fps"] == pytest.approx(100e6 / (84 * 8))
-    assert row["pct_of_max"] == pytest.approx(row["ndr_fps"] / row["theoretical_max_fps"])
+    assert row["pct_of_max"] == pytest.approx(row["ndr_fps"] * 100 / row["theoretical_max_fps"])
+    assert 26 < row["pct_of_max"] < 27                      # percent: 40000 of 148810 fps
+    assert all(t["load_pct"] == pytest.approx(t["load_fps"] * 100 / row["theoretical_max_fps"])
+               for t in d["trials"])
     assert row["mbps"] == pytest.approx(row["ndr_fps"] * 64 * 8 / 1e6)
     assert row["search"] == "bisection" and row["trials"] > 5 and not row["tester_bound"]
     assert d["complete"] and d["plan"][0]["state"] == "done"
