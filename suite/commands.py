@@ -3,9 +3,11 @@ pieces (inventory, profile, tester, results) and hand over to the runner.
 Everything here is wiring; the work happens in runner/procedures/search."""
 import json
 import shutil
+import signal
 import subprocess
 import threading
 import time
+import traceback
 from datetime import datetime
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import click
 
 from rfc2544 import inventory as inventory_mod
 from rfc2544 import profiles as profiles_mod
-from rfc2544.errors import BadInput, InfraError, ThresholdMissed
+from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed
 from rfc2544.results import Results
 from rfc2544.runner import Runner, build_plan
 
@@ -206,7 +208,18 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
                 time.sleep(profile["waits"]["route_s"])     # RFC 2544 23: after the routing setup
         runner = Runner(tester, profile, results, display=_display(), link_mbps=link,
                         calibration=calibration, dut_reset=make_dut_reset(inventory))
-        misses = [] if results.complete else runner.run()
+        previous = signal.signal(signal.SIGTERM, _terminated)
+        try:
+            misses = [] if results.complete else runner.run()
+        except (Rfc2544Error, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            # a bug: one line for the user, the traceback kept for the report
+            log = results.dir / "error.log"
+            log.write_text(traceback.format_exc())
+            raise InfraError(f"internal error ({type(exc).__name__}: {exc}); details in {log}")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     finally:
         close = getattr(tester, "close", None)
         if close:
@@ -224,6 +237,10 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         click.echo(f"report: {path}")
     if misses:
         raise ThresholdMissed("; ".join(misses))
+
+
+def _terminated(signum, frame):
+    raise KeyboardInterrupt     # SIGTERM: stop the generators and keep the results, as for Ctrl-C
 
 
 def _display():

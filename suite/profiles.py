@@ -103,6 +103,8 @@ def validate(raw, origin="profile"):
                         for key, (kind, default) in SCHEMA[section].items()}
     if out["search"]["initial_duration_s"] > out["trial_duration_s"]:
         raise BadInput(f"{origin}: search.initial_duration_s: must not exceed trial_duration_s ({out['trial_duration_s']})")
+    if out["search"]["min_load_pct"] >= 100:
+        raise BadInput(f"{origin}: search.min_load_pct: must be below 100 (got {out['search']['min_load_pct']:g})")
     if not out["tests"]:
         raise BadInput(f"{origin}: tests: select at least one test")
     return out

@@ -151,3 +151,13 @@ def test_doctor_failures_exit_3(setup, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert "FAIL  link tx0: down" in captured.out
     assert captured.err.strip() == "rfc2544: doctor: 1 of 2 checks failed: link tx0"
+
+
+def test_internal_error_is_one_line_with_a_log(setup, capsys):
+    tmp, inv, prof, testers = setup
+    testers.append(simdut.SimDUT(capacity_fps=40_000, fail_at={2: ZeroDivisionError("oops")}))
+    out = tmp / "o"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out)) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "internal error (ZeroDivisionError: oops)" in err[0]
+    assert "ZeroDivisionError" in (out / "error.log").read_text()
