@@ -8,6 +8,7 @@ PY := $(VENV)/bin/python
 RFC2544 := $(VENV)/bin/rfc2544
 PYTEST_ARGS ?=
 DEMO_OUT ?= results/demo
+DEMO_LAB ?= demo
 
 # Debian packages the project needs on the controller (this machine).
 APT_PACKAGES := \
@@ -40,9 +41,11 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 
 venv: $(VENV)/.installed
 
+# The demo boots its own lab (name $(DEMO_LAB)) so a developer's `default`
+# lab is untouched, and always takes it down again.
 demo: deps
-	$(RFC2544) lab up
-	$(RFC2544) lab demo --out $(DEMO_OUT); status=$$?; $(RFC2544) lab down; exit $$status
+	$(RFC2544) lab up --name $(DEMO_LAB)
+	$(RFC2544) lab demo --name $(DEMO_LAB) --out $(DEMO_OUT); status=$$?; $(RFC2544) lab down --name $(DEMO_LAB); exit $$status
 
 unit: deps
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)

@@ -62,13 +62,14 @@ def script(dev, count, src_ip, dst_ip, dst_mac, pkt_size=60, ratep=None):
     pg = f"/proc/net/pktgen/{dev}"
     lines = [
         "set -e",
+        # a fresh module has no devices; rem_device_all is asynchronous and
+        # could remove our device after we add it, so reload instead
+        "rmmod pktgen 2>/dev/null || true",
         "modprobe pktgen",
-        "for t in /proc/net/pktgen/kpktgend_*; do echo rem_device_all > $t; done",
         f"echo {quote('add_device ' + dev)} > /proc/net/pktgen/kpktgend_0",
     ]
     lines += [f"echo {quote(s)} > {quote(pg)}" for s in settings]
-    lines += ["echo start > /proc/net/pktgen/pgctrl", f"cat {quote(pg)}",
-              "echo rem_device_all > /proc/net/pktgen/kpktgend_0"]
+    lines += ["echo start > /proc/net/pktgen/pgctrl", f"cat {quote(pg)}"]
     return "\n".join(lines) + "\n"
 
 
