@@ -16,12 +16,23 @@ def outcome_from(result):
         tx_frames=result.tx_frames, rx_frames=result.rx_frames)
 
 
-def make_measure(run_trial, frame_size, ipv6=False, early_abort=False, test="throughput"):
+def make_measure(run_trial, frame_size, ipv6=False, early_abort=False, test="throughput",
+                 tester_limited_retries=0):
     """A measure function for one frame size; `early_abort` passes the
-    search's loss goal to the tester so it may stop a failing trial."""
+    search's loss goal to the tester so it may stop a failing trial. A trial
+    the tester could not send at the intended rate is repeated up to
+    `tester_limited_retries` times (a busy tester host misses the rate now
+    and then); the last attempt is what the search sees."""
     def measure(duration_s, load_fps, goal_loss_ratio=None):
         spec = TrialSpec(frame_size=frame_size, load_fps=float(load_fps),
                          duration_s=float(duration_s), ipv6=ipv6, test=test,
                          abort_loss_ratio=goal_loss_ratio if early_abort else None)
-        return outcome_from(run_trial(spec))
+        outcome = outcome_from(run_trial(spec))
+        for _ in range(tester_limited_retries):
+            if not outcome.tester_limited:
+                break
+            retry = outcome_from(run_trial(spec))
+            retry.traffic_s += outcome.traffic_s        # both attempts cost traffic
+            outcome = retry
+        return outcome
     return measure

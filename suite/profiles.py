@@ -31,7 +31,7 @@ SCHEMA = {
                "resolution_pct": ("pct", 0.5), "pdr_loss_pct": ("opt_pct", 0.5),
                "min_load_pct": ("pct", 1.0), "max_load_fps": ("opt_pos", None),
                "early_abort": ("bool", True), "duration_sum_s": ("opt_pos", None),
-               "exceed_ratio": ("ratio", 0.0)},
+               "exceed_ratio": ("ratio", 0.0), "tester_limited_retries": ("count", 1)},
     "latency": {"duration_s": ("pos", 120.0), "repetitions": ("int", 20)},
     "frame_loss": {"step_pct": ("pct", 10.0), "duration_s": ("opt_pos", None)},
     "back_to_back": {"burst_s": ("pos", 2.0), "repetitions": ("int", 50),
@@ -145,6 +145,10 @@ def _check(origin, where, kind, value):
         if not number or not 0 <= value < 1:
             bad("must be a number in [0, 1)")
         return float(value)
+    if kind == "count":
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10:
+            bad("must be a whole number in 0..10")
+        return value
     if kind == "int":
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             bad("must be a positive integer")

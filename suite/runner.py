@@ -100,7 +100,8 @@ class Context:
         return rows[n]
 
     def measure(self, frame_size, ipv6, early_abort=False, test="throughput"):
-        return make_measure(self.run_trial, frame_size, ipv6=ipv6, early_abort=early_abort, test=test)
+        return make_measure(self.run_trial, frame_size, ipv6=ipv6, early_abort=early_abort, test=test,
+                            tester_limited_retries=self.profile["search"]["tester_limited_retries"])
 
     # -- facts for procedures --------------------------------------------------
     def link_mbps(self):

@@ -89,3 +89,20 @@ def test_tester_limited_trials_never_pass(method):
 def test_unknown_method():
     with pytest.raises(ValueError):
         search("random", lambda *a, **k: None)
+
+
+def test_tester_limited_trial_is_retried_once():
+    class Flaky(simdut.SimDUT):
+        """Misses the rate on every other trial, as a busy tester host does."""
+        def run_trial(self, spec, progress=None):
+            result = super().run_trial(spec, progress)
+            result.tester_limited = self.trials_run % 2 == 1
+            return result
+
+    sim = Flaky(capacity_fps=1_000_000.0)
+    measure = make_measure(sim.run_trial, 64, tester_limited_retries=1)
+    outcome = measure(1.0, 500_000.0)
+    assert sim.trials_run == 2 and not outcome.tester_limited and outcome.passed(0.0)
+    assert outcome.traffic_s == pytest.approx(2.0)
+    never = make_measure(simdut.make("tester-ceiling").run_trial, 64, tester_limited_retries=2)
+    assert never(1.0, 900_000.0).tester_limited
