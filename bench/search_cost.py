@@ -9,8 +9,15 @@ RFC 2544 is usually run. `wall` adds the RFC 2544 section 23 waits per trial
 (2 s learning + 2 s residual + 5 s settle) to the traffic time.
 
     .venv/bin/python bench/search_cost.py [--final 60] [--resolution 0.5]
+
+With `--lab NAME` (a running lab: `rfc2544 lab up --name NAME`) the same
+strategies also run for real against the lab's DUT capped at a known rate
+(Lab.cap_dut, a share of the tester's calibrated ceiling), with trials scaled
+down (`--lab-final`, default 4 s; search trials 1 s) to fit TCG; `wall s` is
+then measured, not estimated.
 """
 import argparse
+import time
 
 from rfc2544 import simdut
 from rfc2544.measure import make_measure
@@ -31,10 +38,48 @@ def strategies(final):
     ]
 
 
+def lab_table(name, final, res):
+    from rfc2544 import inventory
+    from rfc2544.calibrate import calibrate
+    from rfc2544.lab import Lab
+    from rfc2544.tester import SSHTester
+
+    lab = Lab(name)
+    inv = inventory.load(lab.inventory_path)
+    ceiling = calibrate(inv, [64], duration=1.0)[64]
+    cap = int(ceiling * 0.35)
+    waits = {"learning_s": 0.2, "residual_s": 0.3, "settle_s": 0.2}
+    lab.cap_dut(cap)
+    rows = []
+    try:
+        with SSHTester(inv, waits=waits) as tester:
+            for label, method, kw, abort in strategies(final):
+                # full-length strategies stay full length; the others search with 1 s trials
+                kw = dict(kw, search_duration=final if kw["search_duration"] == final else 1.0)
+                t0 = time.monotonic()
+                r = search(method, make_measure(tester.run_trial, 64, early_abort=abort,
+                                                tester_limited_retries=1),
+                           min_load=cap / 10, max_load=2 * cap, resolution=res, final_duration=final, **kw)
+                wall = time.monotonic() - t0
+                err = (r.ndr_fps - cap) / cap * 100 if r.ndr_fps else float("nan")
+                rows.append((label.replace("10 s trials", "1 s trials"), r.trials, r.traffic_s, wall, err))
+    finally:
+        lab.uncap_dut()
+    print(f"\nIn the lab '{name}' (TCG): DUT capped at {cap:,} fps (35 % of the tester's ceiling "
+          f"{ceiling:,.0f} fps), 64 B, max load {2 * cap:,} fps, resolution {res * 100:g} %, "
+          f"full trial {final:g} s")
+    print(f"{'strategy':<48} | {'trials':>6} {'traffic s':>9} {'wall s':>7} {'err %':>7}")
+    base = rows[0][2]
+    for label, trials, traffic, wall, err in rows:
+        print(f"{label:<48} | {trials:>6} {traffic:>9.1f} {wall:>7.0f} {err:>7.2f}   ({traffic / base:.2f}x)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--final", type=float, default=60.0, help="full trial length, s")
     ap.add_argument("--resolution", type=float, default=0.5, help="relative width, %%")
+    ap.add_argument("--lab", metavar="NAME", help="also run in this (running) lab")
+    ap.add_argument("--lab-final", type=float, default=4.0, help="full trial length in the lab, s")
     args = ap.parse_args()
     res = args.resolution / 100
     max_load = theoretical_max_fps(64, 10_000)          # 10GbE, 64 B
@@ -69,6 +114,8 @@ def main():
     for row in rows[1:]:
         ratios = "  ".join(f"{k}: {c[1] / b[1]:.2f}x" for k, c, b in zip(kinds, row[1:], base[1:]))
         print(f"  {row[0]:<48} {ratios}")
+    if args.lab:
+        lab_table(args.lab, args.lab_final, args.resolution / 100)
 
 
 if __name__ == "__main__":
