@@ -70,6 +70,19 @@ class Waits:
         return w
 
 
+class _Stopwatch:
+    """Records the seconds each phase of a trial took (SSHTester.last_phases)."""
+
+    def __init__(self, phases):
+        self.phases = phases
+        self.t = time.monotonic()
+
+    def __call__(self, name):
+        now = time.monotonic()
+        self.phases[name] = now - self.t
+        self.t = now
+
+
 def _utc_now():
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -104,6 +117,7 @@ class SSHTester:
         self._rx_level = None
         self._last_end = None
         self._running_starts = []
+        self.last_phases = {}   # seconds per phase of the last trial (for bench/)
 
     # ------------------------------------------------------------ plumbing
     def session(self, name):
@@ -209,20 +223,26 @@ class SSHTester:
         return {host: self.session(host).collect_batch(timeout) for host in batches}
 
     # ------------------------------------------------------------ reading
-    def _read_batches(self, tag, with_tx=True, with_rx=True):
+    def _read_paths(self, host, with_tx=True, with_rx=True):
         det = self.detect()
+        paths = []
+        if with_tx and host in self.tx_hosts:
+            paths += [pktgen.device_path(p.device) for p in self.plans if p.tx_host == host]
+        if with_rx and host in self.rx_hosts:
+            if det["receiver"] == RECEIVER_PGRX:
+                paths.append(pgrx_mod.PGRX)
+            else:
+                paths += [p for port in det["rx_ports"][host] for p in counters_mod.counter_paths(port)]
+        return paths
+
+    def _read_batches(self, tag, with_tx=True, with_rx=True):
+        """One read per host: a single grep over generator and receiver files,
+        so tx and rx counters of a host are taken within microseconds."""
         batches = {}
-        if with_tx:
-            for host in self.tx_hosts:
-                paths = [pktgen.device_path(p.device) for p in self.plans if p.tx_host == host]
-                batches.setdefault(host, Batch()).read(f"{tag}_tx", *paths)
-        if with_rx:
-            for host in self.rx_hosts:
-                if det["receiver"] == RECEIVER_PGRX:
-                    paths = [pgrx_mod.PGRX]
-                else:
-                    paths = [p for port in det["rx_ports"][host] for p in counters_mod.counter_paths(port)]
-                batches.setdefault(host, Batch()).read(f"{tag}_rx", *paths)
+        for host in sorted(set(self.tx_hosts) | set(self.rx_hosts)):
+            paths = self._read_paths(host, with_tx, with_rx)
+            if paths:
+                batches[host] = Batch().read(tag, *paths)
         return batches
 
     def _parse_reads(self, outputs, tag):
@@ -230,21 +250,19 @@ class SSHTester:
         det = self.detect()
         tx, rx = {}, {}
         for host, out in outputs.items():
-            if f"{tag}_tx" in out.read_failures or f"{tag}_rx" in out.read_failures:
-                bad = out.read_failures.get(f"{tag}_tx") or out.read_failures.get(f"{tag}_rx")
-                raise InfraError(f"{host}: reading counters failed: {bad}")
-            files = out.reads.get(f"{tag}_tx", {})
+            if tag not in out.reads:
+                continue
+            if tag in out.read_failures:
+                raise InfraError(f"{host}: reading counters failed: {out.read_failures[tag]}")
+            files = out.reads[tag]
             for p in self.plans:
-                if p.tx_host == host:
-                    text = files.get(pktgen.device_path(p.device))
-                    if text is None:
-                        raise InfraError(f"{host}: pktgen device {p.device} is missing (was it removed?)")
-                    tx[p.index] = pktgen.parse_device(text)
-            if f"{tag}_rx" in out.reads:
-                files = out.reads[f"{tag}_rx"]
+                if p.tx_host == host and pktgen.device_path(p.device) in files:
+                    tx[p.index] = pktgen.parse_device(files[pktgen.device_path(p.device)])
+            if host in self.rx_hosts:
                 if det["receiver"] == RECEIVER_PGRX:
-                    rx[host] = pgrx_mod.parse(files.get(pgrx_mod.PGRX, ""))
-                else:
+                    if pgrx_mod.PGRX in files:
+                        rx[host] = pgrx_mod.parse(files[pgrx_mod.PGRX])
+                elif any(path.startswith("/sys/class/net/") for path in files):
                     rx[host] = counters_mod.parse_reads(files, det["rx_ports"][host])
         return tx, rx
 
@@ -303,8 +321,7 @@ class SSHTester:
             if det["receiver"] == RECEIVER_PGRX:
                 pgrx_mod.reset_batch(level if level != self._rx_level else None, b)
             else:
-                paths = [p for port in det["rx_ports"][host] for p in counters_mod.counter_paths(port)]
-                b.read("base_rx", *paths)
+                b.read("base_rx", *self._read_paths(host, with_tx=False))
         for host in self.tx_hosts:
             pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host],
                                    batches.setdefault(host, Batch()))
@@ -353,16 +370,19 @@ class SSHTester:
                 raise
 
     def _run_trial(self, spec, progress):
-        det = self.detect()
+        phases = self.last_phases = {}
+        mark = _Stopwatch(phases)
+        self.detect()
         self._setup()
+        mark("setup")
         counts, rates = self._counts_and_rates(spec)
         configs = device_configs(self.plans, spec, counts, rates)
         level = "time" if spec.latency else "basic"
-        if det["receiver"] == RECEIVER_PGRX and level != self._rx_level:
-            pass  # switched (with the reset) in the configure batch
         self._learn(spec)
+        mark("learning")
         if self._last_end is not None and self.waits.settle_s:
             time.sleep(max(0.0, self._last_end + self.waits.settle_s - time.monotonic()))
+        mark("settle")
         starts = {}
         try:
             for host in self.tx_hosts:
@@ -375,12 +395,14 @@ class SSHTester:
                 if attempt == 3:
                     raise InfraError("counters not zero before the trial: " + "; ".join(problems))
                 time.sleep(0.2)  # frames still in flight (learning): let them drain
+            mark("configure")
             started = _utc_now()
             t0 = time.monotonic()
             for host in self.tx_hosts:
                 starts[host].trigger()
             self._running_starts = list(starts.values())
             aborted, deadline_hit, t_end = self._watch(spec, starts, counts, rates, base, t0, progress)
+            mark("traffic")
         except BaseException:
             for s in starts.values():
                 s.close()
@@ -389,8 +411,10 @@ class SSHTester:
         remaining = self.waits.residual_s - (time.monotonic() - t_end)
         if remaining > 0:
             time.sleep(remaining)
+        mark("residual")
         outputs = self._run_batches(self._read_batches("final"))
         tx, rx = self._parse_reads(outputs, "final")
+        mark("read")
         for host, s in starts.items():
             status = s.wait(5.0)
             if status is None:
@@ -404,6 +428,7 @@ class SSHTester:
                 raise InfraError(f"{host}: 'pgctrl start' failed (status {status}): {err or 'no detail'}")
         self._running_starts = []
         self._last_end = time.monotonic()
+        mark("start_exit")
         return self._result(spec, configs, counts, rates, tx, rx, base, started=started,
                             wall_traffic_s=wall_traffic, aborted=aborted, deadline_hit=deadline_hit)
 

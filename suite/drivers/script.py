@@ -5,8 +5,10 @@ renders a POSIX sh script. Every path must match an allow-list, every command
 a strict character set, and both are shell-quoted as well. On the host each
 write's exit status is checked; a failed write prints one `PGERR` line with
 the file's own `Result:` line (pktgen and pgrx explain refusals there) and
-the script stops. Reads come back as `grep -H` lines (`path:line`), one fork
-for all files of a read, so counters of several files are read together.
+the script stops. Reads come back as `path:line` lines; under bash (the
+persistent shell) with the `mapfile` builtin, forking nothing, so counters of
+several files are read within microseconds of each other; under another sh
+with one `grep -H` for all files.
 
 `parse_output` splits what the script printed into reads and errors.
 """
@@ -27,17 +29,35 @@ PATH_RE = re.compile(
 )
 COMMAND_RE = re.compile(r"^[A-Za-z0-9 _.:,!@/-]{1,1023}$")
 
-# Defined at the top of every script: a checked write. Reads the file's
-# Result line only on failure, so the success path forks nothing.
-_PRELUDE = r"""__w() {
-  if printf '%s\n' "$2" 2>/dev/null >"$1"; then return 0; fi
+# Defined at the top of every script: a checked write. On failure it reports
+# the file's Result line and the write's error (pktgen leaves a stale Result
+# for some refusals, e.g. clone_skb on veth: ENOTSUPP); the success path
+# forks nothing (printf is a builtin; its stderr goes to a per-shell file).
+_PRELUDE = r"""__ef=${TMPDIR:-/tmp}/.rfc2544_pgerr.$$
+trap 'rm -f "$__ef"' EXIT
+trap 'rm -f "$__ef"; exit 129' HUP TERM
+__w() {
+  if printf '%s\n' "$2" 2>"$__ef" >"$1"; then return 0; fi
+  __e=; read -r __e <"$__ef" 2>/dev/null
   __r=$(grep -m1 '^Result:' "$1" 2>/dev/null)
-  printf 'PGERR\t%s\t%s\t%s\n' "$1" "$2" "${__r:-Result: (none)}"
+  printf 'PGERR\t%s\t%s\t%s\t%s\n' "$1" "$2" "${__r:-Result: (none)}" "${__e##*: }"
   return 1
 }
 __rd() {
   printf 'PGREAD %s\n' "$1"; shift
-  grep -H '' "$@" 2>&1 || printf 'PGREADFAIL\n'
+  __bad=
+  if [ -n "$BASH_VERSION" ]; then
+    for __f in "$@"; do
+      if mapfile -t __a <"$__f" 2>/dev/null; then
+        [ ${#__a[@]} -gt 0 ] && printf '%s\n' "${__a[@]/#/$__f:}"
+      else
+        printf 'grep: %s: cannot read\n' "$__f"; __bad=1
+      fi
+    done
+  else
+    grep -H '' "$@" 2>&1 || __bad=1
+  fi
+  [ -n "$__bad" ] && printf 'PGREADFAIL\n'
   printf 'PGREADEND\n'
 }
 """
@@ -106,10 +126,12 @@ class Batch:
 class WriteError:
     path: str
     command: str
-    result: str
+    result: str            # the file's Result line after the write
+    error: str = ""        # the write's error (strerror), when the shell gave one
 
     def __str__(self):
-        return f"writing '{self.command}' to {self.path} failed: {self.result}"
+        why = f"{self.error}; " if self.error else ""
+        return f"writing '{self.command}' to {self.path} failed: {why}{self.result}"
 
 
 @dataclass
@@ -130,9 +152,9 @@ def parse_output(text, paths_by_tag=None):
     tag = None
     for line in text.splitlines():
         if line.startswith("PGERR\t"):
-            parts = line.split("\t", 3)
-            parts += [""] * (4 - len(parts))
-            out.errors.append(WriteError(parts[1], parts[2], parts[3]))
+            parts = line.split("\t", 4)
+            parts += [""] * (5 - len(parts))
+            out.errors.append(WriteError(parts[1], parts[2], parts[3], parts[4].strip()))
         elif line.startswith("PGREAD "):
             tag = line[len("PGREAD "):].strip()
             out.reads.setdefault(tag, {})

@@ -29,9 +29,10 @@ class RemoteShell:
         return f"{self.host.name}" + (f" (netns {self.netns})" if self.netns else "")
 
     def _open(self):
-        command = "exec /bin/sh"
-        if self.netns:
-            command = f"exec ip netns exec {quote(self.netns)} /bin/sh"
+        # bash: its mapfile builtin reads /proc files without a fork (batch
+        # reads); plain sh still works, with grep instead.
+        shell = "$(command -v bash || echo /bin/sh) --noprofile --norc"
+        command = f"exec {shell}" if not self.netns else f"exec ip netns exec {quote(self.netns)} {shell}"
         self._chan = self.host.open_channel(command, self.timeout)
         self._buf = bytearray()
         self._err = bytearray()

@@ -103,9 +103,9 @@ def test_start_command_waits_for_the_trigger():
 
 # ---- the rendered script, run by the local shell against plain files ----
 
-def run_local(batch, root):
+def run_local(batch, root, shell="bash"):
     text = batch.text().replace("/proc/net/pktgen/", f"{root}/")
-    r = subprocess.run(["/bin/sh", "-c", text], capture_output=True, text=True, timeout=30)
+    r = subprocess.run([shell, "-c", text], capture_output=True, text=True, timeout=30)
     return r.returncode, r.stdout + r.stderr
 
 
@@ -129,7 +129,8 @@ def test_script_stops_at_the_first_failed_write_and_reports_result(tmp_path):
     assert len(parsed.errors) == 1
     err = parsed.errors[0]
     assert err.path == "/proc/net/pktgen/tx1" and err.command == "count 6"
-    assert err.result == "Result: (none)"
+    assert err.result == "Result: (none)" and err.error == "Is a directory"
+    assert str(err) == f"writing 'count 6' to /proc/net/pktgen/tx1 failed: Is a directory; Result: (none)"
     assert not (tmp_path / "tx2").exists()     # nothing after the failure ran
 
 
@@ -137,7 +138,8 @@ def test_failed_write_quotes_the_files_result_line(tmp_path):
     # pktgen refuses a write yet keeps the file readable with its Result
     # line; a plain file cannot refuse, so the write is replaced by `false`.
     b = Batch().write("/proc/net/pktgen/kpktgend_0", "add_device tx0")
-    text = b.text().replace('printf \'%s\\n\' "$2" 2>/dev/null >"$1"', 'false')
+    text = b.text().replace('printf \'%s\\n\' "$2" 2>"$__ef" >"$1"', 'false')
+    assert "then return 0" in text and "if false; then" in text
     (tmp_path / "kpktgend_0").write_text("Running: \nStopped: \nResult: ERROR: can not add device tx0\n")
     r = subprocess.run(["/bin/sh", "-c", text.replace("/proc/net/pktgen/", f"{tmp_path}/")],
                        capture_output=True, text=True, timeout=30)
@@ -145,20 +147,22 @@ def test_failed_write_quotes_the_files_result_line(tmp_path):
     assert parsed.errors[0].result == "Result: ERROR: can not add device tx0"
 
 
-def test_script_reads_are_framed_per_file(tmp_path):
-    (tmp_path / "tx0").write_text("Params: count 5\nResult: OK: count=5\n")
+@pytest.mark.parametrize("shell", ["bash", "/bin/sh"])
+def test_script_reads_are_framed_per_file(tmp_path, shell):
+    (tmp_path / "tx0").write_text("Params: count 5\n\nResult: OK: count=5")   # no final newline
     (tmp_path / "pgrx").write_text("pgrx version=1\nend\n")
     b = Batch().read("zero", "/proc/net/pktgen/tx0", "/proc/net/pktgen/pgrx")
-    status, out = run_local(b, tmp_path)
+    status, out = run_local(b, tmp_path, shell)
     parsed = parse_output(out.replace(f"{tmp_path}/", "/proc/net/pktgen/"))
-    assert parsed.reads["zero"]["/proc/net/pktgen/tx0"] == "Params: count 5\nResult: OK: count=5"
+    assert parsed.reads["zero"]["/proc/net/pktgen/tx0"] == "Params: count 5\n\nResult: OK: count=5"
     assert parsed.reads["zero"]["/proc/net/pktgen/pgrx"] == "pgrx version=1\nend"
     assert not parsed.read_failures
 
 
-def test_script_read_of_a_missing_file_is_reported(tmp_path):
+@pytest.mark.parametrize("shell", ["bash", "/bin/sh"])
+def test_script_read_of_a_missing_file_is_reported(tmp_path, shell):
     b = Batch().read("zero", "/proc/net/pktgen/tx9")
-    status, out = run_local(b, tmp_path)
+    status, out = run_local(b, tmp_path, shell)
     parsed = parse_output(out.replace(f"{tmp_path}/", "/proc/net/pktgen/"))
     assert "zero" in parsed.read_failures
 
