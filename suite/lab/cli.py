@@ -60,7 +60,8 @@ def status(name, as_json):
     if not st["vms"]:
         click.echo(f"lab {name}: not up")
         return
-    click.echo(f"lab {name}: {'up' if st['up'] else 'down'}, topology {st['topology']}, "
+    word = "up" if st["up"] else ("booting or stopping" if st.get("busy") else "down")
+    click.echo(f"lab {name}: {word}, topology {st['topology']}, "
                f"{(st.get('accel') or '?').upper()}, kernel {st.get('kernel_release')}")
     for vm, info in st["vms"].items():
         state = f"running pid {info['pid']}" if info["running"] else "stopped"

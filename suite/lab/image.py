@@ -8,7 +8,9 @@ in a temporary sibling directory renamed into place at the end):
   kdir/usr/src/linux-headers-<release>  KBUILD tree for out-of-tree modules
   image.json          key, kernel release, build time
 """
+import fcntl
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -53,7 +55,10 @@ def image_key() -> str:
     h = hashlib.sha256()
     h.update(f"{SUITE}\n{MIRROR}\n{ROOTFS_SIZE}\n".encode())
     h.update(("\n".join(PACKAGES) + "\n" + "\n".join(MASKED_UNITS)).encode())
-    h.update(Path(__file__).read_bytes())
+    # the code that makes the image (not the whole file: caching and lock
+    # edits must not force everyone to rebuild)
+    for func in (build_image, _customize, _copy_kdir, _symlink):
+        h.update(inspect.getsource(func).encode())
     for name in sorted(GUEST_FILES):
         h.update(name.encode() + b"\0" + (paths.GUEST_DIR / name).read_bytes())
     return h.hexdigest()[:16]
@@ -91,7 +96,28 @@ def ensure_image(force=False) -> Image:
     img = None if force else find_image(key)
     if img is not None:
         return img
-    return build_image(key)
+    root = paths.images_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    # One build per key at a time: a second `lab up` waits and reuses it.
+    with open(root / f".{key}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _log("another process is building this image; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        img = None if force else find_image(key)
+        if img is not None:
+            return img
+        _remove_stale_builds(root)
+        return build_image(key)
+
+
+def _remove_stale_builds(root: Path):
+    """Temp dirs of builds whose process died (e.g. SIGKILL) are removed."""
+    for d in root.glob(".build-*"):
+        pid = d.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def check_tools():

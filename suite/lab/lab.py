@@ -90,6 +90,19 @@ class Lab:
                 raise BadInput(f"lab '{self.name}' is busy: another `lab up`/`lab down` is running")
             yield
 
+    def _busy(self):
+        """True while another process holds the lab's lock (booting or stopping)."""
+        try:
+            with open(self.dir / "lock", "r") as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return True
+                fcntl.flock(f, fcntl.LOCK_UN)
+        except OSError:
+            pass
+        return False
+
     def running_vms(self):
         state = self._state() or {}
         return {vm: info["pid"] for vm, info in state.get("vms", {}).items()
@@ -153,7 +166,7 @@ class Lab:
             inventory_file.write(self.inventory_path, inventory_file.build(
                 self.name, topo, ports, self.key_file, self.known_hosts))
             log(f"lab {self.name}: up in {state['boot_seconds']:.0f} s; inventory {self.inventory_path}")
-            return self.status()
+        return self.status()
 
     def _clean_state_dir(self):
         for p in self.dir.iterdir():
@@ -242,7 +255,9 @@ class Lab:
         vms = {vm: {"pid": info.get("pid"), "running": vm in running, "ssh_port": info.get("ssh_port"),
                     "console": info.get("console")}
                for vm, info in state.get("vms", {}).items()}
-        return {"name": self.name, "up": bool(running) and len(running) == len(vms),
+        busy = self._busy()
+        return {"name": self.name, "up": bool(running) and len(running) == len(vms) and not busy,
+                "busy": busy,
                 "topology": state.get("topology"), "accel": state.get("accel"),
                 "kernel_release": state.get("kernel_release"), "boot_seconds": state.get("boot_seconds"),
                 "inventory": str(self.inventory_path), "vms": vms}

@@ -12,6 +12,8 @@ RFC2544_REUSE_LAB=NAME (and RFC2544_REUSE_LAB2=NAME) uses an already running
 lab of the right topology instead of booting one, and leaves it running:
 quick iterations without a boot.
 
+Only two cores: tests using `lab2` run after all tests using `lab`, and the
+single lab is stopped after its last user, so only one lab runs at a time.
 Tests marked `lab_down_last` stop a session lab; they are moved to the end of
 the run so every other test still finds the labs up.
 """
@@ -24,11 +26,27 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "lab_down_last: stops a session lab; runs after all other tests")
 
 
+_booted = {}            # fixture name -> Lab this session booted (not reused)
+_last_user = {}         # fixture name -> nodeid of the last test that uses it
+
+
 def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=lambda item: item.get_closest_marker("lab_down_last") is not None)
+    # Only two cores: run every `lab` test before the first `lab2` test and
+    # stop the single lab after its last user, so at most one lab runs.
+    items.sort(key=lambda item: (item.get_closest_marker("lab_down_last") is not None,
+                                 "lab2" in getattr(item, "fixturenames", ())))
+    for item in items:
+        for name in ("lab", "lab2"):
+            if name in getattr(item, "fixturenames", ()):
+                _last_user[name] = item.nodeid
 
 
-def _boot(request, name, topology, reuse_env):
+def pytest_runtest_teardown(item, nextitem):
+    if item.nodeid == _last_user.get("lab") and "lab" in _booted and not os.environ.get("RFC2544_KEEP_LAB"):
+        _booted.pop("lab").down(log=lambda m: None)
+
+
+def _boot(request, name, topology, reuse_env, fixture):
     from rfc2544.lab import Lab
     reuse = os.environ.get(reuse_env)
     if reuse:
@@ -41,6 +59,7 @@ def _boot(request, name, topology, reuse_env):
         # left over from an interrupted session: start clean
         lab.down(log=lambda m: None)
     lab.up(topology, log=lambda m: print(m, flush=True))
+    _booted[fixture] = lab
     if not os.environ.get("RFC2544_KEEP_LAB"):
         request.addfinalizer(lambda: lab.down(log=lambda m: None))
     return lab
@@ -49,13 +68,13 @@ def _boot(request, name, topology, reuse_env):
 @pytest.fixture(scope="session")
 def lab(request):
     """The single-topology lab (Lab object), up for the whole session."""
-    return _boot(request, "pytest-single", "single", "RFC2544_REUSE_LAB")
+    return _boot(request, "pytest-single", "single", "RFC2544_REUSE_LAB", "lab")
 
 
 @pytest.fixture(scope="session")
 def lab2(request):
     """The two-host lab (Lab object), up for the whole session."""
-    return _boot(request, "pytest-two", "two-host", "RFC2544_REUSE_LAB2")
+    return _boot(request, "pytest-two", "two-host", "RFC2544_REUSE_LAB2", "lab2")
 
 
 @pytest.fixture

@@ -27,16 +27,21 @@ def test_two_host_forwarding(lab2):
         assert dut.run("cat /proc/sys/net/ipv4/ip_forward")[1].strip() == "1"
         out = tester.run(f"ping -c 3 -i 0.2 -W 5 -I {addr(TX.ipv4)} {addr(RX.ipv4)}")[1]
         assert "3 received" in out and "ttl=63" in out
-        count = 5000
+        # Paced: a QEMU socket link between two TCG VMs drops what the
+        # receiving VM cannot take (at ~7 kpps offered only ~1.4 k of 3 k
+        # arrived, measured); at 1000 frames/s every frame arrives.
+        count = 2000
         dut_before = flow_counter.rx_packets(dut, "dut0")
         try:
             with flow_counter.FlowCounter(tester, "rx0", addr(TX.ipv4), addr(RX.ipv4)) as counter:
-                result = kernel_pktgen.send(tester, "tx0", count, addr(TX.ipv4), addr(RX.ipv4), DUT0.mac)
+                result = kernel_pktgen.send(tester, "tx0", count, addr(TX.ipv4), addr(RX.ipv4), DUT0.mac,
+                                            ratep=1000)
+                tester.run("sleep 0.5")
                 received = counter.count()
         finally:
             kernel_pktgen.unload(tester)
         assert result.sent == count
-        # virtio NICs between two kernels: crossed the DUT VM's NIC
+        # virtio NICs between two kernels: the frames crossed the DUT VM's NIC
         assert flow_counter.rx_packets(dut, "dut0") - dut_before >= count
         assert received == count
     finally:
@@ -46,6 +51,8 @@ def test_two_host_forwarding(lab2):
 
 @pytest.mark.lab_down_last
 def test_down_leaves_no_qemu(lab2):
+    if os.environ.get("RFC2544_REUSE_LAB2"):
+        pytest.skip("RFC2544_REUSE_LAB2: not stopping a lab this session did not start")
     pids = {vm: info["pid"] for vm, info in lab2.status()["vms"].items()}
     assert len(pids) == 2 and all(pids.values())
     lab2.down(log=lambda m: None)
