@@ -141,7 +141,7 @@ def test_no_free_disk_for_the_image(monkeypatch, tmp_path):
     monkeypatch.setattr(image.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(100 << 30, 99 << 30, 1 << 30))
     with pytest.raises(InfraError, match=r"not enough free disk for the lab image .*1\.0 GiB free, 5 GiB needed"):
         image.ensure_image()
-    assert [p.name for p in (tmp_path / "cache" / "images").iterdir()] == []
+    assert [p.name for p in (tmp_path / "cache" / "images").iterdir() if not p.name.endswith(".lock")] == []
 
 
 def test_failed_build_leaves_no_half_image(monkeypatch, tmp_path):
@@ -154,7 +154,7 @@ def test_failed_build_leaves_no_half_image(monkeypatch, tmp_path):
     monkeypatch.setattr(image, "check_tools", lambda: None)
     with pytest.raises(InfraError, match="debootstrap failed"):
         image.ensure_image()
-    assert list((tmp_path / "cache" / "images").iterdir()) == []
+    assert [p for p in (tmp_path / "cache" / "images").iterdir() if not p.name.endswith(".lock")] == []
 
 
 def test_image_key_changes_with_inputs(monkeypatch):
