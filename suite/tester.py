@@ -91,20 +91,27 @@ class SSHTester:
     """model.Tester over an Inventory and SSH.
 
     SSHTester(inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
-              rate_tolerance=0.99, sessions=None)
+              rate_tolerance=0.99, quiet_window_s=0.2, sessions=None)
 
-    `waits`: a Waits or a dict of its fields. `sessions`: host name ->
-    session object (tests only; default: SSH to every host once).
+    `waits`: a Waits or a dict of its fields. `poll_interval_s`: live
+    counter reads while sending (progress, early abort). `abort_lag_s`: a
+    frame not received this long after it was sent counts as lost for the
+    early abort. `rate_tolerance`: below this fraction of the intended rate
+    the trial is tester-limited. `quiet_window_s`: with interface counters,
+    the rx counters must stay unchanged this long before a trial.
+    `sessions`: host name -> session object (tests only; default: SSH to
+    every host once).
     Use as a context manager or call close().
     """
 
     def __init__(self, inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
-                 rate_tolerance=0.99, sessions=None):
+                 rate_tolerance=0.99, quiet_window_s=0.2, sessions=None):
         self.inventory = inventory
         self.waits = Waits.of(waits)
         self.poll_interval_s = float(poll_interval_s)
         self.abort_lag_s = float(abort_lag_s)
         self.rate_tolerance = float(rate_tolerance)
+        self.quiet_window_s = float(quiet_window_s)
         self.plans = plan_streams(inventory)
         self.tx_hosts = sorted({p.tx_host for p in self.plans})
         self.rx_hosts = sorted({p.rx_host for p in self.plans})
@@ -159,6 +166,10 @@ class SSHTester:
             return self._detected
         found = {name: probe.probe_host(self.session(name), load_pktgen=name in self.tx_hosts)
                  for name in sorted(set(self.tx_hosts) | set(self.rx_hosts))}
+        for name in self.tx_hosts:
+            if found[name].pgctrl and not found[name].threads:
+                time.sleep(0.5)  # thread files of a module still loading
+                found[name] = probe.probe_host(self.session(name), load_pktgen=False)
         for name in self.tx_hosts:
             if not found[name].pgctrl:
                 raise InfraError(f"{name}: no packet generator: /proc/net/pktgen/pgctrl missing "
@@ -326,6 +337,10 @@ class SSHTester:
             pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host],
                                    batches.setdefault(host, Batch()))
         for host, b in self._read_batches("zero").items():
+            if det["receiver"] != RECEIVER_PGRX and host in self.rx_hosts:
+                # counters cannot be reset: require them unchanged over a
+                # window long enough to catch stray traffic on the port
+                batches.setdefault(host, Batch()).sleep(self.quiet_window_s)
             batches.setdefault(host, Batch()).extend(b)
         outputs = self._run_batches(batches)
         self._rx_level = level
