@@ -10,12 +10,20 @@ trials of the step that was cut short.
 import math
 import time
 
-from rfc2544.errors import Rfc2544Error
+from rfc2544.errors import InfraError, Rfc2544Error
 from rfc2544.measure import make_measure
 from rfc2544.model import TrialSpec, theoretical_max_fps
 from rfc2544.procedures import Skip, procedure
 from rfc2544.profiles import IMIX
 from rfc2544.results import unit_key, verdict
+
+try:
+    from paramiko import SSHException as _SSHException
+except ImportError:                                   # pragma: no cover - paramiko is a dependency
+    _SSHException = EOFError
+# What a dropped connection or a vanished host looks like when the traffic
+# side lets it through unwrapped: infrastructure, not a bug.
+CONNECTION_ERRORS = (EOFError, OSError, _SSHException)
 
 IMIX_MIX = ((64, 7), (576, 4), (1518, 1))     # simple IMIX (frame size, weight)
 PROBE_LINK_MBPS = 10000
@@ -223,6 +231,10 @@ class Runner:
         except Rfc2544Error as exc:
             self._interrupted(str(exc))
             raise
+        except CONNECTION_ERRORS as exc:
+            err = InfraError(f"connection to a host failed: {type(exc).__name__}: {exc}".rstrip(": "))
+            self._interrupted(str(err))
+            raise err from exc
         except Exception as exc:
             self._interrupted(f"internal error: {type(exc).__name__}: {exc}")
             raise
