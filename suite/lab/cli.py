@@ -99,11 +99,16 @@ def ssh(name, host, command):
 
 @lab.command()
 @click.option("--rebuild", is_flag=True, help="Build even if a cached image matches.")
-def image(rebuild):
+@click.option("--prune", is_flag=True, help="Remove older cached images no running lab uses.")
+def image(rebuild, prune):
     """Build (if needed) and describe the lab image."""
     from rfc2544.lab import image as image_mod
     img = image_mod.ensure_image(force=rebuild)
     click.echo(image_mod.describe(img))
+    if prune:
+        from rfc2544.lab.lab import images_in_use
+        for d in image_mod.prune(images_in_use()):
+            click.echo(f"removed {d}")
 
 
 @lab.command()

@@ -252,3 +252,24 @@ def describe(img: Image) -> str:
     return (f"image {img.key}: Debian {SUITE}, kernel {img.kernel_release}, "
             f"rootfs {size:.1f} GiB used, built in {img.build_seconds} s\n"
             f"  dir:  {img.dir}\n  kdir: {img.kdir}")
+
+
+def prune(in_use=()):
+    """Remove cached images other than the current one and those in `in_use`
+    (dirs of images running labs boot from). Returns the removed dirs."""
+    keep = {image_key()} | {Path(p).resolve().name for p in in_use}
+    removed = []
+    root = paths.images_dir()
+    if not root.is_dir():
+        return removed
+    for d in sorted(root.iterdir()):
+        if d.name.startswith("."):
+            continue
+        if d.is_symlink():
+            if not d.exists() or d.resolve().name not in keep:
+                d.unlink()
+            continue
+        if d.is_dir() and d.name not in keep:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed

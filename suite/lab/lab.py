@@ -314,3 +314,19 @@ def _banner(port, timeout=3.0):
             return s.recv(4).startswith(b"SSH-")
     except OSError:
         return False
+
+
+def images_in_use():
+    """Image dirs of labs that have a running VM."""
+    used = []
+    root = paths.labs_dir()
+    if root.is_dir():
+        for d in root.iterdir():
+            try:
+                lab = Lab(d.name)
+            except BadInput:
+                continue
+            state = lab._state()
+            if state and state.get("image_dir") and lab.running_vms():
+                used.append(state["image_dir"])
+    return used

@@ -211,3 +211,13 @@ def test_documented_physical_example_inventory_loads():
     inv = inventory.load(path)
     assert [(s.tx_port, s.rx_port) for s in inv.streams] == [("enp1s0f0", "enp1s0f1")]
     assert inv.hosts["tester"].ports["enp1s0f0"].peer_mac == inv.hosts["dut"].ports["ens1f0"].mac
+
+
+def test_prune_keeps_current_and_in_use_images(tmp_path):
+    root = tmp_path / "cache" / "images"
+    for name in (image.image_key(), "old1", "old2"):
+        (root / name).mkdir(parents=True)
+    (root / "alias").symlink_to("old1")
+    removed = image.prune(in_use=[str(root / "old2")])
+    assert sorted(p.name for p in removed) == ["old1"]
+    assert sorted(p.name for p in root.iterdir()) == sorted([image.image_key(), "old2"])
