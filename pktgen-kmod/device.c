@@ -642,7 +642,7 @@ static int pg_cmd_mpls(struct pg_dev *pd, int argc, char **argv)
 static int pg_cmd_vlan(struct pg_dev *pd, int argc, char **argv)
 {
 	bool svlan = argv[0][0] == 's';
-	const char *what = argv[0] + (svlan ? 5 : 4);	/* id, p, cfi */
+	const char *what = argv[0] + (svlan ? 6 : 5);	/* id, p, cfi */
 	u32 v;
 
 	if (pg_parse_u32(argv[1], &v, U32_MAX))

@@ -17,9 +17,9 @@ unsigned long pg_spin_ns = 100000;
 module_param_named(spin_ns, pg_spin_ns, ulong, 0644);
 MODULE_PARM_DESC(spin_ns, "busy-wait when the next packet is due within this many ns, sleep otherwise (default 100000)");
 
-unsigned long pg_max_lag_ns = 10000000;
+unsigned long pg_max_lag_ns = NSEC_PER_SEC;
 module_param_named(max_lag_ns, pg_max_lag_ns, ulong, 0644);
-MODULE_PARM_DESC(max_lag_ns, "a generator running late by more than this re-bases its schedule instead of bursting to catch up (default 10 ms)");
+MODULE_PARM_DESC(max_lag_ns, "a generator running late by more than this re-bases its schedule instead of sending back to back to catch up (default 1 s)");
 
 static unsigned int pg_net_id __read_mostly;
 

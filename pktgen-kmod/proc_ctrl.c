@@ -110,23 +110,19 @@ static int pg_ctrl_start(struct pg_net *pn)
 	return 0;
 }
 
-static ssize_t pg_ctrl_write(struct file *file, const char __user *ubuf,
-			     size_t count, loff_t *ppos)
+static int pg_ctrl_command(struct pg_net *pn, const char __user *ubuf, size_t count,
+			   char *buf)
 {
-	struct pg_net *pn = ((struct seq_file *)file->private_data)->private;
-	char buf[64];
 	char *argv[2];
 	int argc, err;
 
-	if (!capable(CAP_NET_ADMIN))
-		return -EPERM;
-	err = pg_read_cmd(ubuf, count, buf, sizeof(buf));
+	err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
 	if (err) {
 		pg_ctrl_set_result(pn, "Error: %s", err == -E2BIG ?
 				   "command too long" : "empty or malformed command");
 		return err;
 	}
-	argc = pg_split(buf, argv, ARRAY_SIZE(argv));
+	argc = pg_split(buf, argv, 2);
 	if (argc != 1) {
 		pg_ctrl_set_result(pn, "Error: %s", "expected one of start, stop, reset");
 		return -EINVAL;
@@ -160,7 +156,24 @@ static ssize_t pg_ctrl_write(struct file *file, const char __user *ubuf,
 		pg_ctrl_set_result(pn, "No such command \"%.32s\"", argv[0]);
 		return -EINVAL;
 	}
-	return count;
+	return 0;
+}
+
+static ssize_t pg_ctrl_write(struct file *file, const char __user *ubuf,
+			     size_t count, loff_t *ppos)
+{
+	struct pg_net *pn = ((struct seq_file *)file->private_data)->private;
+	char *buf;
+	int err;
+
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
+	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	err = pg_ctrl_command(pn, ubuf, count, buf);
+	kfree(buf);
+	return err ? err : (ssize_t)count;
 }
 
 static const struct proc_ops pg_ctrl_ops = {
@@ -294,13 +307,16 @@ static ssize_t pg_thread_write(struct file *file, const char __user *ubuf,
 {
 	struct pg_thread *t = ((struct seq_file *)file->private_data)->private;
 	struct pg_net *pn = t->pn;
-	char buf[128];
 	char *argv[3];
 	int argc, err;
+	char *buf;
 
 	if (!capable(CAP_NET_ADMIN))
 		return -EPERM;
-	err = pg_read_cmd(ubuf, count, buf, sizeof(buf));
+	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
 	argc = err ? err : pg_split(buf, argv, ARRAY_SIZE(argv));
 
 	mutex_lock(&pn->lock);
@@ -347,6 +363,7 @@ static ssize_t pg_thread_write(struct file *file, const char __user *ubuf,
 		err = -EINVAL;
 	}
 	mutex_unlock(&pn->lock);
+	kfree(buf);
 	return err ? err : (ssize_t)count;
 }
 

@@ -667,13 +667,16 @@ static ssize_t pg_rx_write(struct file *file, const char __user *ubuf,
 			   size_t count, loff_t *ppos)
 {
 	struct pg_rx *rx = ((struct seq_file *)file->private_data)->private;
-	char buf[128];
 	char *argv[4];
 	int argc, err;
+	char *buf;
 
 	if (!capable(CAP_NET_ADMIN))
 		return -EPERM;
-	err = pg_read_cmd(ubuf, count, buf, sizeof(buf));
+	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
 	mutex_lock(&rx->lock);
 	if (err) {
 		pg_rx_res(rx, err, "ERROR: %s", err == -E2BIG ? "command too long" :
@@ -686,6 +689,7 @@ static ssize_t pg_rx_write(struct file *file, const char __user *ubuf,
 			err = pg_rx_command(rx, argc, argv);
 	}
 	mutex_unlock(&rx->lock);
+	kfree(buf);
 	return err ? err : (ssize_t)count;
 }
 

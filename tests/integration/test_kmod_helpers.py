@@ -1,0 +1,352 @@
+"""Helpers for the rfc2544_pktgen lab tests (no tests in this file).
+
+`kmod` fixture: builds pktgen-kmod on the host against the lab kernel's
+headers (lab.kdir), copies the .ko and a small in-VM agent to the tester VM,
+unloads the in-tree pktgen if loaded, and guarantees that the module is
+unloaded and qdiscs removed when the test module ends.
+
+The agent (AGENT below, run with the VM's python3) performs many /proc
+writes in one SSH round trip and reports each write's return value (byte
+count or -errno) and the file's Result line, so tests can assert on exact
+error codes.
+"""
+import base64
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from rfc2544.ssh import put_file, quote
+
+ROOT = Path(__file__).resolve().parents[2]
+KMOD_SRC = ROOT / "pktgen-kmod"
+REMOTE_KO = "/root/rfc2544_pktgen.ko"
+REMOTE_AGENT = "/root/kmod_agent.py"
+PG = "/proc/net/pktgen"
+MODULE = "rfc2544_pktgen"
+DUT = "ip netns exec dut "
+
+_BUILDS = {}
+
+
+def build_ko(kdir):
+    """Build once per source state and kernel; returns the .ko path."""
+    files = sorted(p for p in KMOD_SRC.iterdir()
+                   if p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile"))
+    digest = hashlib.sha256(str(kdir).encode())
+    for p in files:
+        digest.update(p.name.encode() + p.read_bytes())
+    key = digest.hexdigest()[:16]
+    if key in _BUILDS:
+        return _BUILDS[key]
+    out = Path(tempfile.mkdtemp(prefix=f"kmod-{key}-"))
+    for p in files:
+        shutil.copy2(p, out / p.name)
+    res = subprocess.run(["make", f"KDIR={kdir}", "W=1"], cwd=out,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    _BUILDS[key] = out / f"{MODULE}.ko"
+    return _BUILDS[key]
+
+
+AGENT = r'''
+import json, os, sys, base64, random, string, time
+
+PG = "/proc/net/pktgen"
+
+def result_line(path):
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode(errors="replace")
+    except OSError as e:
+        return "<read failed: %s>" % e.strerror
+    idx = text.rfind("Result:")
+    return text[idx + 7:].strip() if idx >= 0 else "<no Result line>"
+
+def write(path, data):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        return os.write(fd, data)
+    except OSError as e:
+        return -e.errno
+    finally:
+        os.close(fd)
+
+def do_writes(req):
+    out = []
+    for path, b64 in req["writes"]:
+        data = base64.b64decode(b64)
+        ret = write(path, data)
+        out.append({"ret": ret, "result": result_line(path)})
+    return out
+
+NUM_DEV = ["count", "pkt_size", "min_pkt_size", "max_pkt_size", "debug", "frags",
+           "delay", "rate", "ratep", "udp_src_min", "udp_src_max", "udp_dst_min",
+           "udp_dst_max", "clone_skb", "burst", "node", "src_mac_count",
+           "dst_mac_count", "flows", "flowlen", "queue_map_min", "queue_map_max",
+           "vlan_id", "vlan_p", "vlan_cfi", "svlan_id", "svlan_p", "svlan_cfi",
+           "skb_priority"]
+ARG_DEV = NUM_DEV + ["imix_weights", "xmit_mode", "flag", "dst", "dst_min", "dst_max",
+                     "src_min", "src_max", "dst6", "src6", "dst6_min", "dst6_max",
+                     "dst_mac", "src_mac", "mpls", "tos", "traffic_class"]
+BAD_VALUES = {
+    "dst": ["300.1.1.1", "1.2.3", "1.2.3.4.5", "a.b.c.d", "::1"],
+    "src_min": ["256.0.0.1", "1..2.3"], "dst_max": ["-1.2.3.4"],
+    "dst6": ["2001:::1", "gggg::1", "1.2.3.4"], "src6": ["::1::2"],
+    "dst_mac": ["00:11:22", "00:11:22:33:44:55:66", "zz:11:22:33:44:55", "001122334455"],
+    "src_mac": ["0:1:2:3:4:5"],
+    "flag": ["BOGUS", "!NOPE", "ipv6", "IPSEC"],
+    "xmit_mode": ["bogus", "start", "netif_receive_skb"],
+    "tos": ["1ff", "xyz", "0x10"], "traffic_class": ["100", "g0"],
+    "vlan_p": ["8", "99"], "vlan_cfi": ["2"], "svlan_p": ["8"],
+    "rate": ["0", "x", "10G"], "ratep": ["0", "1.5"],
+    "count": ["1x", "0x10", "+5", "1e6", "1,000"],
+    "udp_src_min": ["65536"], "udp_dst_max": ["70000"],
+    "flows": ["65537"], "pkt_size": ["65536", "99999"],
+    "imix_weights": ["64,1 x", "64", "64;1", "64,0", ",1"],
+    "mpls": ["g", "1,,2", "123456789", ",".join(["1"] * 17)],
+}
+
+def rand_word(rng, alphabet=string.ascii_lowercase + "_", lo=1, hi=20):
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(lo, hi)))
+
+def binary(rng):
+    n = rng.randint(1, 300)
+    data = bytearray(rng.randrange(256) for _ in range(n))
+    bad = rng.choice(list(range(1, 9)) + list(range(14, 32)) + list(range(127, 256)))
+    data.insert(rng.randint(0, max(0, len(data) - 1)), bad)
+    return bytes(data) + rng.choice([b"", b"\n", b"\0"])
+
+def malformed(rng, kind):
+    c = rng.randrange(10)
+    if c == 0:
+        return b"a" * rng.randint(1025, 6000)                      # long
+    if c == 1:
+        return binary(rng)                                         # binary
+    if c == 2:
+        return rng.choice([b"", b" ", b"\n", b"\0", b" \t\r\n", b"\0\0\0"])  # empty
+    if c == 3:                                                     # unknown word
+        w = rand_word(rng)
+        while w in ("start", "stop", "reset", "rx", "rx_reset", "rx_disable",
+                    "rem_device_all", "max_before_softirq", "clear_counters",
+                    "display", "statistics", "action", "add_device") or w in ARG_DEV:
+            w = rand_word(rng)
+        return (w + rng.choice(["", " 1", " x y"]) + rng.choice(["", "\n"])).encode()
+    if kind == "dev":
+        if c == 4:
+            return (rng.choice(NUM_DEV) + " " + "9" * rng.randint(21, 60)).encode()  # huge
+        if c == 5:
+            return (rng.choice(NUM_DEV) + " -" + str(rng.randint(1, 10**9))).encode()  # negative
+        if c == 6:
+            return (rng.choice(ARG_DEV) + rng.choice(["", "\n", " "])).encode()  # missing
+        if c == 7:
+            k = rng.choice(sorted(BAD_VALUES))
+            return ("%s %s\n" % (k, rng.choice(BAD_VALUES[k]))).encode()  # bad value
+        if c == 8:
+            return (rng.choice(NUM_DEV) + " 1 2").encode()             # extra args
+        return ("clear_counters " + rand_word(rng)).encode()
+    if kind == "thread":
+        return rng.choice([b"add_device", b"add_device\n", b"add_device nosuch%d" % rng.randint(0, 999),
+                           b"add_device " + b"x" * rng.randint(32, 200),
+                           b"add_device a/b", b"add_device @1", b"add_device lo a",
+                           b"rem_device_all x", b"max_before_softirq -1",
+                           b"max_before_softirq 99999999999999999999999",
+                           b"max_before_softirq 1 2"])
+    if kind == "ctrl":
+        return rng.choice([b"start now", b"stop 1", b"reset all", b"starts", b"sto",
+                           b"START", b"start\x01", b"st\x00op", b"\x7fstop",
+                           b"stop stop", b"-1", b"9" * rng.randint(1, 60)])
+    # rx
+    return rng.choice([b"rx", b"rx\n", b"rx nosuch%d" % rng.randint(0, 999), b"rx a b",
+                       b"rx " + b"y" * rng.randint(16, 100), b"statistics", b"statistics foo",
+                       b"statistics time x", b"display", b"display html", b"action",
+                       b"action accept", b"rx_reset now", b"rx_disable 1",
+                       b"statistics -1", b"display " + b"9" * 40])
+
+def fuzz(req):
+    rng = random.Random(req["seed"])
+    path, kind, n = req["path"], req["kind"], req["n"]
+    accepted, bad_result, errnos = [], [], {}
+    t0 = time.time()
+    for i in range(n):
+        data = malformed(rng, kind)
+        ret = write(path, data)
+        if ret >= 0:
+            accepted.append(repr(data[:80]))
+            continue
+        errnos[ret] = errnos.get(ret, 0) + 1
+        res = result_line(path)
+        if res.startswith("OK") or res in ("NA", "Starting") or res.startswith("<"):
+            bad_result.append([repr(data[:80]), res[:120]])
+    return {"n": n, "accepted": accepted[:20], "n_accepted": len(accepted),
+            "bad_result": bad_result[:20], "n_bad_result": len(bad_result),
+            "errnos": errnos, "seconds": round(time.time() - t0, 2)}
+
+req = json.loads(sys.stdin.read())
+if req["op"] == "writes":
+    print(json.dumps(do_writes(req)))
+elif req["op"] == "fuzz":
+    print(json.dumps(fuzz(req)))
+'''
+
+
+class KmodVM:
+    """The tester VM with rfc2544_pktgen: proc writes, reads, shell."""
+
+    def __init__(self, lab, host, ko):
+        self.lab, self.host, self.ko = lab, host, ko
+
+    def sh(self, cmd, timeout=300, check=True):
+        return self.host.run(cmd, timeout=timeout, check=check)[1]
+
+    def dut(self, cmd, timeout=120, check=True):
+        return self.host.run(DUT + cmd, timeout=timeout, check=check)[1]
+
+    def agent(self, req, timeout=900):
+        out = self.host.run(f"python3 {REMOTE_AGENT}", stdin=json.dumps(req), timeout=timeout)[1]
+        return json.loads(out)
+
+    def writes(self, pairs):
+        """[(path, str|bytes)] -> [{"ret": n|-errno, "result": str}]"""
+        enc = [(p, base64.b64encode(d.encode() if isinstance(d, str) else d).decode())
+               for p, d in pairs]
+        return self.agent({"op": "writes", "writes": enc})
+
+    def pg(self, path, *cmds):
+        """Write commands (each with "\\n"); assert all succeed."""
+        path = path if path.startswith("/") else f"{PG}/{path}"
+        res = self.writes([(path, c + "\n") for c in cmds])
+        for c, r in zip(cmds, res):
+            assert r["ret"] > 0, f"{path}: '{c}' failed: {r}"
+        return res
+
+    def read(self, name):
+        return self.sh(f"cat {quote(PG + '/' + name)}")
+
+    def load(self):
+        self.sh(f"rmmod pktgen 2>/dev/null; lsmod | grep -q '^{MODULE} ' && rmmod {MODULE}; "
+                f"insmod {REMOTE_KO}")
+
+    def unload(self):
+        self.sh(f"lsmod | grep -q '^{MODULE} ' && rmmod {MODULE} || true")
+
+    def mac(self, dev, netns=False):
+        return self.sh((DUT if netns else "") + f"cat /sys/class/net/{quote(dev)}/address").strip()
+
+    def dmesg_mark(self, tag):
+        self.sh(f"echo {quote('kmodtest-mark ' + tag)} > /dev/kmsg")
+
+    def dmesg_since(self, tag):
+        text = self.sh("dmesg")
+        idx = text.rfind("kmodtest-mark " + tag)
+        return text[idx:] if idx >= 0 else text
+
+    def start(self, timeout=300):
+        """Blocking pgctrl start (returns when every device stopped)."""
+        self.sh(f"echo start > {PG}/pgctrl", timeout=timeout)
+
+    def start_bg(self):
+        """pgctrl start in the background; stop with stop()."""
+        self.sh(f"(echo start > {PG}/pgctrl) >/dev/null 2>&1 < /dev/null & echo $! > /tmp/pgstart.pid")
+
+    def stop(self):
+        self.sh(f"echo stop > {PG}/pgctrl; "
+                "p=$(cat /tmp/pgstart.pid 2>/dev/null); [ -n \"$p\" ] && "
+                "for i in $(seq 50); do kill -0 $p 2>/dev/null || break; sleep 0.1; done; true")
+
+    def clean_qdiscs(self):
+        self.sh(DUT + "tc qdisc del dev dut1 root 2>/dev/null; "
+                + DUT + "tc qdisc del dev dut0 root 2>/dev/null; true")
+
+
+BROKEN = re.compile(r"(BUG:|WARNING:|Oops|general protection|Call Trace|RIP:|"
+                    r"kernel BUG|soft lockup|hung_task|refcount_t|use-after-free|KASAN)")
+
+
+def kernel_problems(dmesg_text):
+    return [line for line in dmesg_text.splitlines() if BROKEN.search(line)]
+
+
+def parse_device(text):
+    """Upstream-format device file -> dict of the numbers the tests use."""
+    d = {}
+    m = re.search(r"pkts-sofar: (\d+)\s+errors: (\d+)", text)
+    d["sofar"], d["errors"] = int(m.group(1)), int(m.group(2))
+    m = re.search(r"seq_num: (\d+)", text)
+    d["seq_num"] = int(m.group(1))
+    m = re.search(r"Result: OK: (\d+)\(c(\d+)\+d(\d+)\) usec, (\d+) \((\d+)byte,(\d+)frags\)\s+"
+                  r"(\d+)pps (\d+)Mb/sec \((\d+)bps\) errors: (\d+)", text)
+    if m:
+        d["usec"], d["packets"], d["pps"] = int(m.group(1)), int(m.group(4)), int(m.group(7))
+    d["result"] = text[text.rfind("Result:"):].strip()
+    return d
+
+
+def parse_pgrx(text):
+    """pgrx `display script` v1 -> dict (format: pktgen-kmod/README.md)."""
+    out = {"cpus": [], "streams": [], "stat": {}, "hist": []}
+    lines = text.splitlines()
+    for line in lines:
+        if line.startswith("Result:"):
+            out["result"] = line[7:].strip()
+            continue
+        word, *fields = line.split()
+        kv = dict(f.split("=", 1) for f in fields)
+        assert word != "hist" or len(kv) == 4, f"bad pgrx line {line!r} in:\n{text[-3000:]}"
+        if word == "pgrx":
+            out["header"] = kv
+        elif word == "cpu":
+            out["cpus"].append(kv)
+        elif word == "total":
+            out["total"] = {k: int(v) for k, v in kv.items() if k != "id"}
+        elif word == "stream":
+            out["streams"].append({k: (v if k == "src" else int(v)) for k, v in kv.items()})
+        elif word == "stat":
+            name = kv.pop("name")
+            out["stat"][name] = {k: float(v) if k == "mean" else int(v) for k, v in kv.items()}
+        elif word == "percentile":
+            kv.pop("name")
+            out["percentile"] = {k: int(v) for k, v in kv.items()}
+        elif word == "hist":
+            out["hist"].append((int(kv["low"]), int(kv["high"]), int(kv["count"])))
+    return out
+
+
+@pytest.fixture(scope="module")
+def kmod(lab):
+    ko = build_ko(lab.kdir)
+    host = lab.connect("tester")
+    put_file(host, ko, REMOTE_KO)
+    agent = Path(tempfile.mkdtemp()) / "kmod_agent.py"
+    agent.write_text(AGENT)
+    put_file(host, agent, REMOTE_AGENT)
+    vm = KmodVM(lab, host, ko)
+    vm.unload()
+    vm.load()
+    yield vm
+    try:
+        vm.sh(f"echo stop > {PG}/pgctrl 2>/dev/null; true")
+        vm.clean_qdiscs()
+        vm.unload()
+    finally:
+        host.close()
+
+
+def setup_stream(vm, count, ratep=None, size=64, ipv6=False, thread="kpktgend_0", extra=()):
+    """tx0 -> DUT -> rx0 generator on `thread`, receiver on rx0 (reset)."""
+    vm.pg(thread, "rem_device_all")
+    vm.pg(thread, "add_device tx0")
+    cmds = [f"count {count}", f"pkt_size {size}", f"dst_mac {vm.mac('dut0', netns=True)}"]
+    if ipv6:
+        cmds += ["dst6 2001:2:0:1::1", "src6 2001:2::1"]
+    else:
+        cmds += ["dst 198.19.0.1", "src_min 198.18.0.1"]
+    if ratep:
+        cmds.append(f"ratep {ratep}")
+    vm.pg("tx0", *cmds, *extra)
+    vm.pg("pgrx", "statistics time", "display script", "rx rx0")
