@@ -324,32 +324,34 @@ class SSHTester:
 
     def _configure_and_zero(self, spec, configs, level):
         """One batch per host: reset receivers, configure generators, read all
-        counters back. Returns (tx states, rx readings, counter baselines)."""
+        counters back. Returns (tx states, rx readings, counter baselines).
+
+        Interface counters cannot be reset: their baseline is read first, in
+        its own round trip, and they must be unchanged after
+        `quiet_window_s` (stray traffic on the port would be counted)."""
         det = self.detect()
+        counters = det["receiver"] != RECEIVER_PGRX
+        base = {}
+        if counters:
+            outs = self._run_batches({h: Batch().read("base", *self._read_paths(h, with_tx=False))
+                                      for h in self.rx_hosts})
+            t_base = time.monotonic()
+            base = {h: counters_mod.parse_reads(out.reads.get("base", {}), det["rx_ports"][h])
+                    for h, out in outs.items()}
         batches = {}
-        for host in self.rx_hosts:
-            b = batches.setdefault(host, Batch())
-            if det["receiver"] == RECEIVER_PGRX:
-                pgrx_mod.reset_batch(level if level != self._rx_level else None, b)
-            else:
-                b.read("base_rx", *self._read_paths(host, with_tx=False))
+        if not counters:
+            for host in self.rx_hosts:
+                pgrx_mod.reset_batch(level if level != self._rx_level else None, batches.setdefault(host, Batch()))
         for host in self.tx_hosts:
             pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host],
                                    batches.setdefault(host, Batch()))
+        if counters:
+            time.sleep(max(0.0, t_base + self.quiet_window_s - time.monotonic()))
         for host, b in self._read_batches("zero").items():
-            if det["receiver"] != RECEIVER_PGRX and host in self.rx_hosts:
-                # counters cannot be reset: require them unchanged over a
-                # window long enough to catch stray traffic on the port
-                batches.setdefault(host, Batch()).sleep(self.quiet_window_s)
             batches.setdefault(host, Batch()).extend(b)
         outputs = self._run_batches(batches)
         self._rx_level = level
         tx, rx = self._parse_reads(outputs, "zero")
-        base = {}
-        if det["receiver"] != RECEIVER_PGRX:
-            for host, out in outputs.items():
-                if host in self.rx_hosts:
-                    base[host] = counters_mod.parse_reads(out.reads.get("base_rx", {}), det["rx_ports"][host])
         return tx, rx, base
 
     def _zero_problems(self, configs, tx, rx, base):

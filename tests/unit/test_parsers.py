@@ -158,3 +158,40 @@ def test_facts_parse():
                             "driver_version": "1.0", "mtu": 1500, "txqueuelen": 1000}
     assert f["nics"][1]["driver"] == "e1000e" and f["nics"][1]["speed_mbps"] is None
     assert any("governor" in h for h in f["hints"]) and any("irqbalance" in h for h in f["hints"])
+
+
+# ---- our module (rfc2544_pktgen 1.0), same capture script ----
+
+def test_module_device_files_parse_like_the_intree_ones():
+    st = pktgen.parse_device(captured("module-device-finished.txt"))
+    assert st.finished and st.run.packets == 2000 and st.pkts_sofar == 2000
+    assert st.run.elapsed_s == pytest.approx(1.999309)
+    running = pktgen.parse_device(captured("module-device-running.txt"))
+    assert running.result_text == "Starting" and 0 < running.pkts_sofar < 2000
+    v6 = pktgen.parse_device(captured("module-device-ipv6.txt"))
+    assert v6.flags == ["IPV6"] and v6.result_text == "OK: ratep=1000"
+    banner, version = pktgen.parse_banner(captured("module-pgctrl.txt"))
+    assert "rfc2544_pktgen 1.0" in banner and version == "2.75"
+
+
+def test_module_pgrx_capture():
+    st = pgrx.parse(captured("module-pgrx-script.txt"))
+    assert st.enabled and st.dev == "rx0" and st.statistics == "time" and st.action == "drop"
+    assert st.total_packets == 2000 and sum(c["packets"] for c in st.cpus) == 2000
+    s = st.stream("198.18.0.1")
+    assert (s.packets, s.seq_max, s.lost, s.ooo, s.dup, s.unique) == (2000, 2000, 0, 0, 0, 2000)
+    lat = st.stats["latency"]
+    assert lat.n == 2000 and lat.min <= lat.mean <= lat.max
+    assert lat.mean == pytest.approx(lat.sum / lat.n, abs=0.001)
+    assert sum(b.count for b in st.hist) == lat.n
+    assert st.result == "OK: statistics=time"
+
+
+def test_hist_percentiles_agree_with_the_modules_own():
+    """Our histogram percentile (used to merge receivers) reproduces the
+    module's percentile line on real data."""
+    st = pgrx.parse(captured("module-pgrx-script.txt"))
+    lat = st.stats["latency"]
+    for key, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999), ("p9999", 0.9999)):
+        ours = pgrx.percentile_from_hist(st.hist, q, lat.min, lat.max)
+        assert int(ours) == st.percentiles["latency"][key], key
