@@ -1,0 +1,84 @@
+"""SSHTester with OUR module in the real lab: rfc2544_pktgen generator and
+its pgrx receiver (full fidelity: per-stream loss by sequence number,
+latency with percentiles). The module is built on the host against the lab
+kernel's headers (test_kmod_helpers.build_ko), copied in, loaded for this
+file's tests and unloaded afterwards (DUT cap removed too).
+"""
+import pytest
+
+from test_kmod_helpers import MODULE, build_ko
+from test_tester_lab import QUICK, tlab  # noqa: F401  (fixture: the lab to use)
+
+from rfc2544 import inventory
+from rfc2544.model import PROGRESS_KEYS, TrialSpec
+from rfc2544.ssh import put_file
+from rfc2544.tester import SSHTester
+
+pytestmark = pytest.mark.lab
+
+REMOTE = "/root/rfc2544_pktgen_tester.ko"
+
+
+@pytest.fixture(scope="module")
+def module_loaded(tlab):  # noqa: F811
+    ko = build_ko(tlab.kdir)
+    host = tlab.connect("tester")
+    put_file(host, ko, REMOTE)
+    host.run(f"echo stop > /proc/net/pktgen/pgctrl 2>/dev/null; rmmod pktgen 2>/dev/null; "
+             f"lsmod | grep -q '^{MODULE} ' && rmmod {MODULE}; insmod {REMOTE}", check=True)
+    yield
+    host.run(f"echo stop > /proc/net/pktgen/pgctrl 2>/dev/null; rmmod {MODULE}; rm -f {REMOTE}", check=False)
+    host.close()
+
+
+@pytest.fixture
+def tester(tlab, module_loaded):  # noqa: F811
+    t = SSHTester(inventory.load(tlab.inventory_path), waits=QUICK, poll_interval_s=0.3)
+    yield t
+    t.stop_all()
+    t.close()
+
+
+def test_pgrx_counts_every_frame_per_stream(tester):
+    r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0))
+    assert tester.generator_name == "rfc2544_pktgen" and tester.receiver_name == "pgrx"
+    assert tester.full_fidelity
+    assert r.tx_frames == r.intended_frames == 2000
+    assert r.rx_frames == 2000, r.notes
+    (s,) = r.streams
+    assert (s.tx_frames, s.rx_frames, s.lost, s.out_of_order, s.duplicates) == (2000, 2000, 0, 0, 0)
+
+
+@pytest.mark.parametrize("ipv6", [False, True])
+def test_latency_with_percentiles(tester, ipv6):
+    r = tester.run_trial(TrialSpec(frame_size=128, load_fps=1000, duration_s=1.0, latency=True, ipv6=ipv6))
+    assert r.rx_frames == r.tx_frames == 1000, r.notes
+    lat = r.latency
+    assert lat is not None and lat.samples == 1000          # >= 500 per RFC 8219
+    assert 0 < lat.min_ns <= lat.median_ns <= lat.p999_ns <= lat.max_ns
+    assert lat.min_ns <= lat.mean_ns <= lat.max_ns
+    assert lat.pdv_mean_ns is not None and lat.stddev_ns >= 0
+
+
+def test_capped_dut_loss_by_sequence_and_early_abort(tlab, tester):  # noqa: F811
+    samples = []
+    tlab.cap_dut(500)
+    try:
+        full = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0))
+        aborted = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=5.0, abort_loss_ratio=0.0),
+                                   progress=samples.append)
+    finally:
+        tlab.uncap_dut()
+    assert full.tx_frames == 2000 and 0.5 < full.loss_ratio < 0.9
+    assert full.streams[0].lost == full.tx_frames - full.rx_frames   # gaps + tail, by sequence number
+    assert aborted.aborted_early and aborted.traffic_s < 2.5
+    assert aborted.saved_traffic_s == pytest.approx(5.0 - aborted.traffic_s)
+    assert samples and all(k in samples[0] for k in PROGRESS_KEYS)
+    assert samples[-1]["lost_frames"] > 0 and samples[-1]["seq_max"] > 0
+
+
+def test_conditions_name_the_module(tester):
+    c = tester.conditions()
+    assert c["generator"] == "rfc2544_pktgen" and c["fidelity"] == "full"
+    assert c["hosts"]["tester"]["module_version"]
+    assert "bit-forwarding" in c["latency_definition"]
