@@ -4,7 +4,9 @@ Short search trials narrow [lower, upper] until (upper - lower) / upper is
 within the resolution; the lower bound is then confirmed with one
 full-length trial (RFC 2544 section 24: the final determination uses
 full-length trials). A failed confirmation makes it the new upper bound and
-the search goes on below it. A tester-limited trial never counts as a pass.
+the search goes on below it with full-length trials only: short trials have
+just shown they pass loads a full trial does not (a buffer or a policer's
+burst absorbs a short overload). A tester-limited trial never counts as a pass.
 """
 from rfc2544.search import CountingMeasure, SearchResult
 
@@ -36,8 +38,9 @@ def find(measure, min_load, max_load, resolution, goal, search_duration, final_d
             return lower, upper         # search trials were already full length
         if measure(final_duration, lower, goal_loss_ratio=goal).passed(goal):
             return lower, upper
-        # the full-length trial failed: `lower` is an upper bound now
-        upper = lower
+        # the full-length trial failed: `lower` is an upper bound now, and
+        # only full-length trials can be trusted from here on
+        upper, duration = lower, final_duration
         if (upper - min_load) / upper <= resolution:
             return None, upper
         lower, upper, verified = _bisect(measure, min_load, upper, False, resolution, goal, duration)

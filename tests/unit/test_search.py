@@ -60,14 +60,20 @@ def test_bisection_confirms_with_a_full_length_trial():
     assert all(o.duration_s == 1.0 for o in r.outcomes[:-1])
 
 
-def test_bisection_failed_confirmation_searches_below():
-    # a buffer hides the overload in 1 s trials but not in the 10 s confirmation
+@pytest.mark.parametrize("method", ["bisection", "mlr"])
+def test_short_trials_that_pass_too_much_do_not_fool_the_search(method):
+    # a buffer hides the overload in 1 s trials but not in 10 s ones
     sim = simdut.SimDUT(capacity_fps=500_000, buffer_frames=20_000)
-    r = search("bisection", make_measure(sim.run_trial, 64), min_load=10_000.0, max_load=1_000_000.0,
+    r = search(method, make_measure(sim.run_trial, 64), min_load=10_000.0, max_load=1_000_000.0,
                resolution=RES, search_duration=1.0, final_duration=10.0)
     # true long-trial NDR: (C * 10 + 20000) / 10 = 502000; short trials accept up to 520000
     assert 502_000 * (1 - RES) <= r.ndr_fps <= 502_000
-    assert sum(1 for o in r.outcomes if o.duration_s == 10.0) >= 2
+    if method == "mlr":
+        return
+    first_full = next(i for i, o in enumerate(r.outcomes) if o.duration_s == 10.0)
+    assert not r.outcomes[first_full].passed(0.0)
+    # after a failed confirmation only full-length trials are used
+    assert all(o.duration_s == 10.0 for o in r.outcomes[first_full:])
 
 
 @pytest.mark.parametrize("method", ["bisection", "mlr"])
