@@ -42,10 +42,16 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 venv: $(VENV)/.installed
 
 # The demo boots its own lab (name $(DEMO_LAB)) so a developer's `default`
-# lab is untouched, and always takes it down again.
+# lab is untouched: first a kernel-pktgen count through the DUT (lab-check/),
+# then `rfc2544 run -p quick --setup` and its report (run/). The lab is
+# always taken down again; the exit status is the first failure's.
 demo: deps
-	$(RFC2544) lab up --name $(DEMO_LAB)
-	$(RFC2544) lab demo --name $(DEMO_LAB) --out $(DEMO_OUT); status=$$?; $(RFC2544) lab down --name $(DEMO_LAB); exit $$status
+	@rm -rf $(DEMO_OUT)/lab-check $(DEMO_OUT)/run
+	@inv=$$($(RFC2544) lab up --name $(DEMO_LAB)) || exit $$?; \
+	export PATH="$(CURDIR)/$(VENV)/bin:$$PATH"; \
+	$(RFC2544) lab demo --name $(DEMO_LAB) --out $(DEMO_OUT)/lab-check && \
+	$(RFC2544) run -i "$$inv" -p quick --setup --out $(DEMO_OUT)/run; \
+	status=$$?; $(RFC2544) lab down --name $(DEMO_LAB); exit $$status
 
 unit: deps
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
