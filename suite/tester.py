@@ -90,6 +90,9 @@ def _utc_now():
 class SSHTester:
     """model.Tester over an Inventory and SSH.
 
+    Honours TrialSpec.recovery_load_fps (supports_recovery): the generator
+    is told the new rate while it sends, timed from the first frames seen.
+
     SSHTester(inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
               rate_tolerance=0.99, quiet_window_s=0.2, sessions=None)
 
@@ -103,6 +106,8 @@ class SSHTester:
     every host once).
     Use as a context manager or call close().
     """
+
+    supports_recovery = True
 
     def __init__(self, inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
                  rate_tolerance=0.99, quiet_window_s=0.2, sessions=None):
@@ -289,6 +294,11 @@ class SSHTester:
         if spec.duration_s is None or spec.duration_s <= 0:
             if spec.burst_frames is None:
                 raise BadInput(f"duration_s must be positive, not {spec.duration_s}")
+        if spec.recovery_load_fps is not None:
+            if spec.burst_frames is not None:
+                raise BadInput("a rate change (recovery_load_fps) cannot follow a burst")
+            if not spec.recovery_load_fps > 0 or not spec.recovery_duration_s > 0:
+                raise BadInput("recovery_load_fps and recovery_duration_s must be positive")
         if spec.abort_loss_ratio is not None and not 0 <= spec.abort_loss_ratio < 1:
             raise BadInput(f"abort_loss_ratio must be within [0, 1), not {spec.abort_loss_ratio}")
         check_addresses(self.plans, spec.ipv6)
@@ -306,6 +316,17 @@ class SSHTester:
         if any(c < 1 for c in counts):
             raise BadInput(f"{spec.burst_frames or 0} frames cannot be split over {n} streams")
         return counts, rates
+
+    def _recovery_plan(self, spec, counts):
+        """For a rate change: frames per stream before it, the second rate and
+        the total counts. None for a plain trial."""
+        if spec.recovery_load_fps is None:
+            return None
+        n = len(self.plans)
+        second = split_evenly(max(round(spec.recovery_load_fps * spec.recovery_duration_s), n), n)
+        rate2 = max(int(round(spec.recovery_load_fps / n)), 1)
+        return {"first": list(counts), "rate": rate2, "second": second,
+                "total": [a + b for a, b in zip(counts, second)]}
 
     def _learn(self, spec):
         w = self.waits
@@ -393,6 +414,9 @@ class SSHTester:
         self._setup()
         mark("setup")
         counts, rates = self._counts_and_rates(spec)
+        recovery = self._recovery_plan(spec, counts)
+        if recovery:
+            counts = recovery["total"]
         configs = device_configs(self.plans, spec, counts, rates)
         level = "time" if spec.latency else "basic"
         self._learn(spec)
@@ -418,7 +442,8 @@ class SSHTester:
             for host in self.tx_hosts:
                 starts[host].trigger()
             self._running_starts = list(starts.values())
-            aborted, deadline_hit, t_end = self._watch(spec, starts, counts, rates, base, t0, progress)
+            aborted, deadline_hit, t_end, info = self._watch(spec, starts, counts, rates, base, t0, progress,
+                                                             recovery)
             mark("traffic")
         except BaseException:
             for s in starts.values():
@@ -447,21 +472,30 @@ class SSHTester:
         self._last_end = time.monotonic()
         mark("start_exit")
         return self._result(spec, configs, counts, rates, tx, rx, base, started=started,
-                            wall_traffic_s=wall_traffic, aborted=aborted, deadline_hit=deadline_hit)
+                            wall_traffic_s=wall_traffic, aborted=aborted, deadline_hit=deadline_hit,
+                            recovery=recovery, info=info)
 
-    def _watch(self, spec, starts, counts, rates, base, t0, progress):
-        """Wait for the traffic to end; poll live counters for progress and
-        early abort. Returns (aborted, deadline_hit, end time)."""
-        planned = max((c - 1) / r if r else 0.0 for c, r in zip(counts, rates))
+    def _watch(self, spec, starts, counts, rates, base, t0, progress, recovery=None):
+        """Wait for the traffic to end; poll live counters for progress,
+        early abort and a planned rate change.
+        Returns (aborted, deadline_hit, end time, info)."""
+        if recovery:
+            planned = max((a - 1) / r + b / recovery["rate"]
+                          for a, b, r in zip(recovery["first"], recovery["second"], rates))
+        else:
+            planned = max((c - 1) / r if r else 0.0 for c, r in zip(counts, rates))
         if spec.burst_frames is not None and not any(rates):
             planned = max(planned, spec.duration_s or 0.0)
         # in-tree pktgen: ~125 ms before threads run, <= 100 ms to notice the end
         expected_end = t0 + planned + 0.25
         deadline = t0 + max(planned * 2 + 5.0, planned + 10.0)
         budget = int(spec.abort_loss_ratio * sum(counts)) if spec.abort_loss_ratio is not None else None
-        polling = progress is not None or budget is not None
-        next_poll = t0 + min(self.poll_interval_s, max(planned / 4, 0.05))
+        polling = progress is not None or budget is not None or recovery is not None
+        # a rate change is timed from the first frames seen: poll fast until then
+        next_poll = t0 + (0.02 if recovery else min(self.poll_interval_s, max(planned / 4, 0.05)))
         history = []
+        info = {"offered_fps": spec.load_fps}
+        switch_at = None
         aborted = deadline_hit = False
         while not all(s.done() for s in starts.values()):
             now = time.monotonic()
@@ -469,9 +503,29 @@ class SSHTester:
                 self._run_batches({h: pktgen.stop_batch() for h in self.tx_hosts})
                 deadline_hit = True
                 break
+            if recovery and switch_at is not None and now >= switch_at and "switch_frames" not in info:
+                info.update(self._change_rate(recovery["rate"]), switch_s=now - t0,
+                            offered_fps=spec.recovery_load_fps)
+                continue
             if polling and now >= next_poll and not aborted:
-                next_poll = now + self.poll_interval_s
                 live = self._live(spec, base, t0, sum(counts))
+                live["load_fps"] = info["offered_fps"]
+                next_poll = now + self.poll_interval_s
+                if recovery and "switch_frames" not in info:
+                    # switch on frames sent, not on time (a stalled generator
+                    # must still send its overload frames first): re-aim from
+                    # every poll, poll faster as the switch point nears
+                    sofar = live["tx_frames"] / len(self.plans)
+                    left = (recovery["first"][0] - sofar) / rates[0]
+                    if sofar > 0 and left <= 0.03:
+                        switch_at = now
+                    elif sofar > 0:
+                        switch_at = None
+                        next_poll = min(next_poll, now + max(left / 2, 0.02))
+                    else:
+                        next_poll = now + 0.02
+                if switch_at is not None and "switch_frames" not in info:
+                    next_poll = min(next_poll, switch_at)
                 history.append((now, live["tx_frames"]))
                 lost = self._loss_estimate(live, history, now)
                 live["lost_estimate"] = lost
@@ -488,12 +542,29 @@ class SSHTester:
                 # the device files say sooner that every device finished.
                 outs = self._run_batches(self._read_batches("end", with_rx=False))
                 tx, _ = self._parse_reads(outs, "end")
-                if all(st.finished for st in tx.values()):
+                if all(st.finished or (st.pkts_sofar or 0) >= counts[i] for i, st in tx.items()):
                     break
                 expected_end = time.monotonic() + 0.02
-            wait_for = min(next_poll if polling else deadline, expected_end, deadline) - time.monotonic()
+            wake = [expected_end, deadline] + ([next_poll] if polling else [])
+            if switch_at is not None and "switch_frames" not in info:
+                wake.append(switch_at)
+            wait_for = min(wake) - time.monotonic()
             next(iter(starts.values())).wait_readable(max(min(wait_for, 0.05), 0.001))
-        return aborted, deadline_hit, time.monotonic()
+        return aborted, deadline_hit, time.monotonic(), info
+
+    def _change_rate(self, rate):
+        """Write the new rate to every running device (pktgen takes `ratep`
+        while sending) and read back how many frames each had sent."""
+        batches = {}
+        for host in self.tx_hosts:
+            b = batches.setdefault(host, Batch())
+            for p in self.plans:
+                if p.tx_host == host:
+                    b.write(pktgen.device_path(p.device), f"ratep {rate}")
+        for host, b in self._read_batches("switch", with_rx=False).items():
+            batches[host].extend(b)
+        tx, _ = self._parse_reads(self._run_batches(batches), "switch")
+        return {"switch_frames": [tx[p.index].pkts_sofar for p in self.plans]}
 
     def _live(self, spec, base, t0, intended):
         outs = self._run_batches(self._read_batches("live"))
@@ -531,9 +602,22 @@ class SSHTester:
                 lagged_tx = tx
         return max(live["gap_lost"], lagged_tx - live["rx_frames"])
 
-    def _result(self, spec, configs, counts, rates, tx, rx, base, **kw):
+    def _result(self, spec, configs, counts, rates, tx, rx, base, recovery=None, info=None, **kw):
         det = self.detect()
         notes = list(det["notes"])
+        expected = [None] * len(self.plans)
+        if recovery:
+            first = recovery["first"]
+            if info and "switch_frames" in info:
+                # judge the sending time against the actual switch point
+                first = [f if f is not None else a for f, a in zip(info["switch_frames"], first)]
+            expected = [(a - 1) / r + (c - a) / recovery["rate"] for a, c, r in zip(first, counts, rates)]
+            if info and "switch_frames" in info:
+                notes.append(f"rate changed to {spec.recovery_load_fps:g} frames/s {info['switch_s']:.3f} s after "
+                             f"the start, after {sum(f or 0 for f in info['switch_frames'])} frames "
+                             f"(planned {sum(recovery['first'])})")
+            else:
+                notes.append("the planned rate change did not happen (traffic ended first)")
         readings = []
         latency = None
         if det["receiver"] == RECEIVER_PGRX:
@@ -541,11 +625,12 @@ class SSHTester:
                 st = rx[p.rx_host].stream(p.src(spec.ipv6))
                 sent = pktgen_sent(tx[p.index])
                 if st is None:
-                    readings.append(StreamReading(p, count, rate, tx[p.index], 0, sent, 0, 0))
+                    readings.append(StreamReading(p, count, rate, tx[p.index], 0, sent, 0, 0,
+                                                  expected_s=expected[p.index]))
                 else:
                     tail = max(sent - st.seq_max, 0)
                     readings.append(StreamReading(p, count, rate, tx[p.index], st.unique,
-                                                  st.lost + tail, st.ooo, st.dup))
+                                                  st.lost + tail, st.ooo, st.dup, expected_s=expected[p.index]))
             known = {p.src(spec.ipv6) for p in self.plans}
             rx_total = 0
             for host, state in rx.items():
@@ -571,7 +656,7 @@ class SSHTester:
             for p, count, rate in zip(self.plans, counts, rates):
                 shared = len(per_rx[(p.rx_host, p.rx_port)]) > 1
                 got = None if shared else deltas[(p.rx_host, p.rx_port)].get("rx_packets", 0)
-                readings.append(StreamReading(p, count, rate, tx[p.index], got))
+                readings.append(StreamReading(p, count, rate, tx[p.index], got, expected_s=expected[p.index]))
             rx_total = sum(d.get("rx_packets", 0) for d in deltas.values())
             notes.append("receiver: interface counters (lower fidelity: every frame on the port counts, "
                          "no reordering, duplicates or latency)")

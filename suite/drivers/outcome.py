@@ -24,6 +24,7 @@ class StreamReading:
     lost: Optional[int] = None
     ooo: Optional[int] = None
     dup: Optional[int] = None
+    expected_s: Optional[float] = None   # planned sending time when not one rate (rate change)
 
 
 @dataclass
@@ -43,10 +44,10 @@ def judge(spec, readings: List[StreamReading], totals: ReceiverTotals, *, starte
     notes = list(notes) + list(totals.notes)
     tx = sum(tx_frames_of(r.device) for r in readings)
     intended = sum(r.count for r in readings)
-    elapsed = [r.device.run.elapsed_s for r in readings if r.device.run is not None and r.device.run.usec > 0]
+    elapsed = [r.device.elapsed_s for r in readings if r.device.elapsed_s]
     traffic_s = max(elapsed) if len(elapsed) == len(readings) else wall_traffic_s
     if len(elapsed) != len(readings):
-        notes.append("a generator reported no run result; traffic time taken from the controller's clock")
+        notes.append("a generator reported no sending time; traffic time taken from the controller's clock")
     limited = False
     for r in readings:
         sent = tx_frames_of(r.device)
@@ -56,10 +57,17 @@ def judge(spec, readings: List[StreamReading], totals: ReceiverTotals, *, starte
         if not aborted and not deadline_hit and sent < r.count:
             limited = True
             notes.append(f"{label}: generator sent {sent} of {r.count} frames")
-        if r.rate and r.device.run is not None and r.device.run.usec > 0 and sent > 1:
+        took = r.device.elapsed_s
+        if r.expected_s is not None and took:
+            if not aborted and took > r.expected_s / rate_tolerance + 0.02:
+                limited = True
+                notes.append(f"{label}: sending took {took:.3f} s, planned {r.expected_s:.3f} s")
+        elif r.rate and took and sent > 1:
             # pktgen's elapsed time spans the sends from the first to the last
-            # frame: (sent - 1) gaps at the intended rate.
-            achieved = (sent - 1) / r.device.run.elapsed_s
+            # frame: (sent - 1) gaps at the intended rate; a stopped run also
+            # counts the unfinished gap after its last frame.
+            gaps = sent if (aborted or deadline_hit) else sent - 1
+            achieved = gaps / took
             if achieved < rate_tolerance * r.rate:
                 limited = True
                 notes.append(f"{label}: generator reached {achieved:.0f} of {r.rate} frames/s")

@@ -179,6 +179,18 @@ class DeviceState:
         return self.run is not None
 
     @property
+    def elapsed_s(self):
+        """Sending time: the Result line's, else Current's stopped - started
+        (any later write replaces the Result line; Current keeps the times,
+        and while running `stopped` is the present)."""
+        if self.run is not None and self.run.usec > 0:
+            return self.run.elapsed_s
+        started, stopped = _int(self.current.get("started")), _int(self.current.get("stopped"))
+        if started and stopped and stopped >= started:
+            return (stopped - started) / 1e6
+        return None
+
+    @property
     def result_ok(self):
         return self.result_text.startswith("OK:")
 

@@ -82,3 +82,25 @@ def test_conditions_name_the_module(tester):
     assert c["generator"] == "rfc2544_pktgen" and c["fidelity"] == "full"
     assert c["hosts"]["tester"]["module_version"]
     assert "bit-forwarding" in c["latency_definition"]
+
+
+def test_rate_change_without_stopping(tlab, tester):  # noqa: F811
+    """System recovery's trial: overload, then a lower rate in the same run."""
+    samples = []
+    tlab.cap_dut(1000)
+    try:
+        r = tester.run_trial(TrialSpec(frame_size=64, load_fps=3000, duration_s=1.0, recovery_load_fps=500,
+                                       recovery_duration_s=1.5), progress=samples.append)
+    finally:
+        tlab.uncap_dut()
+    assert r.intended_frames == r.tx_frames == 3000 + 750
+    assert any(n.startswith("rate changed to 500 frames/s") for n in r.notes), r.notes
+    rates = [s["load_fps"] for s in samples]
+    assert rates[0] == 3000 and rates[-1] == 500 and sorted(rates, reverse=True) == rates
+    assert r.lost_frames > 0
+    if not r.tester_limited:
+        # loss only while overloaded: the lost count stops growing after the
+        # change (unless the generator fell behind and caught up in bursts,
+        # which the trial then reports as tester-limited)
+        late = [s["lost_frames"] for s in samples if s["elapsed_s"] > 2.0]
+        assert late and late[-1] - late[0] <= 50

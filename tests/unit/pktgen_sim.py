@@ -28,6 +28,13 @@ class SimDevice:
         self.run_usec = None
         self.writes = []
 
+    def _us(self):
+        if self.started is None:
+            return 0, 0
+        start = int(self.started * 1e6)
+        stop = start + self.run_usec if self.run_usec is not None else int(time.monotonic() * 1e6)
+        return start, stop
+
     def text(self):
         p = self.p
         flags = "IPV6  " if p["ipv6"] else ""
@@ -44,7 +51,7 @@ class SimDevice:
             f"     Flags: {flags}",
             "Current:",
             f"     pkts-sofar: {self.sofar}  errors: 0",
-            "     started: 100us  stopped: 200us idle: 0us",
+            f"     started: {self._us()[0]}us  stopped: {self._us()[1]}us idle: 0us",
             f"     seq_num: {self.sofar + 1}  cur_dst_mac_offset: 0  cur_src_mac_offset: 0",
             "     cur_saddr: 198.18.0.1  cur_daddr: 198.19.0.1",
             "     cur_udp_dst: 9  cur_udp_src: 9",
@@ -150,7 +157,11 @@ class SimKernel:
         if word in ("count", "pkt_size", "delay", "clone_skb"):
             p[word] = int(arg)
         elif word == "ratep":
-            p["delay"] = 10**9 // int(arg)
+            with self.lock:
+                self._update()
+                if self.running and dev.run_usec is None:   # rate change while sending
+                    dev.anchor = (time.monotonic(), dev.sofar)
+                p["delay"] = 10**9 // int(arg)
         elif word == "dst_mac":
             p["dst_mac"] = arg
         elif word in ("src_min", "dst_min", "src6", "dst6"):
@@ -205,6 +216,7 @@ class SimKernel:
             self.t_start = time.monotonic()
             for d in self.devices.values():
                 d.sofar, d.run_usec, d.started = 0, None, self.t_start
+                d.anchor = (self.t_start, -1)   # the first frame goes at once
                 d.result = "Starting"
             self.noise_pending = True
 
@@ -221,11 +233,12 @@ class SimKernel:
         active = [d for d in self.devices.values() if d.run_usec is None]
         for d in active:
             rate = self._rate(d)
-            n = d.p["count"] if rate == float("inf") else min(d.p["count"], int((now - d.started) * rate) + 1)
+            t_a, n_a = d.anchor
+            n = d.p["count"] if rate == float("inf") else min(d.p["count"], n_a + 1 + int((now - t_a) * rate))
             self._deliver(d, n)
             if n >= d.p["count"]:
-                elapsed = (d.p["count"] - 1) / rate if rate != float("inf") else 0.000001
-                d.run_usec = max(int(elapsed * 1e6), 1)
+                done_at = t_a + (d.p["count"] - 1 - n_a) / rate if rate != float("inf") else d.started
+                d.run_usec = max(int((done_at - d.started) * 1e6), 1)
         if all(d.run_usec is not None for d in self.devices.values()):
             self.running = False
 

@@ -195,3 +195,15 @@ def test_hist_percentiles_agree_with_the_modules_own():
     for key, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999), ("p9999", 0.9999)):
         ours = pgrx.percentile_from_hist(st.hist, q, lat.min, lat.max)
         assert int(ours) == st.percentiles["latency"][key], key
+
+
+def test_sending_time_survives_a_later_write():
+    """A write after the run replaces the Result line (the IPv6 capture was
+    read after `ratep`); Current's started/stopped still give the time."""
+    st = pktgen.parse_device(captured("intree-device-ipv6.txt"))
+    assert st.run is None
+    done = pktgen.parse_device(captured("intree-device-finished.txt"))
+    assert st.elapsed_s == pytest.approx(done.elapsed_s, abs=1e-5)   # Result rounds to whole us
+    running = pktgen.parse_device(captured("intree-device-running.txt"))
+    assert 0 < running.elapsed_s < done.elapsed_s          # while running: up to now
+    assert pktgen.parse_device(captured("intree-device-configured.txt")).elapsed_s is None

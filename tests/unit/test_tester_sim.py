@@ -264,3 +264,20 @@ def test_calibrate_measures_the_generator_ceiling(tmp_path):
     assert "dst_mac 52:54:00:00:00:01" in dev.writes   # the tx port's own MAC: the DUT forwards nothing
     with pytest.raises(BadInput):
         calibrate(tester.inventory, [64], 0, tester=tester)
+
+
+def test_rate_change_without_stopping(tmp_path):
+    tester, kernel, _ = make_tester(tmp_path, poll_interval_s=0.05)
+    assert tester.supports_recovery
+    samples = []
+    r = tester.run_trial(spec(load_fps=2000, duration_s=0.3, recovery_load_fps=500, recovery_duration_s=0.4),
+                         progress=samples.append)
+    assert r.intended_frames == 600 + 200 and r.tx_frames == 800 and r.rx_frames == 800
+    assert kernel.starts == 2                       # learning + ONE run: no stop in between
+    writes = kernel.devices["tx0"].writes
+    assert writes.index("ratep 2000") < writes.index("ratep 500")
+    assert "count 800" in writes
+    assert {s["load_fps"] for s in samples} == {2000, 500}
+    assert any("rate changed to 500" in n for n in r.notes)
+    assert not r.tester_limited
+    assert r.traffic_s == pytest.approx(0.3 + 0.4, abs=0.1)
