@@ -130,6 +130,7 @@ class SSHTester:
         self._last_end = None
         self._running_starts = []
         self.last_phases = {}   # seconds per phase of the last trial (for bench/)
+        self._imix_set = False
 
     # ------------------------------------------------------------ plumbing
     def session(self, name):
@@ -411,7 +412,12 @@ class SSHTester:
         phases = self.last_phases = {}
         mark = _Stopwatch(phases)
         self.detect()
+        if self._imix_set and spec.frame_size != 0:
+            # pktgen keeps IMIX weights once set (pkt_size does not clear
+            # them): fixed-size traffic needs freshly added devices
+            self._ready = False
         self._setup()
+        self._imix_set = spec.frame_size == 0
         mark("setup")
         counts, rates = self._counts_and_rates(spec)
         recovery = self._recovery_plan(spec, counts)

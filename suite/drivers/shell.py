@@ -40,7 +40,9 @@ class RemoteShell:
     def send(self, script):
         """Start `script`; collect its output with `receive()`."""
         if self._pending is not None:
-            raise RuntimeError("previous script not collected")
+            # an earlier script was abandoned (Ctrl-C, an error while
+            # waiting): its output would be read as ours; start a new shell
+            self.close()
         if self._chan is None or self._chan.closed:
             self._open()
         marker = "@@RFC2544_END_" + secrets.token_hex(6)

@@ -281,3 +281,14 @@ def test_rate_change_without_stopping(tmp_path):
     assert any("rate changed to 500" in n for n in r.notes)
     assert not r.tester_limited
     assert r.traffic_s == pytest.approx(0.3 + 0.4, abs=0.1)
+
+
+def test_fixed_size_after_imix_re_adds_the_devices(tmp_path):
+    tester, kernel, _ = make_tester(tmp_path)
+    tester.run_trial(spec(frame_size=0))
+    assert any(c.startswith("imix_weights 60,7 572,4 1514,1") for c in kernel.devices["tx0"].writes)
+    tester.run_trial(spec(frame_size=0))
+    assert kernel.resets == 1
+    tester.run_trial(spec(frame_size=128))
+    assert kernel.resets == 2          # IMIX weights cannot be cleared: device re-added
+    assert not any(c.startswith("imix") for c in kernel.devices["tx0"].writes)
