@@ -28,6 +28,23 @@ static inline void pg_skb_add_frag(struct sk_buff *skb, int i, struct page *page
 #include <asm/unaligned.h>
 #endif
 
+/*
+ * The receive timestamp the core put on an skb (net_enable_timestamp()),
+ * in CLOCK_REALTIME ns, or 0 if it has none or carries another clock
+ * (a delivery time). 6.11 replaced mono_delivery_time by tstamp_type.
+ */
+static inline u64 pg_skb_rx_realtime_ns(const struct sk_buff *skb)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+	if (skb->tstamp_type != SKB_CLOCK_REALTIME)
+		return 0;
+#else
+	if (skb->mono_delivery_time)
+		return 0;
+#endif
+	return (u64)ktime_to_ns(skb->tstamp);
+}
+
 /* get_random_u32_below() exists on both 6.1 and 6.12 (prandom_u32 is gone). */
 
 #endif

@@ -21,6 +21,10 @@ unsigned long pg_max_lag_ns = NSEC_PER_SEC;
 module_param_named(max_lag_ns, pg_max_lag_ns, ulong, 0644);
 MODULE_PARM_DESC(max_lag_ns, "a generator running late by more than this re-bases its schedule instead of sending back to back to catch up (default 1 s)");
 
+unsigned int pg_catchup_pct;
+module_param_named(catchup_pct, pg_catchup_pct, uint, 0644);
+MODULE_PARM_DESC(catchup_pct, "a generator running late sends at most this many percent faster than its rate until back on schedule (default 0: no limit, like upstream pktgen)");
+
 static unsigned int pg_net_id __read_mostly;
 
 struct pg_net *pg_net_get(const struct net *net)

@@ -133,7 +133,8 @@ struct pg_dev {
 	u16 ip_id;
 	ktime_t started_at, stopped_at;
 	u64 idle_acc;			/* ns spent waiting */
-	u64 next_tx;			/* ktime ns */
+	u64 next_tx;			/* ktime ns, the ideal schedule */
+	u64 earliest_tx;		/* catch-up speed limit */
 	u32 cur_dst_mac_offset, cur_src_mac_offset;
 	u32 cur_saddr, cur_daddr;	/* host order */
 	struct in6_addr cur_in6_saddr, cur_in6_daddr;
@@ -200,6 +201,7 @@ struct pg_net {
 struct pg_net *pg_net_get(const struct net *net);
 extern unsigned long pg_spin_ns;
 extern unsigned long pg_max_lag_ns;
+extern unsigned int pg_catchup_pct;
 
 /* parse.c */
 int pg_read_cmd(const char __user *ubuf, size_t count, char *buf, size_t size);

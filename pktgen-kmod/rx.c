@@ -311,7 +311,10 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	if (!s)
 		return NF_ACCEPT;
 
-	now = ktime_get_real_ns();
+	/* arrival: the core's receive stamp (see pg_rx_enable), else now */
+	now = pg_skb_rx_realtime_ns(skb);
+	if (!now)
+		now = ktime_get_real_ns();
 	seq = get_unaligned_be32(h + 4);
 	if (magic == PG_MAGIC_NS)
 		ts = get_unaligned_be64(h + 8);
@@ -597,6 +600,12 @@ static int pg_rx_enable(struct pg_rx *rx, const char *name)
 		if (err)
 			return pg_rx_res(rx, err, "%s", "ERROR: cannot register netfilter hooks");
 		rx->hooks = true;
+		/*
+		 * Have the core stamp packets when they enter the receive path:
+		 * backlog/softirq delays on the receiving host then stay out of
+		 * the measured latency.
+		 */
+		net_enable_timestamp();
 	}
 	return pg_rx_res(rx, 0, "OK: rx=%s", rx->ifname);
 }
@@ -605,6 +614,7 @@ static void pg_rx_disable(struct pg_rx *rx)
 {
 	if (rx->hooks) {
 		nf_unregister_net_hooks(rx->pn->net, rx->ops, ARRAY_SIZE(rx->ops));
+		net_disable_timestamp();
 		rx->hooks = false;
 	}
 }

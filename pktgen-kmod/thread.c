@@ -6,7 +6,11 @@
  *
  * Rate control: each device has an absolute schedule (next_tx += delay).
  * If the next packet is due within spin_ns the thread busy-waits, otherwise
- * it sleeps on an hrtimer until it is due.
+ * it sleeps on an hrtimer until it is due. A generator that ran late (the
+ * thread was preempted, the VM stalled) sends back to back until on
+ * schedule again, or, with catchup_pct set, at no more than
+ * (1 + catchup_pct/100) times its rate; a debt older than max_lag_ns is
+ * forgotten.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -17,6 +21,7 @@
 #include <linux/hrtimer.h>
 #include <linux/netdevice.h>
 #include <linux/random.h>
+#include <linux/math64.h>
 #include <linux/etherdevice.h>
 #include "rfcpg.h"
 
@@ -72,6 +77,7 @@ static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
 	pd->started_at = ktime_get();
 	pd->stopped_at = pd->started_at;
 	pd->next_tx = ktime_to_ns(pd->started_at);
+	pd->earliest_tx = pd->next_tx;
 	pd->resched = false;
 	scnprintf(pd->result, sizeof(pd->result), "Starting");
 	atomic_inc(&t->pn->running);
@@ -161,6 +167,11 @@ static bool pg_thread_should_break(struct pg_thread *t)
 
 /* ---- transmit ---- */
 
+static u64 pg_due(const struct pg_dev *pd)
+{
+	return max(pd->next_tx, pd->earliest_tx);
+}
+
 static struct pg_dev *pg_next_due(struct pg_thread *t)
 {
 	struct pg_dev *pd, *best = NULL;
@@ -171,10 +182,11 @@ static struct pg_dev *pg_next_due(struct pg_thread *t)
 		if (READ_ONCE(pd->resched)) {
 			WRITE_ONCE(pd->resched, false);
 			pd->next_tx = ktime_get_ns();
+			pd->earliest_tx = pd->next_tx;
 		}
 		if (READ_ONCE(pd->delay) == PG_DELAY_PAUSE)
 			continue;
-		if (!best || pd->next_tx < best->next_tx)
+		if (!best || pg_due(pd) < pg_due(best))
 			best = pd;
 	}
 	return best;
@@ -266,6 +278,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd)
 	struct sk_buff *skb;
 	bool busy = false;
 	unsigned int len;
+	u64 gap;
 	int ret;
 
 	if (unlikely(!netif_running(odev) || !netif_carrier_ok(odev))) {
@@ -324,7 +337,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd)
 		}
 		if (busy && !sent) {
 			/* queue full: retry the same packet soon, not an error */
-			pd->next_tx = ktime_get_ns() + 1000;
+			pd->earliest_tx = ktime_get_ns() + 1000;
 			if (need_resched())
 				cond_resched();
 			return;
@@ -333,7 +346,11 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd)
 	}
 	}
 	pd->last_pkt_size = len;
-	pd->next_tx += READ_ONCE(pd->delay) * (shared ? pd->burst : 1);
+	gap = READ_ONCE(pd->delay) * (shared ? pd->burst : 1);
+	pd->next_tx += gap;
+	if (READ_ONCE(pg_catchup_pct))
+		pd->earliest_tx = ktime_get_ns() +
+				  mul_u64_u32_div(gap, 100, 100 + READ_ONCE(pg_catchup_pct));
 
 	if (pd->count && pd->sofar >= pd->count)
 		pg_dev_stop(t, pd);
@@ -363,7 +380,7 @@ static int pg_thread_fn(void *arg)
 		now = ktime_get_ns();
 		if (pd->next_tx + READ_ONCE(pg_max_lag_ns) < now)
 			pd->next_tx = now;	/* too late to catch up: re-base */
-		if (!pg_wait_until(t, pd, pd->next_tx)) {
+		if (!pg_wait_until(t, pd, pg_due(pd))) {
 			cond_resched();
 			continue;
 		}

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -187,12 +188,68 @@ def fuzz(req):
             "bad_result": bad_result[:20], "n_bad_result": len(bad_result),
             "errnos": errnos, "seconds": round(time.time() - t0, 2)}
 
+def pcap_latency(req):
+    """Independent latency reference: capture timestamps (ns, from the
+    kernel's receive path) minus the test header's ns timestamp."""
+    import struct
+    with open(req["path"], "rb") as f:
+        data = f.read()
+    magic = struct.unpack("<I", data[:4])[0]
+    assert magic == 0xa1b23c4d, "need a nanosecond pcap"
+    off, lats = 24, []
+    while off + 16 <= len(data):
+        sec, nsec, incl, _ = struct.unpack("<IIII", data[off:off + 16])
+        pkt = data[off + 16:off + 16 + incl]
+        off += 16 + incl
+        etype = struct.unpack("!H", pkt[12:14])[0]
+        l3 = 14
+        udp = l3 + (20 if etype == 0x0800 else 40)
+        hdr = pkt[udp + 8:udp + 24]
+        if len(hdr) < 16 or struct.unpack("!I", hdr[:4])[0] != 0x25449e55:
+            continue
+        lats.append(sec * 10**9 + nsec - struct.unpack("!Q", hdr[8:16])[0])
+    return {"n": len(lats), "mean": sum(lats) / len(lats) if lats else 0,
+            "min": min(lats) if lats else 0}
+
 req = json.loads(sys.stdin.read())
+if req["op"] == "pcap_latency":
+    print(json.dumps(pcap_latency(req)))
 if req["op"] == "writes":
     print(json.dumps(do_writes(req)))
 elif req["op"] == "fuzz":
     print(json.dumps(fuzz(req)))
 '''
+
+
+def run_all(host, command, timeout=300, stdin=None, check=True):
+    """SSHHost.run, but reads stdout/stderr until EOF: sshd may send the exit
+    status while output beyond the flow-control window is still pending, and
+    SSHHost.run stops at the exit status (large /proc reads came back cut)."""
+    ch = host.open_channel(command, timeout)
+    if stdin is not None:
+        ch.sendall(stdin.encode() if isinstance(stdin, str) else stdin)
+        ch.shutdown_write()
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if ch.recv_ready():
+                out += ch.recv(65536)
+            elif ch.recv_stderr_ready():
+                err += ch.recv_stderr(65536)
+            elif ch.eof_received and ch.exit_status_ready():
+                break
+            elif time.monotonic() > deadline:
+                raise AssertionError(f"'{command[:80]}' timed out after {timeout} s")
+            else:
+                time.sleep(0.002)
+        status = ch.recv_exit_status()
+    finally:
+        ch.close()
+    out, err = out.decode(errors="replace"), err.decode(errors="replace")
+    if check and status != 0:
+        raise AssertionError(f"'{command[:200]}' exited {status}: {err[-2000:]}")
+    return status, out, err
 
 
 class KmodVM:
@@ -201,15 +258,18 @@ class KmodVM:
     def __init__(self, lab, host, ko):
         self.lab, self.host, self.ko = lab, host, ko
 
+    def run(self, cmd, timeout=300, check=True, stdin=None):
+        return run_all(self.host, cmd, timeout=timeout, check=check, stdin=stdin)
+
     def sh(self, cmd, timeout=300, check=True):
-        return self.host.run(cmd, timeout=timeout, check=check)[1]
+        return self.run(cmd, timeout=timeout, check=check)[1]
 
     def dut(self, cmd, timeout=120, check=True):
-        return self.host.run(DUT + cmd, timeout=timeout, check=check)[1]
+        return self.run(DUT + cmd, timeout=timeout, check=check)[1]
 
     def agent(self, req, timeout=900):
-        out = self.host.run(f"python3 {REMOTE_AGENT}", stdin=json.dumps(req), timeout=timeout)[1]
-        return json.loads(out)
+        return json.loads(self.run(f"python3 {REMOTE_AGENT}", stdin=json.dumps(req),
+                                   timeout=timeout)[1])
 
     def writes(self, pairs):
         """[(path, str|bytes)] -> [{"ret": n|-errno, "result": str}]"""

@@ -1,0 +1,162 @@
+"""The receiver (pgrx) against impairments the DUT applies with netem on its
+egress port dut1: loss, reordering, duplication and delay, IPv4 and IPv6.
+Every test removes its qdisc again."""
+import contextlib
+import time
+
+import pytest
+
+from test_kmod_helpers import kmod, parse_device, parse_pgrx, setup_stream  # noqa: F401
+
+pytestmark = pytest.mark.lab
+
+FAMILIES = pytest.mark.parametrize("ipv6", [False, True], ids=["ipv4", "ipv6"])
+
+
+@contextlib.contextmanager
+def netem(vm, spec):
+    vm.dut(f"tc qdisc replace dev dut1 root netem {spec}")
+    try:
+        yield
+    finally:
+        vm.dut("tc qdisc del dev dut1 root", check=False)
+
+
+def run(vm, count, ratep, ipv6, spec, settle=0.5):
+    setup_stream(vm, count, ratep=ratep, ipv6=ipv6)
+    with netem(vm, spec):
+        vm.start()
+        time.sleep(settle)        # packets still queued in netem
+    dev = parse_device(vm.read("tx0"))
+    rx = parse_pgrx(vm.read("pgrx"))
+    assert dev["sofar"] == count
+    [stream] = rx["streams"]
+    return dev, rx, stream
+
+
+@FAMILIES
+def test_loss_is_tx_minus_rx(kmod, ipv6):
+    count = 20000
+    dev, rx, st = run(kmod, count, 10000, ipv6, "loss 1%")
+    received = st["packets"] - st["dup"] - st["old"]
+    assert rx["total"]["packets"] == st["packets"]
+    # netem took ~1 %; a stalled TCG vCPU can make the path drop more
+    assert count - received >= 0.005 * count
+    tail = count - st["seq_max"]                       # lost after the last arrival
+    assert st["lost"] + tail == count - received
+    assert st["ooo"] == 0 and st["dup"] == 0
+
+
+@FAMILIES
+def test_reorder_is_counted(kmod, ipv6):
+    count = 10000
+    dev, rx, st = run(kmod, count, 5000, ipv6, "delay 4ms reorder 25% 50%", settle=1.0)
+    assert st["packets"] == count                      # nothing lost...
+    assert st["ooo"] > 0.05 * count                    # ...but many late
+    assert st["lost"] == 0 and st["dup"] == 0 and st["old"] == 0
+    assert st["seq_max"] == count
+
+
+@FAMILIES
+def test_duplicates_are_counted(kmod, ipv6):
+    count = 20000
+    dev, rx, st = run(kmod, count, 10000, ipv6, "duplicate 1%")
+    assert st["dup"] > 0
+    assert st["packets"] - st["dup"] == count          # every duplicate recognised
+    assert st["lost"] == 0 and st["ooo"] == 0
+
+
+@FAMILIES
+def test_delay_2ms_mean_latency(kmod, ipv6):
+    """netem delay 2ms on the DUT.
+
+    Always asserted: the smallest latency is 2.0-2.2 ms (netem never
+    delivers early; the bare path adds tens of microseconds), and the
+    receiver's mean equals a reference computed outside the module, the
+    mean of (capture timestamp - header timestamp) over a nanosecond tcpdump
+    capture of the same packets on rx0 (both use the kernel's receive
+    timestamp), within 1 % + 50 us.
+    Then the spec's "mean 2 ms within 10 %": under TCG on a loaded host,
+    netem's release timer and the vCPU can run late by tens of ms, so when
+    the *reference* itself shows netem delivering outside 10 %, the test is
+    marked xfail with the measured figures instead of blaming the receiver.
+    """
+    count = 2000
+    setup_stream(kmod, count, ratep=1000, ipv6=ipv6)
+    proto = "ip6" if ipv6 else "ip"
+    kmod.sh("rm -f /tmp/kmodlat.pcap; (tcpdump -i rx0 -n -s 128 --time-stamp-precision=nano "
+            f"-w /tmp/kmodlat.pcap '{proto} and udp dst port 9' >/dev/null 2>&1 &) ; sleep 1")
+    try:
+        with netem(kmod, "delay 2ms"):
+            kmod.start()
+            time.sleep(0.5)
+    finally:
+        kmod.sh("pkill -INT -x tcpdump; sleep 0.5; true")
+    ref = kmod.agent({"op": "pcap_latency", "path": "/tmp/kmodlat.pcap"})
+    rx = parse_pgrx(kmod.read("pgrx"))
+    lat, pct = rx["stat"]["latency"], rx["percentile"]
+    [st] = rx["streams"]
+    assert lat["n"] == st["packets"] == count
+    assert 2.0e6 <= lat["min"] <= 2.2e6
+    assert sum(c for _, _, c in rx["hist"]) == lat["n"]
+    assert lat["min"] <= pct["p50"] <= pct["p99"] <= pct["p999"] <= lat["max"]
+    assert rx["stat"]["jitter"]["n"] == count - 1
+    assert ref["n"] == count, ref
+    assert lat["mean"] == pytest.approx(ref["mean"], rel=0.01, abs=50e3)
+    figures = (f"mean {lat['mean'] / 1e6:.3f} ms, p50 {pct['p50'] / 1e6:.3f} ms, "
+               f"p99 {pct['p99'] / 1e6:.3f} ms, max {lat['max'] / 1e6:.1f} ms; "
+               f"capture reference mean {ref['mean'] / 1e6:.3f} ms")
+    if abs(ref["mean"] - 2e6) > 0.2e6:
+        pytest.xfail(f"netem/TCG delivered outside 2 ms +-10 % ({figures})")
+    assert lat["mean"] == pytest.approx(2e6, rel=0.10), figures
+
+
+def test_counter_and_basic_levels(kmod):
+    setup_stream(kmod, 2000, ratep=5000)
+    kmod.pg("pgrx", "statistics counter")
+    kmod.start()
+    rx = parse_pgrx(kmod.read("pgrx"))
+    assert rx["header"]["statistics"] == "counter"
+    assert rx["total"]["packets"] == 2000 and rx["total"]["first_ns"] == 0
+    assert rx["streams"] == [] and rx["stat"]["latency"]["n"] == 0
+    kmod.pg("pgrx", "statistics basic")          # resets
+    assert parse_pgrx(kmod.read("pgrx"))["total"]["packets"] == 0
+    kmod.start()
+    rx = parse_pgrx(kmod.read("pgrx"))
+    [st] = rx["streams"]
+    assert st["packets"] == 2000 and st["lost"] == 0 and rx["stat"]["latency"]["n"] == 0
+    assert rx["total"]["first_ns"] > 0
+    kmod.pg("pgrx", "statistics time")
+
+
+def test_action_pass_lets_packets_through(kmod):
+    """With `action pass` the counted packets reach the stack: the UDP
+    layer sees them (port 9 closed: its NoPorts counter rises)."""
+    def noports():
+        out = kmod.sh("nstat -az UdpNoPorts | awk '/UdpNoPorts/ {print $2}'")
+        return int(out.strip() or 0)
+
+    setup_stream(kmod, 1000, ratep=5000)
+    before = noports()
+    kmod.start()
+    assert noports() == before                   # dropped by the receiver
+    kmod.pg("pgrx", "action pass")
+    try:
+        kmod.start()
+        assert noports() - before == 1000
+        assert parse_pgrx(kmod.read("pgrx"))["total"]["packets"] == 2000
+    finally:
+        kmod.pg("pgrx", "action drop")
+
+
+def test_upstream_header_is_decoded(kmod):
+    """flag UPSTREAM_HDR sends upstream's microsecond header; the receiver
+    decodes both formats."""
+    setup_stream(kmod, 2000, ratep=5000, extra=["flag UPSTREAM_HDR"])
+    kmod.start()
+    rx = parse_pgrx(kmod.read("pgrx"))
+    [st] = rx["streams"]
+    assert st["packets"] == 2000 and st["lost"] == 0
+    lat = rx["stat"]["latency"]
+    assert lat["n"] + lat["skipped"] == 2000 and lat["n"] > 1900
+    kmod.pg("tx0", "flag !UPSTREAM_HDR")
