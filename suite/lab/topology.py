@@ -12,7 +12,9 @@ The tester's own test addresses reach each other through the DUT: locally
 generated traffic to the other test address is policy-routed out of the
 tester port facing that way (table 100), and the tester ports accept packets
 whose source is a local address. So `ping -I 198.18.0.1 198.19.0.1` on the
-tester really crosses the DUT.
+tester really crosses the DUT. Test frames delivered to the tester's closed
+UDP port 9 would draw ICMP errors back through the DUT; the tester's ICMP
+error rate limit is set to a burst of 6 per peer per day so they do not.
 """
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -165,7 +167,10 @@ def _tester_loop():
     dut0, dut1 = PORTS["dut0"], PORTS["dut1"]
     out = _sysctl(["net/ipv4/conf/all/rp_filter=0", "net/ipv4/conf/tx0/rp_filter=0",
                    "net/ipv4/conf/rx0/rp_filter=0", "net/ipv4/conf/tx0/accept_local=1",
-                   "net/ipv4/conf/rx0/accept_local=1"])
+                   "net/ipv4/conf/rx0/accept_local=1",
+                   # test frames to closed UDP port 9 would each draw an ICMP
+                   # error back through the DUT: allow a burst of 6 per peer a day
+                   "net/ipv4/icmp_ratelimit=86400000", "net/ipv6/icmp/ratelimit=86400000"])
     for fam, key, in (("-4 ", "ipv4"), ("-6 ", "ipv6")):
         out += _batch([
             # move the local table behind our rules so a local destination can be routed out

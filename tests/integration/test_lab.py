@@ -51,6 +51,16 @@ def test_ssh_verifies_host_keys(lab, tester, tmp_path):
     assert r.returncode != 0 and "HOST IDENTIFICATION HAS CHANGED" in r.stderr
 
 
+def test_test_ports_are_quiet(lab, tester):
+    """No background frames (ARP, ND, MLD, RS) on the test links: counters
+    are only moved by test traffic."""
+    read = ("for d in tx0 rx0; do cat /sys/class/net/$d/statistics/rx_packets "
+            "/sys/class/net/$d/statistics/tx_packets; done")
+    before = tester.run(read)[1].split()
+    tester.run("sleep 5")
+    assert tester.run(read)[1].split() == before
+
+
 def _dut_rx(tester, lab, dev):
     return flow_counter.rx_packets(tester, dev, prefix=lab.dut_cmd(""))
 
@@ -70,6 +80,7 @@ def test_ping_crosses_the_dut(lab, tester, family):
 @pytest.mark.parametrize("family,count", [("ipv4", 10000), ("ipv6", 3000)])
 def test_kernel_pktgen_count_arrives_exactly(lab, tester, family, count):
     src, dst = addr(getattr(TX, family)), addr(getattr(RX, family))
+    tx0_rx_before = flow_counter.rx_packets(tester, "tx0")
     try:
         with flow_counter.FlowCounter(tester, "rx0", src, dst) as counter:
             result = kernel_pktgen.send(tester, "tx0", count, src, dst, DUT0.mac)
@@ -78,6 +89,8 @@ def test_kernel_pktgen_count_arrives_exactly(lab, tester, family, count):
         kernel_pktgen.unload(tester)
     assert result.sent == count and result.errors == 0
     assert received == count
+    # nothing much comes back: ICMP errors for the closed UDP port are rate-limited
+    assert flow_counter.rx_packets(tester, "tx0") - tx0_rx_before <= 6
 
 
 def test_capped_dut_forwards_no_more_than_the_cap(lab, tester):
