@@ -14,8 +14,8 @@ quick iterations without a boot.
 
 Only two cores: tests using `lab2` run after all tests using `lab`, and the
 single lab is stopped after its last user, so only one lab runs at a time.
-Tests marked `lab_down_last` stop a session lab; they are moved to the end of
-the run so every other test still finds the labs up.
+Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
+every other test of the same lab, so those still find it up.
 """
 import os
 
@@ -23,7 +23,7 @@ import pytest
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "lab_down_last: stops a session lab; runs after all other tests")
+    config.addinivalue_line("markers", "lab_down_last: stops or reboots a session lab; runs after the other tests of that lab")
 
 
 _booted = {}            # fixture name -> Lab this session booted (not reused)
@@ -33,8 +33,10 @@ _last_user = {}         # fixture name -> nodeid of the last test that uses it
 def pytest_collection_modifyitems(session, config, items):
     # Only two cores: run every `lab` test before the first `lab2` test and
     # stop the single lab after its last user, so at most one lab runs.
-    items.sort(key=lambda item: (item.get_closest_marker("lab_down_last") is not None,
-                                 "lab2" in getattr(item, "fixturenames", ())))
+    # Order: lab tests, lab tests marked lab_down_last, lab2 tests, lab2
+    # tests marked lab_down_last.
+    items.sort(key=lambda item: ("lab2" in getattr(item, "fixturenames", ()),
+                                 item.get_closest_marker("lab_down_last") is not None))
     for item in items:
         for name in ("lab", "lab2"):
             if name in getattr(item, "fixturenames", ()):
