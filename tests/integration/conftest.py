@@ -1,13 +1,16 @@
 """Session fixtures for lab integration tests (owned by the lab).
 
 `lab`  - the single topology (tester VM, DUT in netns `dut`), booted once per
-         pytest session under the lab name `pytest-single`, torn down at the end.
-`lab2` - the two-host topology (tester VM + DUT VM), lab name `pytest-two`.
+         pytest session under the lab name `pytest<PID>-single`, torn down at the end.
+`lab2` - the two-host topology (tester VM + DUT VM), lab name `pytest<PID>-two`.
 
-Separate lab names keep a developer's own `default` lab untouched. Tests that
+Lab names of their own keep a developer's `default` lab untouched, and the
+pytest process id keeps two concurrent sessions (several developers on one
+machine) apart; labs of sessions whose process is gone are stopped and
+removed at start (a finished session's lab dir keeps its console logs until then). Tests that
 load modules or change the DUT must restore what they changed (rmmod, remove
 qdiscs) so later tests see a clean lab. Set RFC2544_KEEP_LAB=1 to leave the
-labs running after the session (then `rfc2544 lab down --name pytest-single`).
+labs running after the session (then `rfc2544 lab down --name pytest<PID>-single`).
 RFC2544_REUSE_LAB=NAME (and RFC2544_REUSE_LAB2=NAME) uses an already running
 lab of the right topology instead of booting one, and leaves it running:
 quick iterations without a boot.
@@ -18,6 +21,7 @@ Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
 every other test of the same lab, so those still find it up.
 """
 import os
+import shutil
 
 import pytest
 
@@ -56,10 +60,8 @@ def _boot(request, name, topology, reuse_env, fixture):
         if lab.is_up() and lab.status().get("topology") == topology:
             return lab
         pytest.fail(f"{reuse_env}={reuse}: no running {topology} lab of that name")
-    lab = Lab(name)
-    if lab.is_up():
-        # left over from an interrupted session: start clean
-        lab.down(log=lambda m: None)
+    _stop_orphans()
+    lab = Lab(f"pytest{os.getpid()}-{name}")
     lab.up(topology, log=lambda m: print(m, flush=True))
     _booted[fixture] = lab
     if not os.environ.get("RFC2544_KEEP_LAB"):
@@ -67,16 +69,29 @@ def _boot(request, name, topology, reuse_env, fixture):
     return lab
 
 
+def _stop_orphans():
+    """Stop labs of pytest sessions that died without tearing down."""
+    from rfc2544.lab import Lab, paths
+    root = paths.labs_dir()
+    for d in root.glob("pytest*-*") if root.is_dir() else ():
+        pid = d.name[len("pytest"):].split("-", 1)[0]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            orphan = Lab(d.name)
+            if orphan.is_up():
+                orphan.down(log=lambda m: None)
+            shutil.rmtree(d, ignore_errors=True)     # its console logs are stale now
+
+
 @pytest.fixture(scope="session")
 def lab(request):
     """The single-topology lab (Lab object), up for the whole session."""
-    return _boot(request, "pytest-single", "single", "RFC2544_REUSE_LAB", "lab")
+    return _boot(request, "single", "single", "RFC2544_REUSE_LAB", "lab")
 
 
 @pytest.fixture(scope="session")
 def lab2(request):
     """The two-host lab (Lab object), up for the whole session."""
-    return _boot(request, "pytest-two", "two-host", "RFC2544_REUSE_LAB2", "lab2")
+    return _boot(request, "two", "two-host", "RFC2544_REUSE_LAB2", "lab2")
 
 
 @pytest.fixture
