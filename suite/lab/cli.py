@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from rfc2544.errors import BadInput
+from rfc2544.errors import BadInput, InfraError
 
 
 def _log(msg):
@@ -94,7 +94,7 @@ def ssh(name, host, command):
     try:
         os.execvp("ssh", argv)
     except OSError as exc:
-        raise BadInput(f"cannot run ssh: {exc.strerror} (install openssh-client)")
+        raise InfraError(f"cannot run ssh: {exc.strerror} (install openssh-client)")
 
 
 @lab.command()

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from rfc2544.errors import BadInput, InfraError
+from rfc2544.errors import InfraError
 from rfc2544.lab import paths
 
 SUITE = "bookworm"
