@@ -2,6 +2,7 @@
 pieces (inventory, profile, tester, results) and hand over to the runner.
 Everything here is wiring; the work happens in runner/procedures/search."""
 import json
+import logging
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,10 @@ from rfc2544.results import Results
 from rfc2544.runner import Runner, build_plan
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# paramiko logs a lost connection with a traceback on stderr (Python's
+# last-resort handler); our errors already say it in one line.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 REPORT_FORMATS = ("html", "pdf", "csv")
 
 
