@@ -161,3 +161,17 @@ def test_internal_error_is_one_line_with_a_log(setup, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "internal error (ZeroDivisionError: oops)" in err[0]
     assert "ZeroDivisionError" in (out / "error.log").read_text()
+
+
+def test_setup_runs_the_playbook_first(setup, monkeypatch, capsys):
+    tmp, inv, prof, _ = setup
+    calls = []
+    monkeypatch.setattr(commands.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(commands.subprocess, "call", lambda argv: calls.append(argv) or 0)
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o"), "--setup",
+                "--format", "csv") == 0
+    assert calls == [["/usr/bin/ansible-playbook", str(commands.REPO_ROOT / "playbooks" / "setup.yml"),
+                      "-i", str(inv)]]
+    monkeypatch.setattr(commands.subprocess, "call", lambda argv: 4)
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o2"), "--setup") == 3
+    assert "setup.yml failed with exit status 4" in capsys.readouterr().err
