@@ -12,7 +12,7 @@ from rfc2544.results import verdict
 def estimate_step_s(test, profile):
     """Rough seconds a plan step takes (for the ETA)."""
     w = profile["waits"]
-    over = w["learning_s"] + w["residual_s"] + w["settle_s"] + 0.3
+    over = w["learning_s"] + w["residual_s"] + w["settle_s"] + 1.0     # + control round trips
     s, final = profile["search"], profile["trial_duration_s"]
     if test == "throughput":
         steps = math.log2(1 / (s["resolution_pct"] / 100)) + 2
@@ -54,6 +54,8 @@ class Display:
         self._step_estimate = 0.0
         self._profile = None
         self._live_shown = False
+        self._estimated_done = 0.0      # estimates and actual times of finished steps:
+        self._actual_done = 0.0         # their ratio corrects the ETA of the rest
 
     def _out(self, text):
         if self.quiet:
@@ -64,8 +66,11 @@ class Display:
         click.echo(text, file=self.stream)
 
     def eta_s(self):
-        in_step = max(self._step_estimate - (time.monotonic() - self._step_started), 0.0)
-        return in_step + sum(estimate_step_s(s["test"], self._profile) for s in self._remaining)
+        scale = 1.0
+        if self._estimated_done > 0:
+            scale = min(max(self._actual_done / self._estimated_done, 0.3), 5.0)
+        in_step = max(self._step_estimate * scale - (time.monotonic() - self._step_started), 0.0)
+        return in_step + scale * sum(estimate_step_s(s["test"], self._profile) for s in self._remaining)
 
     def start(self, plan, profile):
         self._profile = profile
@@ -110,6 +115,8 @@ class Display:
         self._out(f"   skipped: {why}")
 
     def step_done(self, step, entry, seconds):
+        self._estimated_done += self._step_estimate
+        self._actual_done += seconds
         if step["test"] == "throughput":
             ndr, pdr = entry.get("ndr_fps"), entry.get("pdr_fps")
             text = f"NDR {ndr:,.0f} fps" if ndr else "no NDR (the minimum load lost frames)"
