@@ -131,6 +131,7 @@ class SSHTester:
         self._running_starts = []
         self.last_phases = {}   # seconds per phase of the last trial (for bench/)
         self._imix_set = False
+        self._spare_starts = {}
 
     # ------------------------------------------------------------ plumbing
     def session(self, name):
@@ -146,6 +147,7 @@ class SSHTester:
         return self._sessions[name]
 
     def close(self):
+        self._drop_spares()
         for s in self._sessions.values():
             try:
                 s.close()
@@ -433,7 +435,7 @@ class SSHTester:
         starts = {}
         try:
             for host in self.tx_hosts:
-                starts[host] = self.session(host).open_start()
+                starts[host] = self._take_start(host)
             for attempt in range(4):
                 tx0, rx0, base = self._configure_and_zero(spec, configs, level)
                 problems = self._zero_problems(configs, tx0, rx0, base)
@@ -456,6 +458,8 @@ class SSHTester:
                 s.close()
             raise
         wall_traffic = t_end - t0
+        if self.waits.residual_s > 0:
+            self._preopen_starts()   # hidden in the residual wait
         remaining = self.waits.residual_s - (time.monotonic() - t_end)
         if remaining > 0:
             time.sleep(remaining)
@@ -480,6 +484,27 @@ class SSHTester:
         return self._result(spec, configs, counts, rates, tx, rx, base, started=started,
                             wall_traffic_s=wall_traffic, aborted=aborted, deadline_hit=deadline_hit,
                             recovery=recovery, info=info)
+
+    def _take_start(self, host):
+        """The start channel for `host`: the one pre-opened after the last
+        trial if it is still waiting, else a new one."""
+        pre = self._spare_starts.pop(host, None)
+        if pre is not None and not pre.done():
+            return pre
+        if pre is not None:
+            pre.close()
+        return self.session(host).open_start()
+
+    def _preopen_starts(self):
+        """Open the next trial's start channels now: the remote shell that
+        waits for 'start' spawns while the caller does other work. An unused
+        one exits harmlessly when closed (no 'start' line, no traffic)."""
+        for host in self.tx_hosts:
+            if host not in self._spare_starts:
+                try:
+                    self._spare_starts[host] = self.session(host).open_start()
+                except InfraError:
+                    break  # the next trial opens its own (and reports the failure)
 
     def _watch(self, spec, starts, counts, rates, base, t0, progress, recovery=None):
         """Wait for the traffic to end; poll live counters for progress,
@@ -521,13 +546,15 @@ class SSHTester:
                     # switch on frames sent, not on time (a stalled generator
                     # must still send its overload frames first): re-aim from
                     # every poll, poll faster as the switch point nears
+                    # (the reading is ~half a round trip old and the write
+                    # lands ~half a round trip late: aim at now + left)
                     sofar = live["tx_frames"] / len(self.plans)
                     left = (recovery["first"][0] - sofar) / rates[0]
-                    if sofar > 0 and left <= 0.03:
-                        switch_at = now
+                    if sofar > 0 and left <= 0.1:
+                        switch_at = now + max(left, 0.0)
                     elif sofar > 0:
                         switch_at = None
-                        next_poll = min(next_poll, now + max(left / 2, 0.02))
+                        next_poll = min(next_poll, now + left / 2)
                     else:
                         next_poll = now + 0.02
                 if switch_at is not None and "switch_frames" not in info:
@@ -618,6 +645,16 @@ class SSHTester:
                 # judge the sending time against the actual switch point
                 first = [f if f is not None else a for f, a in zip(info["switch_frames"], first)]
             expected = [(a - 1) / r + (c - a) / recovery["rate"] for a, c, r in zip(first, counts, rates)]
+            if info and "switch_frames" in info and any(
+                    (f or 0) >= c for f, c in zip(info["switch_frames"], counts)):
+                notes.append("the rate change came after the last frame: the generator ran ahead of "
+                             "the plan (no second rate was offered)")
+                info["rate_change_missed"] = True
+            elif info and "switch_frames" in info and any(
+                    abs((f or 0) - a) > 0.05 * a for f, a in zip(info["switch_frames"], recovery["first"])):
+                notes.append("the rate changed more than 5 % of the overload frames away from the plan "
+                             "(the generator fell behind or ran ahead)")
+                info["rate_change_missed"] = True
             if info and "switch_frames" in info:
                 notes.append(f"rate changed to {spec.recovery_load_fps:g} frames/s {info['switch_s']:.3f} s after "
                              f"the start, after {sum(f or 0 for f in info['switch_frames'])} frames "
@@ -668,8 +705,19 @@ class SSHTester:
                          "no reordering, duplicates or latency)")
             if spec.latency:
                 notes.append("latency needs the rfc2544_pktgen receiver (pgrx); not measured")
-        return judge(spec, readings, ReceiverTotals(rx_total), latency=latency,
-                     rate_tolerance=self.rate_tolerance, notes=notes, **kw)
+        result = judge(spec, readings, ReceiverTotals(rx_total), latency=latency,
+                       rate_tolerance=self.rate_tolerance, notes=notes, **kw)
+        if info and (info.get("rate_change_missed") or (recovery and "switch_frames" not in info)):
+            result.tester_limited = True   # the planned rate profile was not offered
+        return result
+
+    def _drop_spares(self):
+        for s in self._spare_starts.values():
+            try:
+                s.close()
+            except Exception:  # a dead channel is already closed
+                pass
+        self._spare_starts = {}
 
     # ------------------------------------------------------------ calibration
     def send_at_max_rate(self, frame_size, duration_s, ipv6=False, to_self=True):
@@ -720,6 +768,7 @@ class SSHTester:
             except Exception:
                 pass
         self._running_starts = []
+        self._drop_spares()
         self._ready = False
         for host in self.tx_hosts:
             for attempt in range(2):

@@ -96,9 +96,10 @@ def test_rate_change_without_stopping(tlab, tester):  # noqa: F811
     assert r.intended_frames == r.tx_frames == 3000 + 750
     assert any(n.startswith("rate changed to 500 frames/s") for n in r.notes), r.notes
     rates = [s["load_fps"] for s in samples]
-    assert rates[0] == 3000 and rates[-1] == 500 and sorted(rates, reverse=True) == rates
+    assert rates[0] == 3000 and sorted(rates, reverse=True) == rates, (rates, r.notes)
     assert r.lost_frames > 0
     if not r.tester_limited:
+        assert rates[-1] == 500, (rates, r.notes)
         # loss only while overloaded: the lost count stops growing after the
         # change (unless the generator fell behind and caught up in bursts,
         # which the trial then reports as tester-limited)
