@@ -390,8 +390,11 @@ class SSHTester:
                 problems.append(f"{p.tx_host}:{p.device} dst_mac={st.params.get('dst_mac')} (wrote {cfg.dst_mac})")
         for host, reading in rx.items():
             if isinstance(reading, pgrx_mod.PgrxState):
-                if not reading.enabled:
-                    problems.append(f"{host}: pgrx is not enabled")
+                want = self.detect()["rx_ports"][host][0]
+                if not reading.enabled or reading.dev != want:
+                    problems.append(f"{host}: pgrx counts on {reading.dev} (enabled={int(reading.enabled)}), "
+                                    f"not on {want}")
+                    self._ready = False   # re-enable it on the next attempt
                 if not reading.is_zero:
                     problems.append(f"{host}: pgrx counted {reading.total_packets} packets after reset")
             else:
@@ -437,6 +440,7 @@ class SSHTester:
             for host in self.tx_hosts:
                 starts[host] = self._take_start(host)
             for attempt in range(4):
+                self._setup()   # again only if a check below found the receiver changed
                 tx0, rx0, base = self._configure_and_zero(spec, configs, level)
                 problems = self._zero_problems(configs, tx0, rx0, base)
                 if not problems:

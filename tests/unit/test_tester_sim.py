@@ -292,3 +292,11 @@ def test_fixed_size_after_imix_re_adds_the_devices(tmp_path):
     tester.run_trial(spec(frame_size=128))
     assert kernel.resets == 2          # IMIX weights cannot be cleared: device re-added
     assert not any(c.startswith("imix") for c in kernel.devices["tx0"].writes)
+
+
+def test_pgrx_moved_to_another_device_is_re_enabled(tmp_path):
+    tester, kernel, _ = make_tester(tmp_path)
+    tester.run_trial(spec())
+    kernel.rx_dev = "eth9"              # someone pointed pgrx elsewhere between trials
+    r = tester.run_trial(spec(learning=False))
+    assert kernel.rx_dev == "rx0" and r.rx_frames == r.tx_frames == 400
