@@ -507,6 +507,10 @@ def restore(t):
     else:
         os.unlink(t.host.path(t.snapshot_path))
         t.changes.append(f"snapshot {t.snapshot_path} removed")
+        try:
+            os.rmdir(os.path.dirname(t.host.path(t.snapshot_path)))   # only if empty
+        except OSError:
+            pass
     return failed
 
 

@@ -145,6 +145,7 @@ def collect(params, run, root="/"):
         "sig_enforce": read(p(params["sig_enforce_path"]), "N") or "N",
         "lockdown": lockdown_mode(read(p(params["lockdown_path"]))),
         "boot_id": read(p("/proc/sys/kernel/random/boot_id")),
+        "modules_load_conf_exists": os.path.exists(p(f"/etc/modules-load.d/{name}.conf")),
         "installed_path": "",
         "installed_srcversion": "",
         "installed_checksum": "",
