@@ -15,8 +15,7 @@ RFC2544_REUSE_LAB=NAME (and RFC2544_REUSE_LAB2=NAME) uses an already running
 lab of the right topology instead of booting one, and leaves it running:
 quick iterations without a boot.
 
-Only two cores: tests using `lab2` run after all tests using `lab`, and the
-single lab is stopped after its last user, so only one lab runs at a time.
+Tests using `lab2` run after the other lab tests.
 Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
 every other test of the same lab, so those still find it up.
 """
@@ -30,29 +29,15 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "lab_down_last: stops or reboots a session lab; runs after the other tests of that lab")
 
 
-_booted = {}            # fixture name -> Lab this session booted (not reused)
-_last_user = {}         # fixture name -> nodeid of the last test that uses it
-
-
 def pytest_collection_modifyitems(session, config, items):
-    # Only two cores: run every `lab` test before the first `lab2` test and
-    # stop the single lab after its last user, so at most one lab runs.
     # Order: lab tests, lab tests marked lab_down_last, lab2 tests, lab2
-    # tests marked lab_down_last.
+    # tests marked lab_down_last. (Both labs stay up to the session's end:
+    # tests may request `lab` dynamically, so its last user is not known.)
     items.sort(key=lambda item: ("lab2" in getattr(item, "fixturenames", ()),
                                  item.get_closest_marker("lab_down_last") is not None))
-    for item in items:
-        for name in ("lab", "lab2"):
-            if name in getattr(item, "fixturenames", ()):
-                _last_user[name] = item.nodeid
 
 
-def pytest_runtest_teardown(item, nextitem):
-    if item.nodeid == _last_user.get("lab") and "lab" in _booted and not os.environ.get("RFC2544_KEEP_LAB"):
-        _booted.pop("lab").down(log=lambda m: None)
-
-
-def _boot(request, name, topology, reuse_env, fixture):
+def _boot(request, name, topology, reuse_env):
     from rfc2544.lab import Lab
     reuse = os.environ.get(reuse_env)
     if reuse:
@@ -63,7 +48,6 @@ def _boot(request, name, topology, reuse_env, fixture):
     _stop_orphans()
     lab = Lab(f"pytest{os.getpid()}-{name}")
     lab.up(topology, log=lambda m: print(m, flush=True))
-    _booted[fixture] = lab
     if not os.environ.get("RFC2544_KEEP_LAB"):
         request.addfinalizer(lambda: lab.down(log=lambda m: None))
     return lab
@@ -85,13 +69,13 @@ def _stop_orphans():
 @pytest.fixture(scope="session")
 def lab(request):
     """The single-topology lab (Lab object), up for the whole session."""
-    return _boot(request, "single", "single", "RFC2544_REUSE_LAB", "lab")
+    return _boot(request, "single", "single", "RFC2544_REUSE_LAB")
 
 
 @pytest.fixture(scope="session")
 def lab2(request):
     """The two-host lab (Lab object), up for the whole session."""
-    return _boot(request, "two", "two-host", "RFC2544_REUSE_LAB2", "lab2")
+    return _boot(request, "two", "two-host", "RFC2544_REUSE_LAB2")
 
 
 @pytest.fixture
