@@ -202,7 +202,7 @@ RATES = [500, 2000, 5000, 10000, 20000]   # pps; TCG veth path tops out near 70 
 def test_ratep_accuracy(kmod, ratep):
     """Asked vs achieved rate over 4 s of traffic. Generator side (packets
     over the Result's start-to-stop time): within 3 %. Receiver side
-    (arrival span of the same packets): within 5 %. The generator keeps an
+    (arrival span vs sequence numbers): within 5 %. The generator keeps an
     absolute schedule, so the error comes from the environment: under TCG on
     a shared 2-core host the VM's vCPU stalls for up to ~100 ms at times, and
     a stall before the last packet stretches the measured span."""

@@ -160,3 +160,23 @@ def test_upstream_header_is_decoded(kmod):
     lat = rx["stat"]["latency"]
     assert lat["n"] + lat["skipped"] == 2000 and lat["n"] > 1900
     kmod.pg("tx0", "flag !UPSTREAM_HDR")
+
+
+def test_suite_parsers_read_the_real_output(kmod):
+    """The suite's drivers parse the module's real output (contract check)."""
+    from rfc2544.drivers import pgrx as pgrx_driver
+    from rfc2544.drivers import pktgen as pktgen_driver
+
+    setup_stream(kmod, 3000, ratep=5000)
+    kmod.start()
+    state = pgrx_driver.parse(kmod.read("pgrx"))
+    assert state.total_packets == 3000 and state.enabled and state.dev == "rx0"
+    assert len(state.streams) == 1 and state.streams[0].packets == 3000
+    assert sum(b.count for b in state.hist) == 3000
+    dev = pktgen_driver.parse_device(kmod.read("tx0"))
+    assert dev.run is not None
+    assert dev.run.packets == 3000 and dev.run.pkt_bytes == 64 and dev.run.errors == 0
+    thread = pktgen_driver.parse_thread(kmod.read("kpktgend_0"))
+    assert thread.stopped == ["tx0"] and thread.running == []
+    banner, version = pktgen_driver.parse_banner(kmod.read("pgctrl"))
+    assert version == "2.75"
