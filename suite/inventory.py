@@ -86,12 +86,12 @@ def _port(path, where, raw):
     for key in ("name", "role", "mac"):
         if not raw.get(key):
             _fail(path, f"{where}.{key}", "is required")
-    if not IFNAME_RE.match(str(raw["name"])):
+    if not IFNAME_RE.fullmatch(str(raw["name"])):
         _fail(path, f"{where}.name", f"'{raw['name']}' is not an interface name")
     if raw["role"] not in ROLES:
         _fail(path, f"{where}.role", f"must be one of {', '.join(ROLES)}")
     for key in ("mac", "peer_mac"):
-        if raw.get(key) is not None and not MAC_RE.match(str(raw[key])):
+        if raw.get(key) is not None and not MAC_RE.fullmatch(str(raw[key])):
             _fail(path, f"{where}.{key}", f"'{raw[key]}' is not a MAC address")
     for key in ("ipv4", "ipv6"):
         if raw.get(key) is not None:

@@ -1,0 +1,79 @@
+"""The inventory schema: valid files load, every bad field is named."""
+import textwrap
+
+import pytest
+
+from rfc2544 import inventory
+from rfc2544.errors import BadInput
+
+GOOD = """
+all:
+  vars:
+    rfc2544_streams:
+      - {tx: "tester:tx0", rx: "tester:rx0"}
+  children:
+    testers:
+      hosts:
+        tester:
+          ansible_host: 192.0.2.10
+          ansible_port: 2222
+          rfc2544_known_hosts: /tmp/kh
+          rfc2544_ports:
+            - {name: tx0, role: tx, mac: "02:00:00:00:00:01", ipv4: 198.18.0.1/24,
+               peer_mac: "02:00:00:00:00:02", peer_ipv4: 198.18.0.2, speed_mbps: 10000}
+            - {name: rx0, role: rx, mac: "02:00:00:00:00:03", ipv4: 198.19.0.1/24}
+    duts:
+      hosts:
+        dut:
+          rfc2544_netns: dut
+          rfc2544_ports:
+            - {name: dut0, role: dut, mac: "02:00:00:00:00:02"}
+"""
+
+
+def write(tmp_path, text):
+    p = tmp_path / "inv.yml"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_good_inventory_loads(tmp_path):
+    inv = inventory.load(write(tmp_path, GOOD))
+    assert [h.name for h in inv.testers] == ["tester"]
+    assert [h.name for h in inv.duts] == ["dut"]
+    tester = inv.hosts["tester"]
+    assert (tester.address, tester.port, tester.user) == ("192.0.2.10", 2222, "root")
+    assert tester.ports["tx0"].peer_mac == "02:00:00:00:00:02"
+    assert tester.ports["tx0"].speed_mbps == 10000
+    assert inv.hosts["dut"].netns == "dut"
+    assert len(inv.streams) == 1 and inv.streams[0].rx_port == "rx0"
+
+
+@pytest.mark.parametrize("old,new,field", [
+    ("name: tx0,", 'name: "tx0\\n",', "rfc2544_ports[0].name"),
+    ("name: tx0,", "name: tx0;reboot,", "rfc2544_ports[0].name"),
+    ('mac: "02:00:00:00:00:01"', 'mac: "02:00:00:00:00:01\\n"', "rfc2544_ports[0].mac"),
+    ("ipv4: 198.18.0.1/24,", "ipv4: 198.18.0.300/24,", "rfc2544_ports[0].ipv4"),
+    ("role: tx,", "role: sender,", "rfc2544_ports[0].role"),
+    ("speed_mbps: 10000", "speed_mbps: -1", "rfc2544_ports[0].speed_mbps"),
+    ('tx: "tester:tx0"', 'tx: "tester:nope"', "rfc2544_streams[0].tx"),
+    ('tx: "tester:tx0"', 'tx: "tester:rx0"', "rfc2544_streams[0].tx"),
+    ("ansible_port: 2222", "ansible_port: ssh", "ansible_port"),
+])
+def test_bad_field_is_named(tmp_path, old, new, field):
+    assert old in GOOD
+    with pytest.raises(BadInput) as exc:
+        inventory.load(write(tmp_path, GOOD.replace(old, new, 1)))
+    assert field in str(exc.value)
+
+
+def test_not_yaml_and_missing_file(tmp_path):
+    with pytest.raises(BadInput, match="not valid YAML"):
+        inventory.load(write(tmp_path, "all: [unclosed"))
+    with pytest.raises(BadInput, match="cannot read inventory"):
+        inventory.load(tmp_path / "missing.yml")
+
+
+def test_no_tester_is_rejected(tmp_path):
+    with pytest.raises(BadInput, match="testers"):
+        inventory.load(write(tmp_path, "all:\n  children: {}\n"))
