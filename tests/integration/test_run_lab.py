@@ -70,9 +70,10 @@ def small_profile(tmp_path, **over):
 
 
 def fault_profile(tmp_path):
-    """Four 2 s frame-loss trials (20k, 15k, 10k, 5k fps): a fault lands in the
-    middle and the resume has little left to do."""
-    return small_profile(tmp_path, tests=["frame_loss"], trial_duration_s=2,
+    """Four 3 s frame-loss trials (20k, 15k, 10k, 5k fps), all above the capped
+    DUT's rate so none ends the test early: a fault lands in the middle and
+    the resume has little left to do."""
+    return small_profile(tmp_path, tests=["frame_loss"], trial_duration_s=3,
                          search={"max_load_fps": 20_000}, frame_loss={"step_pct": 25})
 
 
@@ -146,9 +147,10 @@ def test_quick_profile_run_completes(lab, tmp_path):
     assert "ETA" in r.stdout
 
 
-def test_killed_ssh_connection_mid_trial(lab, tmp_path):
+def test_killed_ssh_connection_mid_trial(capped, tmp_path):
     """The tester's SSH connection dies during a trial: the run stops with an
     infrastructure error, the generator is stopped, finished trials stay."""
+    lab = capped
     from rfc2544.tester import SSHTester
     prof = profiles.load(str(fault_profile(tmp_path)))
     inv = inventory_mod.load(lab.inventory_path)
@@ -181,7 +183,8 @@ def test_killed_ssh_connection_mid_trial(lab, tmp_path):
     assert len(data["trials"]) >= len(kept.data["trials"])
 
 
-def test_ctrl_c_mid_run(lab, tmp_path):
+def test_ctrl_c_mid_run(capped, tmp_path):
+    lab = capped
     out = tmp_path / "out"
     prof = fault_profile(tmp_path)
     proc = subprocess.Popen(RFC2544 + ["run", "-i", str(lab.inventory_path), "-p", str(prof),
@@ -201,10 +204,11 @@ def test_ctrl_c_mid_run(lab, tmp_path):
 
 
 @pytest.mark.lab_down_last
-def test_tester_reboot_mid_run(lab, tmp_path):
+def test_tester_reboot_mid_run(capped, tmp_path):
     """The tester VM reboots mid-run (the lab's QEMU runs with -no-reboot, so
     the VM goes away): exit 3, trials kept; the lab is booted again and the
     resumed run completes."""
+    lab = capped
     out = tmp_path / "out"
     prof = fault_profile(tmp_path)
     proc = subprocess.Popen(RFC2544 + ["run", "-i", str(lab.inventory_path), "-p", str(prof),
@@ -218,7 +222,7 @@ def test_tester_reboot_mid_run(lab, tmp_path):
         pass                                       # the connection goes down with the host
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 3, stdout[-2000:] + stderr
-    assert stderr.startswith("rfc2544: ") and "Traceback" not in stderr
+    assert stderr.startswith("rfc2544: ") and "Traceback" not in stderr, stderr
     kept = json.loads((out / "results.json").read_text())
     assert len(kept["trials"]) >= 2 and kept["interruptions"]
     deadline = time.monotonic() + 120
