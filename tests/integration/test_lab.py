@@ -87,8 +87,12 @@ def test_kernel_pktgen_count_arrives_exactly(lab, tester, family, count):
             received = counter.count()
     finally:
         kernel_pktgen.unload(tester)
-    assert result.sent == count and result.errors == 0
-    assert received == count
+    # `sent` counts only frames the driver accepted. pktgen's `errors` counts
+    # attempts the tester's own veth refused under backlog pressure (a loaded
+    # host): those never reach the wire and pktgen retries them, so they are
+    # not loss. Exactness is sent == received == count.
+    assert result.sent == count, result
+    assert received == count, f"sent {result.sent}, received {received}, tester xmit errors {result.errors}"
     # nothing much comes back: ICMP errors for the closed UDP port are rate-limited
     assert flow_counter.rx_packets(tester, "tx0") - tx0_rx_before <= 6
 
