@@ -170,6 +170,7 @@ def test_restore_puts_back_exactly_what_was_there(tmp_path):
     assert ht.restore(t) == []
     assert fake.values() == before
     assert snapshot(fake) is None
+    assert not (tmp_path / "var/lib/rfc2544").exists()     # the directory it made is gone too
     # Restoring again is a no-op.
     t = ht.Tuning(fake.host, SNAP, False)
     assert ht.restore(t) == [] and t.changes == []
@@ -299,3 +300,12 @@ def test_virtio_nic_irqs_come_from_its_pci_function(tmp_path):
     (tmp_path / "sys/class/net/eth2/device").symlink_to(pci / "virtio2")
     host = ht.Host(lambda argv: (0, "", ""), root=str(tmp_path))
     assert ht.port_irqs(host, "eth2") == [40, 41]
+
+
+def test_restore_keeps_a_snapshot_directory_that_was_there(tmp_path):
+    fake = FakeHost(tmp_path)
+    (tmp_path / "var/lib/rfc2544").mkdir(parents=True)
+    apply_all(fake)
+    assert "created_dir" not in snapshot(fake)
+    assert ht.restore(ht.Tuning(fake.host, SNAP, False)) == []
+    assert (tmp_path / "var/lib/rfc2544").is_dir()

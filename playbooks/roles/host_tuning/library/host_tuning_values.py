@@ -229,7 +229,9 @@ class Tuning:
 
     def _save(self):
         full = self.host.path(self.snapshot_path)
-        os.makedirs(os.path.dirname(full), mode=0o755, exist_ok=True)
+        if not os.path.isdir(os.path.dirname(full)):
+            os.makedirs(os.path.dirname(full), mode=0o755)
+            self.snapshot["created_dir"] = True     # restore removes it again
         tmp = full + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
@@ -507,10 +509,11 @@ def restore(t):
     else:
         os.unlink(t.host.path(t.snapshot_path))
         t.changes.append(f"snapshot {t.snapshot_path} removed")
-        try:
-            os.rmdir(os.path.dirname(t.host.path(t.snapshot_path)))   # only if empty
-        except OSError:
-            pass
+        if t.snapshot.get("created_dir"):
+            try:
+                os.rmdir(os.path.dirname(t.host.path(t.snapshot_path)))   # only if empty
+            except OSError:
+                pass
     return failed
 
 

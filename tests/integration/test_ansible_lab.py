@@ -1,0 +1,158 @@
+"""setup.yml / teardown.yml against the single-topology lab (tester VM with
+the DUT in netns `dut`): bad input fails with one clear message and changes
+nothing; --check on a fresh host changes nothing; setup builds and loads the
+module; a second run reports changed=0; teardown leaves every value the
+playbooks touched as it was before. The tests run in file order and share
+the lab's state; the module is built inside the TCG VM once (the slow part).
+Durations go to results/ansible-lab-timings.json."""
+import json
+import re
+import time
+
+import pytest
+
+from test_ansible_support import ROOT, frozen_source, host_state, playbook, state_script
+
+pytestmark = pytest.mark.lab
+
+TIMINGS = ROOT / "results" / "ansible-lab-timings.json"
+MODULE = "rfc2544_pktgen"
+PGCTRL = "/proc/net/pktgen/pgctrl"
+
+
+@pytest.fixture(scope="module")
+def ctx(lab, tmp_path_factory):
+    inv = lab.inventory_path
+    from rfc2544 import inventory
+    hosts = inventory.load(inv).hosts
+    script = state_script(list(hosts["tester"].ports), list(hosts["dut"].ports), hosts["dut"].netns)
+    ssh = lab.connect("tester")
+    source = frozen_source(tmp_path_factory.mktemp("pktgen-kmod"))
+    c = {"inv": inv, "ssh": ssh, "script": script, "src": ["-e", f"pktgen_kmod_source_dir={source}"],
+         "timings": {}}
+    c["state"] = lambda: host_state(ssh, script)
+    if MODULE in c["state"]()["modules"]:
+        pytest.fail(f"{MODULE} is loaded before the Ansible tests: an earlier test did not unload it")
+    yield c
+    # Leave the lab as found even when a test failed half-way.
+    if c.get("dirty"):
+        playbook(inv, "teardown.yml", "-e", "rfc2544_kmod_teardown_state=absent")
+    ssh.close()
+    if c["timings"]:
+        TIMINGS.parent.mkdir(exist_ok=True)
+        TIMINGS.write_text(json.dumps(c["timings"], indent=1) + "\n")
+        print(f"\nansible lab timings (s): {c['timings']}")
+
+
+def sh(ssh, cmd, timeout=60):
+    return ssh.run(cmd, timeout=timeout)[1]     # raises on a non-zero exit
+
+
+def one_clear_failure(run, *words):
+    """The play failed with exactly one message, and it names cause and fix."""
+    assert run.rc == 2, run.output[-3000:]
+    assert run.recap["tester"]["failed"] == 1, run.output[-3000:]
+    messages = run.fatal_messages
+    assert len(messages) == 1, messages or run.output[-3000:]
+    text = " ".join(messages[0].split())
+    for word in words + ("Fix:",):
+        assert word in text, text
+    assert "Traceback" not in run.output
+    return text
+
+
+def bad_setup(ctx, *extra):
+    before = ctx["state"]()
+    run = playbook(ctx["inv"], "setup.yml", "-l", "tester", *ctx["src"], *extra)
+    assert ctx["state"]() == before, "a failed setup changed the host"
+    return run
+
+
+def test_unsupported_distribution_fails_clearly(ctx):
+    run = bad_setup(ctx, "-e", "pktgen_kmod_os_family=Archlinux")
+    one_clear_failure(run, "unsupported distribution", "Archlinux", "Debian/Ubuntu and RedHat/Fedora")
+
+
+def test_missing_headers_for_the_running_kernel_fails_clearly(ctx):
+    run = bad_setup(ctx, "-e", "pktgen_kmod_kernel_release=6.1.0-99-custom")
+    one_clear_failure(run, "no kernel headers for kernel 6.1.0-99-custom",
+                      "/lib/modules/6.1.0-99-custom/build is missing", "linux-headers-6.1.0-99-custom")
+
+
+def test_enforced_module_signing_fails_clearly(ctx):
+    # sig_enforce can only be switched on until the next boot: a bind mount
+    # makes the VM's switch read Y for this run and is undone afterwards.
+    switch = "/sys/module/module/parameters/sig_enforce"
+    sh(ctx["ssh"], f"echo Y > /run/rfc2544-fake-sig-enforce && mount --bind /run/rfc2544-fake-sig-enforce {switch}")
+    try:
+        run = bad_setup(ctx)
+    finally:
+        sh(ctx["ssh"], f"umount {switch}; rm -f /run/rfc2544-fake-sig-enforce")
+    assert sh(ctx["ssh"], f"cat {switch}").strip() == "N"
+    one_clear_failure(run, "module signing is enforced", "sig_enforce=Y", "unsigned rfc2544_pktgen")
+
+
+def test_busy_intree_pktgen_fails_clearly(ctx):
+    # A running in-tree pktgen test holds a reference on its module: rmmod fails.
+    ssh = ctx["ssh"]
+    sh(ssh, "modprobe pktgen && echo 'add_device rx0' > /proc/net/pktgen/kpktgend_0 && "
+            "for c in 'count 0' 'delay 1000000000' 'dst 198.19.0.2' 'dst_mac 02:00:00:19:00:02'; "
+            "do echo \"$c\" > /proc/net/pktgen/rx0; done")
+    try:
+        sh(ssh, f"nohup sh -c 'echo start > {PGCTRL}' >/dev/null 2>&1 &")
+        for _ in range(30):
+            if sh(ssh, "cat /sys/module/pktgen/refcnt").strip() != "0":
+                break
+            time.sleep(1)
+        assert "is in use" in ssh.run("modprobe -r pktgen", check=False)[2]
+        run = bad_setup(ctx)
+    finally:
+        ssh.run(f"echo stop > {PGCTRL}; sleep 1; modprobe -r pktgen", timeout=60, check=False)
+    assert "pktgen" not in ctx["state"]()["modules"]
+    one_clear_failure(run, "in-tree pktgen module is busy", "use count 1", "echo stop > /proc/net/pktgen/pgctrl")
+
+
+def test_check_mode_on_a_fresh_host_changes_nothing(ctx):
+    before = ctx["state"]()
+    ctx["before"] = before
+    run = playbook(ctx["inv"], "setup.yml", "--check", *ctx["src"])
+    assert run.rc == 0, run.output[-3000:]
+    assert run.recap["tester"]["changed"] > 0, "check mode predicted no change on a fresh host"
+    assert ctx["state"]() == before
+
+
+def test_setup_builds_and_loads_the_module(ctx):
+    ctx["dirty"] = True
+    run = playbook(ctx["inv"], "setup.yml", *ctx["src"])
+    ctx["timings"]["setup_fresh_s"] = run.seconds
+    build = re.search(r"Build the module against.*?\n(changed|ok|fatal)", run.output, re.S)
+    assert run.rc == 0, run.output[-4000:]
+    assert build and build.group(1) == "changed"
+    state = ctx["state"]()
+    assert state["modules"].split() == [MODULE]
+    ssh = ctx["ssh"]
+    assert "pgrx" in sh(ssh, "ls /proc/net/pktgen")
+    loaded = sh(ssh, f"cat /sys/module/{MODULE}/srcversion").strip()
+    installed = sh(ssh, f"modinfo -F srcversion {MODULE}").strip()
+    assert loaded == installed and loaded
+    assert state["cpu_dma_latency"] == "0"           # C-states held for the run
+    assert "rfc2544-cpu-dma-latency.service loaded active running" in state["units"]
+
+
+def test_second_run_changes_nothing(ctx):
+    run = playbook(ctx["inv"], "setup.yml", *ctx["src"])
+    ctx["timings"]["setup_second_s"] = run.seconds
+    assert run.rc == 0, run.output[-3000:]
+    assert run.changed == 0, {h: r["changed"] for h, r in run.recap.items()}
+    assert set(run.recap) == {"tester", "dut"}
+
+
+def test_teardown_restores_every_touched_value(ctx):
+    if "before" not in ctx:
+        pytest.skip("no state recorded before setup")
+    run = playbook(ctx["inv"], "teardown.yml", "-e", "rfc2544_kmod_teardown_state=absent")
+    ctx["timings"]["teardown_s"] = run.seconds
+    assert run.rc == 0, run.output[-3000:]
+    after = ctx["state"]()
+    assert after == ctx["before"], {k: (ctx["before"].get(k), v) for k, v in after.items() if ctx["before"].get(k) != v}
+    ctx["dirty"] = False
