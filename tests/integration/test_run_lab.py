@@ -63,7 +63,7 @@ def small_profile(tmp_path, **over):
         "frame_loss": {"step_pct": 20},
     }
     for key, value in over.items():
-        raw[key] = {**raw[key], **value} if isinstance(value, dict) else value
+        raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
     path = tmp_path / "profile.yml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -234,3 +234,58 @@ def test_tester_reboot_mid_run(capped, tmp_path):
     assert_generator_idle(lab)
     data = resume(out)
     assert data["trials"][:len(kept["trials"])] == kept["trials"]
+
+
+@pytest.fixture
+def with_module(capped):
+    """Our generator and receiver (rfc2544_pktgen + pgrx) loaded in the tester
+    VM for one test, then unloaded: full fidelity, latency from pgrx."""
+    from test_kmod_helpers import MODULE, build_ko
+    from rfc2544.ssh import put_file
+    ko = build_ko(capped.kdir)
+    host = capped.connect("tester")
+    remote = "/root/rfc2544_pktgen_run.ko"
+    put_file(host, ko, remote)
+    host.run(f"echo stop > /proc/net/pktgen/pgctrl 2>/dev/null; rmmod pktgen 2>/dev/null; "
+             f"lsmod | grep -q '^{MODULE} ' && rmmod {MODULE}; insmod {remote}", check=True)
+    yield capped
+    host.run(f"echo stop > /proc/net/pktgen/pgctrl 2>/dev/null; rmmod {MODULE}; rm -f {remote}", check=False)
+    host.close()
+
+
+def test_latency_and_back_to_back_with_the_module(with_module, tmp_path):
+    """Throughput, then latency at it (median and p99.9 from pgrx) and
+    back-to-back bursts, on the token-bucket DUT. At a burst rate R above
+    the cap C the bucket of B packets empties after B * R / (R - C) frames:
+    that is the known back-to-back answer (6000 frames, 1 s, here: long
+    bursts, so the generator's start-up time does not make them slow)."""
+    from rfc2544.tester import SSHTester
+    lab = with_module
+    bucket = 2 * CAP_BURST
+    lab.cap_dut(CAP_PPS, bucket)
+    rate = 2 * CAP_PPS
+    prof = profiles.load(str(small_profile(
+        tmp_path, tests=["throughput", "latency", "back_to_back"], trial_duration_s=3,
+        search={"max_load_fps": rate, "resolution_pct": 2, "min_load_pct": 10, "initial_duration_s": 1,
+                "exceed_ratio": 0.5, "duration_sum_s": 6},
+        latency={"duration_s": 2, "repetitions": 2},
+        back_to_back={"burst_s": 2, "repetitions": 2, "resolution_pct": 5})))
+    inv = inventory_mod.load(lab.inventory_path)
+    tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")})
+    results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
+    try:
+        assert tester.receiver_name == "pgrx" and tester.full_fidelity
+        Runner(tester, prof, results, Display(quiet=True)).run()
+    finally:
+        tester.close()
+    d = results.data
+    states = {s["test"]: (s["state"], s.get("note")) for s in d["plan"]}
+    assert states == {"throughput": ("done", None), "latency": ("done", None), "back_to_back": ("done", None)}
+    lat = d["latency"][0]
+    assert lat["load_fps"] == d["throughput"][0]["ndr_fps"]
+    assert lat["samples"] >= 500 and lat["repetitions"] == 2
+    assert 0 < lat["min_ns"] <= lat["median_ns"] <= lat["p999_ns"] <= lat["max_ns"]
+    b2b = d["back_to_back"][0]
+    known = bucket * rate / (rate - CAP_PPS)
+    assert 0.85 * known <= b2b["avg_frames"] <= 1.1 * known, (b2b["lengths"], known)
+    assert b2b["implied_buffer_s"] == pytest.approx(b2b["avg_frames"] / rate)

@@ -155,3 +155,15 @@ def test_ipv6_and_imix_steps(tmp_path):
                                               "throughput/ipv6/64", "throughput/ipv6/0"]
     assert {t["spec"]["ipv6"] for t in d["trials"]} == {False, True}
     assert {t["frame_size"] for t in d["trials"]} == {0, 64}
+
+
+def test_back_to_back_skipped_when_the_tester_cannot_burst(tmp_path):
+    # bursts asked at 100k fps, the tester sends 60k: a lossless slow burst proves nothing
+    sim = simdut.SimDUT(capacity_fps=40_000, buffer_frames=3_000, tester_ceiling_fps=60_000)
+    d = run(tmp_path, sim, ["throughput", "back_to_back"])
+    step = [s for s in d["plan"] if s["test"] == "back_to_back"][0]
+    assert step["state"] == "skipped" and "could not send" in step["note"]
+    b2b = [t for t in d["trials"] if t["test"] == "back_to_back"]
+    assert b2b[0]["lost_frames"] > 0                      # lossy bursts still count as fails
+    assert b2b[-1]["tester_limited"] and b2b[-1]["lost_frames"] == 0
+    assert b2b[-1]["spec"] == b2b[-2]["spec"]             # retried once before giving up
