@@ -64,6 +64,7 @@ int pg_dev_prepare(struct pg_dev *pd)
 	pd->cur_src_mac_offset = pd->src_mac_count ? pd->src_mac_count - 1 : 0;
 	pd->cur_dst_mac_offset = pd->dst_mac_count ? pd->dst_mac_count - 1 : 0;
 	pd->cur_in6_saddr = pd->in6_saddr;
+	pd->cur_in6_daddr = pd->max_in6_daddr;	/* a valid range starts at min */
 	pd->cur_flow = 0;
 	pd->cur_imix = 0;
 	pd->ip_id = 1;
@@ -149,8 +150,6 @@ static void pg_next_daddr6(struct pg_thread *t, struct pg_dev *pd)
 	    lo->s6_addr32[1] == hi->s6_addr32[1] &&
 	    lo->s6_addr32[2] == hi->s6_addr32[2] && l < h) {
 		cur = ntohl(pd->cur_in6_daddr.s6_addr32[3]);
-		if (ipv6_addr_any(&pd->cur_in6_daddr))
-			cur = h;
 		pd->cur_in6_daddr = *lo;
 		pd->cur_in6_daddr.s6_addr32[3] =
 			htonl(pg_next(t, cur, l, h, pg_dev_has_flag(pd, PGF_IPDST_RND)));

@@ -119,7 +119,123 @@ def pcap_latency(req):
     return {"n": len(lats), "mean": sum(lats) / len(lats) if lats else 0,
             "min": min(lats) if lats else 0}
 
+def _csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return s
+
+def decode(pkt, orig):
+    """One test frame: Ethernet/[802.1ad][802.1Q][MPLS]/IP/UDP/test header."""
+    import ipaddress, struct
+    p = {"len": orig, "dst_mac": pkt[0:6].hex(":"), "src_mac": pkt[6:12].hex(":"),
+         "tags": [], "mpls": []}
+    i, etype = 14, struct.unpack("!H", pkt[12:14])[0]
+    while etype in (0x8100, 0x88a8):
+        p["tags"].append([etype, struct.unpack("!H", pkt[i:i + 2])[0]])
+        etype = struct.unpack("!H", pkt[i + 2:i + 4])[0]
+        i += 4
+    if etype == 0x8847:
+        while True:
+            lse = struct.unpack("!I", pkt[i:i + 4])[0]
+            p["mpls"].append(lse)
+            i += 4
+            if lse & 0x100:
+                break
+        etype = 0x86dd if pkt[i] >> 4 == 6 else 0x0800
+    if etype == 0x0800:
+        ihl = (pkt[i] & 15) * 4
+        p.update(ip=4, tos=pkt[i + 1], ttl=pkt[i + 8], proto=pkt[i + 9],
+                 id=struct.unpack("!H", pkt[i + 4:i + 6])[0],
+                 src=str(ipaddress.ip_address(pkt[i + 12:i + 16])),
+                 dst=str(ipaddress.ip_address(pkt[i + 16:i + 20])),
+                 ip_ok=_csum(pkt[i:i + ihl]) == 0xffff)
+        pseudo = pkt[i + 12:i + 20] + b"\0\x11" + pkt[i + ihl + 4:i + ihl + 6]
+        u = i + ihl
+    elif etype == 0x86dd:
+        p.update(ip=6, tc=((pkt[i] & 15) << 4) | (pkt[i + 1] >> 4), ttl=pkt[i + 7],
+                 proto=pkt[i + 6], src=str(ipaddress.ip_address(pkt[i + 8:i + 24])),
+                 dst=str(ipaddress.ip_address(pkt[i + 24:i + 40])))
+        pseudo = pkt[i + 8:i + 40] + b"\0\0" + pkt[i + 44:i + 46] + b"\0\0\0\x11"
+        u = i + 40
+    else:
+        return p
+    if p["proto"] != 17:
+        return p
+    sport, dport, ulen, ucsum = struct.unpack("!HHHH", pkt[u:u + 8])
+    p.update(sport=sport, dport=dport, ulen=ulen, ucsum=ucsum)
+    if ucsum and len(pkt) >= u + ulen:
+        p["ucsum_ok"] = _csum(pseudo + pkt[u:u + ulen]) == 0xffff
+    h = pkt[u + 8:u + 24]
+    if len(h) == 16:
+        magic, seq = struct.unpack("!II", h[:8])
+        p.update(magic=magic, seq=seq, ts_hi=struct.unpack("!I", h[8:12])[0],
+                 ts_lo=struct.unpack("!I", h[12:16])[0], pad_zero=not any(pkt[u + 24:]))
+    return p
+
+def capture_run(req):
+    """Capture on req["dev"] (AF_PACKET, opened before the run) while a
+    blocking `start` runs on req["ctrl"]; return the decoded test frames."""
+    import socket, struct, threading, time
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)          # SO_RCVBUFFORCE
+    s.bind((req["dev"], 0))
+    s.setsockopt(263, 8, 1)                                # SOL_PACKET, PACKET_AUXDATA
+    frames = []
+    done = threading.Event()
+
+    def run():
+        with open(req["ctrl"], "w") as f:
+            f.write("start\n")
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    s.settimeout(0.2)
+    deadline = None
+    while True:
+        if done.is_set() and deadline is None:
+            deadline = time.time() + req.get("settle", 0.3)
+        if deadline is not None and time.time() > deadline:
+            break
+        try:
+            pkt, anc, _, addr = s.recvmsg(65535, 256)
+        except socket.timeout:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        for level, typ, data in anc:
+            # the receive path moved the outer VLAN tag into metadata: put it back
+            if level == 263 and typ == 8 and len(data) >= 20:
+                status, _, _, _, _, tci, tpid = struct.unpack("IIIHHHH", data[:20])
+                if status & 0x10:
+                    tpid = tpid if status & 0x40 else 0x8100
+                    pkt = pkt[:12] + struct.pack("!HH", tpid, tci) + pkt[12:]
+        frames.append(pkt)
+    out = []
+    for pkt in frames:
+        p = decode(pkt, len(pkt))
+        if "magic" in p:
+            out.append(p)
+    return out
+
+def pcap_packets(req):
+    import struct
+    with open(req["path"], "rb") as f:
+        data = f.read()
+    off, out = 24, []
+    while off + 16 <= len(data):
+        sec, nsec, incl, orig = struct.unpack("<IIII", data[off:off + 16])
+        out.append(decode(data[off + 16:off + 16 + incl], orig))
+        off += 16 + incl
+    return out
+
 req = json.loads(sys.stdin.read())
+if req["op"] == "pcap_packets":
+    print(json.dumps(pcap_packets(req)))
+elif req["op"] == "capture_run":
+    print(json.dumps(capture_run(req)))
 if req["op"] == "pcap_latency":
     print(json.dumps(pcap_latency(req)))
 if req["op"] == "writes":
@@ -163,6 +279,7 @@ class KmodVM:
 
     def __init__(self, lab, host, ko):
         self.lab, self.host, self.ko = lab, host, ko
+        self._macs = {}
 
     def run(self, cmd, timeout=300, check=True, stdin=None):
         return run_all(self.host, cmd, timeout=timeout, check=check, stdin=stdin)
@@ -191,12 +308,14 @@ class KmodVM:
         return self.agent({"op": "writes", "writes": enc})
 
     def pg(self, path, *cmds):
-        """Write commands (each with "\\n"); assert all succeed."""
+        """Write commands (each as one `echo` line) in one shell round trip;
+        fail with the file's Result line if any write is refused."""
         path = path if path.startswith("/") else f"{PG}/{path}"
-        res = self.writes([(path, c + "\n") for c in cmds])
-        for c, r in zip(cmds, res):
-            assert r["ret"] > 0, f"{path}: '{c}' failed: {r}"
-        return res
+        lines = [f"echo {quote(c)} > {quote(path)} || "
+                 f"{{ echo {quote('refused: ' + c)}; tail -n 2 {quote(path)}; exit 1; }}"
+                 for c in cmds]
+        status, out, err = self.run("\n".join(lines), check=False)
+        assert status == 0, f"{path}: {out.strip()} {err.strip()}"
 
     def read(self, name):
         return self.sh(f"cat {quote(PG + '/' + name)}")
@@ -209,7 +328,11 @@ class KmodVM:
         self.sh(f"lsmod | grep -q '^{MODULE} ' && rmmod {MODULE} || true")
 
     def mac(self, dev, netns=False):
-        return self.sh((DUT if netns else "") + f"cat /sys/class/net/{quote(dev)}/address").strip()
+        key = (dev, netns)
+        if key not in self._macs:
+            self._macs[key] = self.sh((DUT if netns else "") +
+                                      f"cat /sys/class/net/{quote(dev)}/address").strip()
+        return self._macs[key]
 
     def dmesg_mark(self, tag):
         self.sh(f"echo {quote('kmodtest-mark ' + tag)} > /dev/kmsg")
@@ -232,9 +355,43 @@ class KmodVM:
                 "p=$(cat /tmp/pgstart.pid 2>/dev/null); [ -n \"$p\" ] && "
                 "for i in $(seq 50); do kill -0 $p 2>/dev/null || break; sleep 0.1; done; true")
 
+    def start_captured(self, dev="dut0", netns=True, settle=0.3):
+        """Blocking `start` with the frames arriving on dev captured; returns
+        the decoded test frames (see AGENT decode)."""
+        out = self.run((DUT if netns else "") + f"python3 {REMOTE_AGENT}",
+                       stdin=json.dumps({"op": "capture_run", "dev": dev, "settle": settle,
+                                         "ctrl": "/proc/1/net/pktgen/pgctrl"}),
+                       timeout=600)[1]
+        return json.loads(out)
+
+    def capture(self, dev, netns=False, snaplen=0):
+        """Context manager: tcpdump on dev into a pcap; yields a callable
+        that returns the decoded packets once the capture stopped."""
+        return _Capture(self, dev, netns, snaplen)
+
     def clean_qdiscs(self):
         self.sh(DUT + "tc qdisc del dev dut1 root 2>/dev/null; "
                 + DUT + "tc qdisc del dev dut0 root 2>/dev/null; true")
+
+
+class _Capture:
+    def __init__(self, vm, dev, netns, snaplen):
+        self.vm, self.dev, self.netns, self.snaplen = vm, dev, netns, snaplen
+        self.path = f"/tmp/kmodcap-{dev}.pcap"
+
+    def __enter__(self):
+        pre = DUT if self.netns else ""
+        self.vm.sh(f"rm -f {self.path}; ({pre}tcpdump -i {quote(self.dev)} -n -s {self.snaplen} "
+                   f"--time-stamp-precision=nano -w {self.path} 'udp' >/dev/null 2>&1 &); "
+                   "for i in $(seq 50); do [ -s " + self.path + " ] && break; sleep 0.1; done; "
+                   "sleep 0.5")
+        return self
+
+    def __exit__(self, *exc):
+        self.vm.sh("sleep 0.3; pkill -INT -x tcpdump; sleep 0.5; true")
+
+    def packets(self):
+        return self.vm.agent({"op": "pcap_packets", "path": self.path})
 
 
 BROKEN = re.compile(r"(BUG:|WARNING:|Oops|general protection|Call Trace|RIP:|"
