@@ -16,6 +16,7 @@ from rfc2544.errors import InfraError
 CONNECT_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 60.0
 KEEPALIVE_S = 5
+EOF_GRACE_S = 2.0
 
 
 class CommandFailed(InfraError):
@@ -81,6 +82,7 @@ class SSHHost:
             channel.shutdown_write()
         out, err = bytearray(), bytearray()
         deadline = time.monotonic() + timeout
+        eof_deadline = None
         try:
             while True:
                 if channel.recv_ready():
@@ -88,12 +90,19 @@ class SSHHost:
                 elif channel.recv_stderr_ready():
                     err += channel.recv_stderr(65536)
                 elif channel.exit_status_ready():
-                    # drain what arrived with the exit status
-                    while channel.recv_ready():
-                        out += channel.recv(65536)
-                    while channel.recv_stderr_ready():
-                        err += channel.recv_stderr(65536)
-                    break
+                    # sshd may send the exit status before the last output;
+                    # the output is complete at EOF. A command that left a
+                    # background process holding stdout never sends EOF:
+                    # wait for it at most EOF_GRACE_S.
+                    if eof_deadline is None:
+                        eof_deadline = time.monotonic() + EOF_GRACE_S
+                    if channel.eof_received or channel.closed or time.monotonic() > eof_deadline:
+                        while channel.recv_ready():
+                            out += channel.recv(65536)
+                        while channel.recv_stderr_ready():
+                            err += channel.recv_stderr(65536)
+                        break
+                    time.sleep(0.002)
                 elif time.monotonic() > deadline:
                     raise InfraError(f"{self.name}: '{command}' timed out after {timeout:.0f} s")
                 elif channel.closed or not self.alive:
