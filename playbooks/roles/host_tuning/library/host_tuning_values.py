@@ -78,8 +78,9 @@ changes:
   description: one line per value changed (or, in check mode, that would change).
   type: list
   returned: always
-skipped:
-  description: settings left alone because the host or NIC does not offer them.
+not_offered:
+  description: settings left alone because the host or NIC does not offer them
+    (also shown as warnings). Not named "skipped": Ansible would take the task as skipped.
   type: list
   returned: always
 """
@@ -556,8 +557,8 @@ def run_module(module, host):
         module.warn(message)
     if failed:
         module.fail_json(msg="could not restore: " + "; ".join(failed) + f" (left in {p['snapshot_path']})",
-                         changed=bool(t.changes), changes=t.changes, skipped=t.skipped)
-    module.exit_json(changed=bool(t.changes), changes=t.changes, skipped=t.skipped)
+                         changed=bool(t.changes), changes=t.changes, not_offered=t.skipped)
+    module.exit_json(changed=bool(t.changes), changes=t.changes, not_offered=t.skipped)
 
 
 def main():
