@@ -11,9 +11,6 @@
 #include <linux/skbuff.h>
 #include <linux/string.h>
 
-/* linux/types.h only gained u128 in 6.2; the compiler type is older. */
-typedef unsigned __int128 pg_u128;
-
 /* skb_frag_fill_page_desc() appeared in 6.5; skb_fill_page_desc() is on both. */
 static inline void pg_skb_add_frag(struct sk_buff *skb, int i, struct page *page,
 				   unsigned int off, unsigned int size)

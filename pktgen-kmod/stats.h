@@ -8,8 +8,11 @@
 #define RFCPG_STATS_H
 
 #include <linux/types.h>
+#include <linux/bitops.h>
 #include <linux/seq_file.h>
-#include "compat.h"
+
+/* the compiler's type: linux/types.h only has u128 from 6.2 on */
+typedef unsigned __int128 pg_u128;
 
 struct pg_stat {
 	pg_u128 sum;
