@@ -15,7 +15,8 @@ FAMILIES = pytest.mark.parametrize("ipv6", [False, True], ids=["ipv4", "ipv6"])
 
 @contextlib.contextmanager
 def netem(vm, spec):
-    vm.dut(f"tc qdisc replace dev dut1 root netem {spec}")
+    # a long queue: a burst after a stalled vCPU must not overflow netem
+    vm.dut(f"tc qdisc replace dev dut1 root netem limit 100000 {spec}")
     try:
         yield
     finally:
@@ -44,26 +45,35 @@ def test_loss_is_tx_minus_rx(kmod, ipv6):
     assert count - received >= 0.005 * count
     tail = count - st["seq_max"]                       # lost after the last arrival
     assert st["lost"] + tail == count - received
-    assert st["ooo"] == 0 and st["dup"] == 0
+    assert st["ooo"] == 0 and st["dup"] == 0 and accounted(st, count)
+
+
+def accounted(st, count):
+    """Every sent sequence number is received once, lost, or after the last
+    arrival (tail): the receiver's books balance exactly."""
+    unique = st["packets"] - st["dup"] - st["old"]
+    return unique + st["lost"] + (count - st["seq_max"]) == count
 
 
 @FAMILIES
 def test_reorder_is_counted(kmod, ipv6):
     count = 10000
     dev, rx, st = run(kmod, count, 5000, ipv6, "delay 4ms reorder 25% 50%", settle=1.0)
-    assert st["packets"] == count                      # nothing lost...
-    assert st["ooo"] > 0.05 * count                    # ...but many late
-    assert st["lost"] == 0 and st["dup"] == 0 and st["old"] == 0
-    assert st["seq_max"] == count
+    assert st["ooo"] > 0.05 * count                    # many arrive late...
+    assert st["dup"] == 0 and st["old"] == 0
+    assert accounted(st, count)
+    # ...and are not lost: only a stalled TCG path may drop a few
+    assert st["lost"] < 0.02 * count and st["packets"] > 0.98 * count
 
 
 @FAMILIES
 def test_duplicates_are_counted(kmod, ipv6):
     count = 20000
     dev, rx, st = run(kmod, count, 10000, ipv6, "duplicate 1%")
-    assert st["dup"] > 0
-    assert st["packets"] - st["dup"] == count          # every duplicate recognised
-    assert st["lost"] == 0 and st["ooo"] == 0
+    assert 0.003 * count < st["dup"] < 0.03 * count
+    assert st["ooo"] == 0 and st["old"] == 0
+    assert accounted(st, count)
+    assert st["packets"] - st["dup"] > 0.98 * count
 
 
 @FAMILIES
