@@ -195,7 +195,7 @@ def test_exact_tx_count(kmod, count):
     assert kernel_problems(kmod.dmesg_since(f"count{count}")) == []
 
 
-RATES = [500, 2000, 5000, 10000, 20000]   # pps; TCG veth path tops out near 70 kpps
+RATES = [500, 2000, 5000, 10000, 15000]   # pps; headroom below the TCG tester ceiling (~22 kpps on a loaded host) lets the schedule catch up after a vCPU stall
 
 
 @pytest.mark.parametrize("ratep", RATES)
