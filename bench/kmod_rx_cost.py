@@ -4,7 +4,8 @@
 1. Path ceiling: the loss-free ceiling of tx0 -> DUT -> rx0 (generator on
    both CPUs) when the receiving side counts with
 
-  pgrx          our receiver (netfilter hook on rx0, counts and drops)
+  pgrx          our receiver (netfilter hook on rx0, counts and drops;
+                statistics time: sequence, latency, histogram)
   ifcount       plain interface counters (rx0 rx_packets; packets go on to
                 the stack: UDP port 9, no socket)
   ifcount+drop  interface counters with a tc ingress drop on rx0 (the
@@ -40,9 +41,10 @@ SINK = "/root/kmod_recvmmsg"
 
 class PgrxMode:
     name = "pgrx"
+    level = "time"
 
     def setup(self, b):
-        b.pg("pgrx", "statistics basic", "display script", "rx rx0")
+        b.pg("pgrx", f"statistics {self.level}", "display script", "rx rx0")
 
     def begin(self, b):
         b.pg("pgrx", "rx_reset")
@@ -55,6 +57,11 @@ class PgrxMode:
 
     def cleanup(self, b):
         b.pg("pgrx", "rx_disable")
+
+
+class PgrxCounterMode(PgrxMode):
+    name = "pgrx (counter)"
+    level = "counter"
 
 
 class IfMode:
@@ -221,7 +228,7 @@ def main():
 
         # 2. receive path alone: unlimited injection
         injected = []
-        for m in (PgrxMode(), TcDropCounter(), StackMode(), RecvmmsgMode()):
+        for m in (PgrxMode(), PgrxCounterMode(), TcDropCounter(), StackMode(), RecvmmsgMode()):
             m.setup(b)
             try:
                 pps, got = inject(b, m, 100000)

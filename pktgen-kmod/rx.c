@@ -74,6 +74,7 @@ struct pg_rx {
 	struct proc_dir_entry *proc;
 	struct nf_hook_ops ops[2];
 	bool hooks;
+	bool tstamps;			/* we hold a net_enable_timestamp() */
 	int ifindex;
 	char ifname[IFNAMSIZ];
 	enum pgrx_level level;
@@ -259,6 +260,13 @@ static void pg_stream_update(struct pg_stream *st, enum pgrx_level level, u32 se
 	spin_unlock(&st->lock);
 }
 
+/* bytes counted: the frame without FCS = IP length + link header */
+static unsigned int pg_mac_len(const struct sk_buff *skb)
+{
+	return skb_mac_header_was_set(skb) ?
+	       (unsigned int)(skb_network_header(skb) - skb_mac_header(skb)) : ETH_HLEN;
+}
+
 static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 			       const struct nf_hook_state *state)
 {
@@ -311,7 +319,16 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	if (!s)
 		return NF_ACCEPT;
 
-	/* arrival: the core's receive stamp (see pg_rx_enable), else now */
+	if (s->level == PG_LVL_COUNTER) {
+		c = this_cpu_ptr(s->cpu);
+		raw_write_seqcount_begin(&c->seq);
+		c->packets++;
+		c->bytes += skb->len + pg_mac_len(skb);
+		raw_write_seqcount_end(&c->seq);
+		return READ_ONCE(rx->pass) ? NF_ACCEPT : NF_DROP;
+	}
+
+	/* arrival: the core's receive stamp (see pg_rx_sync_tstamps), else now */
 	now = pg_skb_rx_realtime_ns(skb);
 	if (!now)
 		now = ktime_get_real_ns();
@@ -324,9 +341,7 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	lat_ok = ts && now >= ts;
 	if (lat_ok)
 		lat = now - ts;
-	len = skb->len + (skb_mac_header_was_set(skb) ?
-			  (unsigned int)(skb_network_header(skb) - skb_mac_header(skb)) :
-			  ETH_HLEN);
+	len = skb->len + pg_mac_len(skb);
 
 	c = this_cpu_ptr(s->cpu);
 	raw_write_seqcount_begin(&c->seq);
@@ -577,6 +592,23 @@ static int pg_rx_res(struct pg_rx *rx, int err, const char *fmt, const char *arg
 	return err;
 }
 
+/*
+ * While counting with times (level basic or time), have the core stamp
+ * packets as they enter the receive path: backlog/softirq delays on the
+ * receiving host then stay out of the measured latency. Level counter reads
+ * no clock at all.
+ */
+static void pg_rx_sync_tstamps(struct pg_rx *rx)
+{
+	bool want = rx->hooks && rx->level >= PG_LVL_BASIC;
+
+	if (want && !rx->tstamps)
+		net_enable_timestamp();
+	else if (!want && rx->tstamps)
+		net_disable_timestamp();
+	rx->tstamps = want;
+}
+
 static int pg_rx_enable(struct pg_rx *rx, const char *name)
 {
 	struct net *net = rx->pn->net;
@@ -600,13 +632,8 @@ static int pg_rx_enable(struct pg_rx *rx, const char *name)
 		if (err)
 			return pg_rx_res(rx, err, "%s", "ERROR: cannot register netfilter hooks");
 		rx->hooks = true;
-		/*
-		 * Have the core stamp packets when they enter the receive path:
-		 * backlog/softirq delays on the receiving host then stay out of
-		 * the measured latency.
-		 */
-		net_enable_timestamp();
 	}
+	pg_rx_sync_tstamps(rx);
 	return pg_rx_res(rx, 0, "OK: rx=%s", rx->ifname);
 }
 
@@ -614,9 +641,9 @@ static void pg_rx_disable(struct pg_rx *rx)
 {
 	if (rx->hooks) {
 		nf_unregister_net_hooks(rx->pn->net, rx->ops, ARRAY_SIZE(rx->ops));
-		net_disable_timestamp();
 		rx->hooks = false;
 	}
+	pg_rx_sync_tstamps(rx);
 }
 
 static int pg_rx_command(struct pg_rx *rx, int argc, char **argv)
@@ -651,6 +678,7 @@ static int pg_rx_command(struct pg_rx *rx, int argc, char **argv)
 					 "ERROR: statistics %.32s: expected counter, basic or time",
 					 argv[1]);
 		rx->level = (enum pgrx_level)i;
+		pg_rx_sync_tstamps(rx);
 		if (rcu_access_pointer(rx->session) && pg_rx_new_session(rx))
 			return pg_rx_res(rx, -ENOMEM, "%s", "No memory");
 		return pg_rx_res(rx, 0, "OK: statistics=%s", pg_level_names[i]);
