@@ -187,7 +187,8 @@ static u8 *pg_put16(u8 *p, u16 v)
 	return p + 2;
 }
 
-static void pg_write_header(struct pg_dev *pd, u8 *p)
+/* mono: CLOCK_MONOTONIC ns just read by the caller, or 0 */
+static void pg_write_header(struct pg_dev *pd, u8 *p, u64 mono)
 {
 	u32 magic = pg_dev_has_flag(pd, PGF_UPSTREAM_HDR) ? PG_MAGIC_UPSTREAM : PG_MAGIC_NS;
 
@@ -196,14 +197,20 @@ static void pg_write_header(struct pg_dev *pd, u8 *p)
 	pd->seq_num++;
 	if (pg_dev_has_flag(pd, PGF_NO_TIMESTAMP)) {
 		put_unaligned_be64(0, p + 8);
-	} else if (magic == PG_MAGIC_UPSTREAM) {
-		struct timespec64 ts;
-
-		ktime_get_real_ts64(&ts);
-		put_unaligned_be32((u32)ts.tv_sec, p + 8);
-		put_unaligned_be32((u32)(ts.tv_nsec / NSEC_PER_USEC), p + 12);
 	} else {
-		put_unaligned_be64(ktime_get_real_ns(), p + 8);
+		/* one clock read serves scheduling and the timestamp */
+		u64 real = (u64)ktime_to_ns(ktime_mono_to_real(mono ? ns_to_ktime(mono) :
+							       ktime_get()));
+
+		if (magic == PG_MAGIC_UPSTREAM) {
+			u32 rem;
+			u64 sec = div_u64_rem(real, NSEC_PER_SEC, &rem);
+
+			put_unaligned_be32((u32)sec, p + 8);
+			put_unaligned_be32(rem / NSEC_PER_USEC, p + 12);
+		} else {
+			put_unaligned_be64(real, p + 8);
+		}
 	}
 }
 
@@ -226,7 +233,7 @@ static struct sk_buff *pg_alloc(struct pg_dev *pd, unsigned int size)
 	return skb;
 }
 
-struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd)
+struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd, u64 mono)
 {
 	bool ipv6 = pg_dev_has_flag(pd, PGF_IPV6);
 	bool vlan = pd->vlan_id <= 4095, svlan = vlan && pd->svlan_id <= 4095;
@@ -357,7 +364,7 @@ struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd)
 	uh->len = htons((u16)(sizeof(struct udphdr) + datalen));
 	uh->check = 0;
 	p += sizeof(struct udphdr);
-	pg_write_header(pd, p);
+	pg_write_header(pd, p, mono);
 	p += PG_HDR_LEN;
 	memset(p, 0, start + linear - p);
 

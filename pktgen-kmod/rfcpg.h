@@ -235,7 +235,7 @@ void pg_dev_result_line(struct pg_dev *pd);
 /* packet.c */
 int pg_dev_prepare(struct pg_dev *pd);
 void pg_dev_release_run(struct pg_dev *pd);
-struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd);
+struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd, u64 mono);
 
 /* rx.c */
 int pg_rx_init(struct pg_net *pn);

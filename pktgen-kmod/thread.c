@@ -192,11 +192,16 @@ static struct pg_dev *pg_next_due(struct pg_thread *t)
 	return best;
 }
 
-/* Wait until `due`; false if interrupted by a request or a stop. */
-static bool pg_wait_until(struct pg_thread *t, struct pg_dev *pd, u64 due)
+/*
+ * Wait until `due`, starting at time *nowp; on return *nowp is the last
+ * clock read (reused for the packet's timestamp: clock reads are not free,
+ * under emulation least of all). False if interrupted by a request.
+ */
+static bool pg_wait_until(struct pg_thread *t, struct pg_dev *pd, u64 due, u64 *nowp)
 {
-	u64 now = ktime_get_ns();
+	u64 now = *nowp;
 	u64 start = now;
+	bool ok = true;
 
 	if (now >= due)
 		return true;
@@ -209,19 +214,20 @@ static bool pg_wait_until(struct pg_thread *t, struct pg_dev *pd, u64 due)
 						       CLOCK_MONOTONIC);
 		__set_current_state(TASK_RUNNING);
 		now = ktime_get_ns();
-		pd->idle_acc += now - start;
-		return now >= due && !pg_thread_should_break(t);
-	}
-	while (now < due) {
-		if (pg_thread_should_break(t) || need_resched()) {
-			pd->idle_acc += now - start;
-			return false;
+		ok = now >= due && !pg_thread_should_break(t);
+	} else {
+		while (now < due) {
+			if (pg_thread_should_break(t) || need_resched()) {
+				ok = false;
+				break;
+			}
+			cpu_relax();
+			now = ktime_get_ns();
 		}
-		cpu_relax();
-		now = ktime_get_ns();
 	}
 	pd->idle_acc += now - start;
-	return true;
+	*nowp = now;
+	return ok;
 }
 
 static void pg_count_sent(struct pg_dev *pd, unsigned int n, unsigned int len)
@@ -271,7 +277,8 @@ unlock:
 	return sent;
 }
 
-static void pg_xmit(struct pg_thread *t, struct pg_dev *pd)
+/* now: the monotonic time just read, or 0 to read it when needed */
+static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 {
 	struct net_device *odev = pd->odev;
 	bool shared = pd->clone_skb || pd->burst > 1;
@@ -294,7 +301,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd)
 	if (!pd->skb || (shared && pd->clone_left == 0)) {
 		if (pd->skb)
 			kfree_skb(pd->skb);
-		pd->skb = pg_build_skb(t, pd);
+		pd->skb = pg_build_skb(t, pd, now);
 		if (!pd->skb) {
 			pd->errors++;
 			pd->next_tx += READ_ONCE(pd->delay);
@@ -377,14 +384,18 @@ static int pg_thread_fn(void *arg)
 							 MAX_SCHEDULE_TIMEOUT);
 			continue;
 		}
-		now = ktime_get_ns();
-		if (pd->next_tx + READ_ONCE(pg_max_lag_ns) < now)
-			pd->next_tx = now;	/* too late to catch up: re-base */
-		if (!pg_wait_until(t, pd, pg_due(pd))) {
-			cond_resched();
-			continue;
+		if (!READ_ONCE(pd->delay) && !READ_ONCE(pg_catchup_pct)) {
+			now = 0;		/* no rate limit: no schedule to keep */
+		} else {
+			now = ktime_get_ns();
+			if (pd->next_tx + READ_ONCE(pg_max_lag_ns) < now)
+				pd->next_tx = now;	/* too late to catch up: re-base */
+			if (!pg_wait_until(t, pd, pg_due(pd), &now)) {
+				cond_resched();
+				continue;
+			}
 		}
-		pg_xmit(t, pd);
+		pg_xmit(t, pd, now);
 		if (++budget >= 64) {
 			budget = 0;
 			cond_resched();
