@@ -34,6 +34,7 @@ GENERATOR_MODULE = "rfc2544_pktgen"
 GENERATOR_INTREE = "pktgen (in-tree)"
 RECEIVER_PGRX = "pgrx"
 RECEIVER_COUNTERS = "interface counters"
+STOP_RACE_S = 0.5   # how long a just-sent start may take to reach pgctrl
 
 
 @dataclass
@@ -774,21 +775,33 @@ class SSHTester:
         self._running_starts = []
         self._drop_spares()
         self._ready = False
-        for host in self.tx_hosts:
-            for attempt in range(2):
-                try:
-                    session = self._sessions.get(host)
-                    if attempt == 1 and not self._can_reconnect:
-                        break
-                    if session is None or attempt == 1:
-                        self._sessions.pop(host, None)
-                        h = self.inventory.hosts[host]
-                        self._connections.pop((h.address, h.port, h.user), None)
-                        session = self.session(host)
-                    session.run_batch(pktgen.stop_batch(), timeout=10)
+        # Twice: a 'start' sent just before the interruption can reach
+        # pgctrl after the first 'stop' (seen in the lab: Ctrl-C mid-run left
+        # the generator sending); the second stop catches it.
+        for round_ in range(2):
+            if round_:
+                time.sleep(STOP_RACE_S)
+            for host in self.tx_hosts:
+                self._stop_host(host)
+
+    def _stop_host(self, host):
+        for attempt in range(2):
+            try:
+                session = self._sessions.get(host)
+                if attempt == 1 and not self._can_reconnect:
+                    # the batch shell may be mid-batch: a plain command still works
+                    if session is not None:
+                        session.run(f"echo stop > {pktgen.PGCTRL}", timeout=10)
                     break
-                except Exception:
-                    continue
+                if session is None or attempt == 1:
+                    self._sessions.pop(host, None)
+                    h = self.inventory.hosts[host]
+                    self._connections.pop((h.address, h.port, h.user), None)
+                    session = self.session(host)
+                session.run_batch(pktgen.stop_batch(), timeout=10)
+                break
+            except Exception:
+                continue
 
     # ------------------------------------------------------------ facts
     def conditions(self):

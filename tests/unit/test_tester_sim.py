@@ -300,3 +300,16 @@ def test_pgrx_moved_to_another_device_is_re_enabled(tmp_path):
     kernel.rx_dev = "eth9"              # someone pointed pgrx elsewhere between trials
     r = tester.run_trial(spec(learning=False))
     assert kernel.rx_dev == "rx0" and r.rx_frames == r.tx_frames == 400
+
+
+def test_stop_all_stops_twice_to_catch_a_racing_start(tmp_path, monkeypatch):
+    """Simulated kernel: a 'start' sent just before an interruption can reach
+    pgctrl after the first 'stop' (seen in the lab on Ctrl-C), so stop_all
+    writes 'stop' again after a short wait."""
+    import rfc2544.tester as tester_mod
+    monkeypatch.setattr(tester_mod, "STOP_RACE_S", 0.01)
+    tester, kernel, _ = make_tester(tmp_path)
+    tester.run_trial(spec())
+    n_before = kernel.log.count(("/proc/net/pktgen/pgctrl", "stop"))
+    tester.stop_all()
+    assert kernel.log.count(("/proc/net/pktgen/pgctrl", "stop")) - n_before == 2
