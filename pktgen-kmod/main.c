@@ -38,13 +38,13 @@ static int __net_init pg_net_init(struct net *net)
 	unsigned int cpu;
 	int err;
 
-	pn->net = net;
 	INIT_LIST_HEAD(&pn->threads);
 	mutex_init(&pn->lock);
 	init_waitqueue_head(&pn->run_wq);
 	atomic_set(&pn->running, 0);
 	pn->dying = false;
 	strscpy(pn->ctrl_result, "OK", sizeof(pn->ctrl_result));
+	smp_store_release(&pn->net, net);	/* initialised: see pg_netdev_event */
 
 	pn->proc_dir = proc_mkdir(PG_PROC_DIR, net->proc_net);
 	if (!pn->proc_dir)
@@ -93,9 +93,14 @@ static int pg_netdev_event(struct notifier_block *nb, unsigned long event,
 			   void *ptr)
 {
 	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+	struct pg_net *pn;
 
-	if (event == NETDEV_UNREGISTER)
-		pg_remove_netdev(pg_net_get(dev_net(dev)), dev);
+	if (event != NETDEV_UNREGISTER)
+		return NOTIFY_DONE;
+	pn = pg_net_get(dev_net(dev));
+	/* a namespace whose pktgen state is not set up (yet) has no generators */
+	if (smp_load_acquire(&pn->net))
+		pg_remove_netdev(pn, dev);
 	return NOTIFY_DONE;
 }
 

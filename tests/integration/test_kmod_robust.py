@@ -126,3 +126,39 @@ def test_delete_devices_while_sending_and_receiving(kmod):
         kmod.pg("pgrx", "rx_disable")
     problems = kernel_problems(kmod.dmesg_since("delete"))
     assert problems == [], problems
+
+
+def test_namespace_deleted_while_sending(kmod):
+    """A generator in another namespace sends into ours; the namespace is
+    deleted, its `start` writer interrupted: the namespace's generator
+    threads and files go away with it, no crash."""
+    kmod.dmesg_mark("netns")
+    kmod.sh("ip netns del kmns 2>/dev/null; ip link del kmn0 2>/dev/null; "
+            "ip netns add kmns && ip link add kmn0 type veth peer name kmn1 && "
+            "ip link set kmn1 netns kmns && ip addr add 192.0.2.1/24 dev kmn0 && ip link set kmn0 up && "
+            "ip -n kmns addr add 192.0.2.2/24 dev kmn1 && ip -n kmns link set kmn1 up")
+    ns = "ip netns exec kmns "
+    try:
+        assert "pgctrl" in kmod.sh(ns + f"ls {PG}")
+        kmod.pg("pgrx", "display script", "rx kmn0")
+        kmod.sh(ns + f"sh -c 'echo add_device kmn1 > {PG}/kpktgend_0'")
+        for cmd in ("count 0", "ratep 10000", "dst 192.0.2.1", "src_min 192.0.2.2",
+                    f"dst_mac {kmod.mac('kmn0')}"):
+            kmod.sh(ns + f"sh -c 'echo {cmd} > {PG}/kmn1'")
+        kmod.sh(f"{ns} sh -c 'echo start > {PG}/pgctrl' >/dev/null 2>&1 < /dev/null & "
+                "echo $! > /tmp/kmns.pid; sleep 1")
+        assert parse_pgrx(kmod.read("pgrx"))["total"]["packets"] > 0
+        kmod.sh("ip netns del kmns")
+        # the writer still holds the namespace; a signal stops the run (SIGTERM:
+        # background shells ignore SIGINT)
+        kmod.sh("kill -TERM $(cat /tmp/kmns.pid)")
+        # the namespace is dismantled (asynchronously, slow under TCG): its
+        # veth end takes kmn0 with it
+        kmod.sh("for i in $(seq 600); do ip link show kmn0 >/dev/null 2>&1 || exit 0; "
+                "sleep 0.1; done; exit 1")
+        assert int(kmod.sh("ps -e -o comm= | grep -c '^kpktgend_'")) == 2 * int(kmod.sh("nproc"))
+    finally:
+        kmod.sh("ip netns del kmns 2>/dev/null; ip link del kmn0 2>/dev/null; true")
+        kmod.pg("pgrx", "rx_disable")
+    problems = kernel_problems(kmod.dmesg_since("netns"))
+    assert problems == [], problems
