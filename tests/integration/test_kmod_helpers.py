@@ -104,7 +104,7 @@ def pcap_latency(req):
         data = f.read()
     magic = struct.unpack("<I", data[:4])[0]
     assert magic == 0xa1b23c4d, "need a nanosecond pcap"
-    off, lats = 24, []
+    off, lats, seqs = 24, [], []
     while off + 16 <= len(data):
         sec, nsec, incl, _ = struct.unpack("<IIII", data[off:off + 16])
         pkt = data[off + 16:off + 16 + incl]
@@ -116,8 +116,10 @@ def pcap_latency(req):
         if len(hdr) < 16 or struct.unpack("!I", hdr[:4])[0] != 0x25449e55:
             continue
         lats.append(sec * 10**9 + nsec - struct.unpack("!Q", hdr[8:16])[0])
+        seqs.append(struct.unpack("!I", hdr[4:8])[0])
     return {"n": len(lats), "mean": sum(lats) / len(lats) if lats else 0,
-            "min": min(lats) if lats else 0}
+            "min": min(lats) if lats else 0,
+            "seq_first": seqs[0] if seqs else 0, "seq_last": seqs[-1] if seqs else 0}
 
 def _csum(data):
     if len(data) % 2:

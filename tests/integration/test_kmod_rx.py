@@ -94,14 +94,22 @@ def test_delay_2ms_mean_latency(kmod, ipv6):
     count = 2000
     setup_stream(kmod, count, ratep=1000, ipv6=ipv6)
     proto = "ip6" if ipv6 else "ip"
-    kmod.sh("rm -f /tmp/kmodlat.pcap; (tcpdump -i rx0 -n -s 128 --time-stamp-precision=nano "
-            f"-w /tmp/kmodlat.pcap '{proto} and udp dst port 9' >/dev/null 2>&1 &) ; sleep 1")
+    # The reference must hold every packet: tcpdump under TCG can take over a
+    # second to attach, so wait for its "listening" line, and let it stop by
+    # itself after `count` packets rather than killing it at a guessed time.
+    kmod.sh("rm -f /tmp/kmodlat.pcap /tmp/kmodlat.err; "
+            f"(tcpdump -i rx0 -n -s 128 -B 16384 -c {count} --time-stamp-precision=nano "
+            f"-w /tmp/kmodlat.pcap '{proto} and udp dst port 9' >/dev/null 2>/tmp/kmodlat.err &); "
+            "for i in $(seq 300); do grep -q listening /tmp/kmodlat.err && exit 0; sleep 0.1; done; "
+            "cat /tmp/kmodlat.err; exit 1")
     try:
         with netem(kmod, "delay 2ms"):
             kmod.start()
-            time.sleep(0.5)
+            kmod.sh("for i in $(seq 300); do pgrep -x tcpdump >/dev/null || exit 0; sleep 0.1; done; "
+                    "exit 0")
     finally:
         kmod.sh("pkill -INT -x tcpdump; sleep 0.5; true")
+    capture_log = kmod.sh("cat /tmp/kmodlat.err")
     ref = kmod.agent({"op": "pcap_latency", "path": "/tmp/kmodlat.pcap"})
     rx = parse_pgrx(kmod.read("pgrx"))
     lat, pct = rx["stat"]["latency"], rx["percentile"]
@@ -111,7 +119,7 @@ def test_delay_2ms_mean_latency(kmod, ipv6):
     assert sum(c for _, _, c in rx["hist"]) == lat["n"]
     assert lat["min"] <= pct["p50"] <= pct["p99"] <= pct["p999"] <= lat["max"]
     assert rx["stat"]["jitter"]["n"] == count - 1
-    assert ref["n"] == count, ref
+    assert ref["n"] == count, (ref, capture_log)
     assert lat["mean"] == pytest.approx(ref["mean"], rel=0.01, abs=50e3)
     figures = (f"mean {lat['mean'] / 1e6:.3f} ms, p50 {pct['p50'] / 1e6:.3f} ms, "
                f"p99 {pct['p99'] / 1e6:.3f} ms, max {lat['max'] / 1e6:.1f} ms; "
