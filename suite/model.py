@@ -25,6 +25,9 @@ class TrialSpec:
     latency: bool = False       # collect latency statistics (nanosecond header)
     abort_loss_ratio: Optional[float] = None  # stop early once loss provably exceeds this
     burst_frames: Optional[int] = None        # back-to-back: send exactly this many at max rate
+    # Start idle: at least this long after the previous trial's traffic ended
+    # (RFC 9004 buffer depletion before a burst). None: the profile's waits only.
+    idle_s: Optional[float] = None
     test: str = "throughput"    # which RFC test asked for it (for the log)
     # System recovery (26.5): after `duration_s` at `load_fps`, change the rate
     # to `recovery_load_fps` for `recovery_duration_s` without stopping the

@@ -35,7 +35,7 @@ SCHEMA = {
     "latency": {"duration_s": ("pos", 120.0), "repetitions": ("int", 20)},
     "frame_loss": {"step_pct": ("pct", 10.0), "duration_s": ("opt_pos", None)},
     "back_to_back": {"burst_s": ("pos", 2.0), "repetitions": ("int", 50),
-                     "resolution_pct": ("pct", 1.0)},
+                     "resolution_pct": ("pct", 1.0), "depletion_s": ("nonneg", 2.0)},
     "system_recovery": {"overload_pct": ("pos", 110.0), "recovery_pct": ("pct", 50.0),
                         "overload_s": ("pos", 60.0), "recovery_s": ("pos", 30.0),
                         "repetitions": ("int", 1)},
@@ -207,6 +207,9 @@ def deviations(profile):
         b = p["back_to_back"]
         if b["burst_s"] < 2:
             out.append(f"back-to-back bursts of {b['burst_s']:g} s, RFC 2544 26.4/RFC 9004 ask at least 2 s")
+        if b["depletion_s"] < 2:
+            out.append(f"back-to-back bursts start {b['depletion_s']:g} s after the previous one, "
+                       "RFC 9004 asks at least 2 s of buffer depletion")
         if b["repetitions"] < 50:
             out.append(f"back-to-back repeated {b['repetitions']} times, RFC 2544 26.4 asks at least 50")
     if "system_recovery" in p["tests"] and p["system_recovery"]["overload_s"] < 60:

@@ -129,6 +129,7 @@ class SSHTester:
         self._ready = False
         self._rx_level = None
         self._last_end = None
+        self._last_traffic_end = None
         self._running_starts = []
         self.last_phases = {}   # seconds per phase of the last trial (for bench/)
         self._imix_set = False
@@ -435,6 +436,8 @@ class SSHTester:
         mark("learning")
         if self._last_end is not None and self.waits.settle_s:
             time.sleep(max(0.0, self._last_end + self.waits.settle_s - time.monotonic()))
+        if self._last_traffic_end is not None and spec.idle_s:
+            time.sleep(max(0.0, self._last_traffic_end + spec.idle_s - time.monotonic()))
         mark("settle")
         starts = {}
         try:
@@ -463,6 +466,7 @@ class SSHTester:
                 s.close()
             raise
         wall_traffic = t_end - t0
+        self._last_traffic_end = t_end
         if self.waits.residual_s > 0:
             self._preopen_starts()   # hidden in the residual wait
         remaining = self.waits.residual_s - (time.monotonic() - t_end)

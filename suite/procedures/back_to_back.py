@@ -3,7 +3,8 @@
 Only frame sizes whose throughput is below the maximum rate are tested (at
 line rate nothing is buffered). Each repetition finds, by bisection on the
 burst length, the longest burst at the maximum rate that loses nothing;
-every trial starts idle and ends with the residual wait (buffer depletion).
+every trial starts idle: at least `depletion_s` (RFC 9004: 2 s) after the
+previous trial's traffic, whatever the profile's shorter waits.
 Reported: N, average/min/max/stddev of the burst lengths, the implied buffer
 time (average / maximum rate, RFC 9004) and a corrected buffer time that
 removes what the DUT forwarded during the burst: avg * (1 - T/R) / R frames'
@@ -22,8 +23,11 @@ def longest_burst(ctx, frame_size, ipv6, rate, max_frames, resolution):
     retries = ctx.profile["search"]["tester_limited_retries"]
 
     def passes(n):
+        # every burst starts idle: the DUT has had `depletion_s` to empty its
+        # buffer (or refill its token bucket) after the previous trial
         spec = TrialSpec(frame_size=frame_size, load_fps=rate, duration_s=n / rate,
-                         ipv6=ipv6, burst_frames=n, test="back_to_back")
+                         ipv6=ipv6, burst_frames=n, test="back_to_back",
+                         idle_s=ctx.profile["back_to_back"]["depletion_s"])
         for _ in range(retries + 1):
             r = ctx.run_trial(spec)
             if r.lost_frames:

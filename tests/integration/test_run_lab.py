@@ -252,17 +252,16 @@ def with_module(capped):
     host.close()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open: back-to-back bursts through the token-bucket DUT measure exactly 0.75 of "
-    "the modelled bucket*rate/(rate-cap) on two clean-clone runs ([4500, 4500] vs 6000, "
-    "[6750, 6750] vs 9000): the model or the burst's real rate is off, not noise"))
 def test_latency_and_back_to_back_with_the_module(with_module, tmp_path):
     """Throughput, then latency at it (median and p99.9 from pgrx) and
     back-to-back bursts, on the token-bucket DUT. At a burst rate R above
     the cap C the bucket of B packets empties after B * R / (R - C) frames:
     that is the known back-to-back answer (9000 frames, 2 s, here: long
     bursts at a modest rate, so neither the generator's start-up time nor a
-    busy host makes them slower than asked)."""
+    busy host makes them slower than asked). The profile's waits are short,
+    but every burst starts idle (back_to_back.depletion_s, 2 s): the 1 s
+    the bucket needs to refill after a failed burst. Before that rule the
+    bursts found the bucket three quarters full and measured 0.75 of this."""
     from rfc2544.tester import SSHTester
     lab = with_module
     bucket = 2 * CAP_BURST
@@ -291,5 +290,6 @@ def test_latency_and_back_to_back_with_the_module(with_module, tmp_path):
     assert 0 < lat["min_ns"] <= lat["median_ns"] <= lat["p999_ns"] <= lat["max_ns"]
     b2b = d["back_to_back"][0]
     known = bucket * rate / (rate - CAP_PPS)
+    print(f"back-to-back lengths {b2b['lengths']}, known {known:.0f}")
     assert 0.85 * known <= b2b["avg_frames"] <= 1.1 * known, (b2b["lengths"], known)
     assert b2b["implied_buffer_s"] == pytest.approx(b2b["avg_frames"] / rate)

@@ -34,6 +34,15 @@ def test_quick_profile_is_quick_and_says_so():
     assert "128, 256, 512, 1024, 1280" in devs
 
 
+def test_short_back_to_back_depletion_is_a_deviation(tmp_path):
+    path = tmp_path / "p.yml"
+    path.write_text("tests: [throughput, back_to_back]\nback_to_back: {depletion_s: 0.5}\n")
+    p = profiles.load(str(path))
+    assert p["back_to_back"]["depletion_s"] == 0.5
+    assert any("2 s of buffer depletion" in d for d in profiles.deviations(p))
+    assert not any("depletion" in d for d in profiles.deviations(profiles.load("rfc2544")))
+
+
 @pytest.mark.parametrize("raw,field", [
     ({"trial_duration_s": -1}, "trial_duration_s"),
     ({"trial_duration_s": "long"}, "trial_duration_s"),

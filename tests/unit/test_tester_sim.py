@@ -313,3 +313,18 @@ def test_stop_all_stops_twice_to_catch_a_racing_start(tmp_path, monkeypatch):
     n_before = kernel.log.count(("/proc/net/pktgen/pgctrl", "stop"))
     tester.stop_all()
     assert kernel.log.count(("/proc/net/pktgen/pgctrl", "stop")) - n_before == 2
+
+
+def test_idle_s_starts_the_trial_idle_after_the_previous_traffic(tmp_path):
+    """A back-to-back burst must find the DUT's buffer empty (RFC 9004): with
+    idle_s the next start waits that long after the previous traffic ended,
+    whatever the shorter profile waits; without it, only those waits apply."""
+    tester, kernel, _ = make_tester(tmp_path)
+    gaps = {}
+    for idle in (None, 0.6):
+        tester.run_trial(spec(learning=False, duration_s=0.2))
+        first = kernel.t_start
+        tester.run_trial(spec(learning=False, duration_s=0.2, idle_s=idle))
+        gaps[idle] = kernel.t_start - first
+    assert gaps[0.6] >= 0.2 + 0.6
+    assert gaps[None] < 0.2 + 0.6
