@@ -12,7 +12,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from rfc2544.lab import Lab
@@ -63,27 +62,10 @@ class Bench:
         self.rx_mac = self.sh("cat /sys/class/net/rx0/address").strip()
 
     def run(self, cmd, timeout=600, check=True):
-        ch = self.host.open_channel(cmd, timeout)
-        out, err = bytearray(), bytearray()
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                if ch.recv_ready():
-                    out += ch.recv(65536)
-                elif ch.recv_stderr_ready():
-                    err += ch.recv_stderr(65536)
-                elif ch.eof_received and ch.exit_status_ready():
-                    break
-                elif time.monotonic() > deadline:
-                    raise RuntimeError(f"'{cmd[:60]}' timed out")
-                else:
-                    time.sleep(0.002)
-            status = ch.recv_exit_status()
-        finally:
-            ch.close()
+        status, out, err = self.host.run(cmd, timeout=timeout, check=False)
         if check and status:
-            raise RuntimeError(f"'{cmd[:200]}' exited {status}: {err.decode(errors='replace')[-500:]}")
-        return status, out.decode(errors="replace")
+            raise RuntimeError(f"'{cmd[:200]}' exited {status}: {err[-500:]}")
+        return status, out
 
     def sh(self, cmd, timeout=600):
         return self.run(cmd, timeout)[1]

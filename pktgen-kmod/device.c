@@ -808,13 +808,7 @@ out:
 	return err ? err : (ssize_t)count;
 }
 
-static const struct proc_ops pg_dev_ops = {
-	.proc_open = pg_dev_open,
-	.proc_read = seq_read,
-	.proc_lseek = seq_lseek,
-	.proc_write = pg_dev_write,
-	.proc_release = single_release,
-};
+PG_CMD_PROC_OPS(pg_dev_ops, pg_dev_open, pg_dev_write);
 
 int pg_dev_proc_create(struct pg_net *pn, struct pg_dev *pd)
 {

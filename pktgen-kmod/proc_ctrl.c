@@ -176,13 +176,7 @@ static ssize_t pg_ctrl_write(struct file *file, const char __user *ubuf,
 	return err ? err : (ssize_t)count;
 }
 
-static const struct proc_ops pg_ctrl_ops = {
-	.proc_open = pg_ctrl_open,
-	.proc_read = seq_read,
-	.proc_lseek = seq_lseek,
-	.proc_write = pg_ctrl_write,
-	.proc_release = single_release,
-};
+PG_CMD_PROC_OPS(pg_ctrl_ops, pg_ctrl_open, pg_ctrl_write);
 
 /* ---- kpktgend_N ---- */
 
@@ -367,13 +361,7 @@ static ssize_t pg_thread_write(struct file *file, const char __user *ubuf,
 	return err ? err : (ssize_t)count;
 }
 
-static const struct proc_ops pg_thread_ops = {
-	.proc_open = pg_thread_open,
-	.proc_read = seq_read,
-	.proc_lseek = seq_lseek,
-	.proc_write = pg_thread_write,
-	.proc_release = single_release,
-};
+PG_CMD_PROC_OPS(pg_thread_ops, pg_thread_open, pg_thread_write);
 
 int pg_thread_proc_create(struct pg_thread *t)
 {

@@ -39,6 +39,19 @@
 #define PG_MAX_PKT_SIZE		65535
 #define PG_DELAY_PAUSE		U64_MAX	/* "delay 2147483647" */
 
+/*
+ * A command file (pgctrl, kpktgend_N, a device, pgrx): read whole through
+ * seq_file (single_open), written one command per write.
+ */
+#define PG_CMD_PROC_OPS(ops, open_fn, write_fn)		\
+	static const struct proc_ops ops = {		\
+		.proc_open = open_fn,			\
+		.proc_read = seq_read,			\
+		.proc_lseek = seq_lseek,		\
+		.proc_write = write_fn,			\
+		.proc_release = single_release,		\
+	}
+
 enum pg_xmit_mode {
 	PG_XMIT_START,
 	PG_XMIT_NETIF_RECEIVE,

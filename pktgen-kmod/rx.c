@@ -731,13 +731,7 @@ static ssize_t pg_rx_write(struct file *file, const char __user *ubuf,
 	return err ? err : (ssize_t)count;
 }
 
-static const struct proc_ops pg_rx_ops = {
-	.proc_open = pg_rx_open,
-	.proc_read = seq_read,
-	.proc_lseek = seq_lseek,
-	.proc_write = pg_rx_write,
-	.proc_release = single_release,
-};
+PG_CMD_PROC_OPS(pg_rx_ops, pg_rx_open, pg_rx_write);
 
 int pg_rx_init(struct pg_net *pn)
 {

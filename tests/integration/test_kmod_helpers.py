@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -246,31 +245,9 @@ if req["op"] == "writes":
 
 
 def run_all(host, command, timeout=300, stdin=None, check=True):
-    """SSHHost.run, but reads stdout/stderr until EOF: sshd may send the exit
-    status while output beyond the flow-control window is still pending, and
-    SSHHost.run stops at the exit status (large /proc reads came back cut)."""
-    ch = host.open_channel(command, timeout)
-    if stdin is not None:
-        ch.sendall(stdin.encode() if isinstance(stdin, str) else stdin)
-        ch.shutdown_write()
-    out, err = bytearray(), bytearray()
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            if ch.recv_ready():
-                out += ch.recv(65536)
-            elif ch.recv_stderr_ready():
-                err += ch.recv_stderr(65536)
-            elif ch.eof_received and ch.exit_status_ready():
-                break
-            elif time.monotonic() > deadline:
-                raise AssertionError(f"'{command[:80]}' timed out after {timeout} s")
-            else:
-                time.sleep(0.002)
-        status = ch.recv_exit_status()
-    finally:
-        ch.close()
-    out, err = out.decode(errors="replace"), err.decode(errors="replace")
+    """SSHHost.run (which reads to EOF), failing the test on a non-zero status
+    with the command and the tail of its stderr."""
+    status, out, err = host.run(command, timeout=timeout, check=False, stdin=stdin)
     if check and status != 0:
         raise AssertionError(f"'{command[:200]}' exited {status}: {err[-2000:]}")
     return status, out, err
