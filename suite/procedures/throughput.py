@@ -24,8 +24,13 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
     ndr = result.ndr_fps
     theo = theoretical_max_fps(frame_size, link) if link and frame_size else None
     ceiling = ctx.ceiling(frame_size, ipv6)
-    upper_limited = any(o.tester_limited for o in result.outcomes
-                        if result.ndr_upper_fps is not None and o.load_fps >= result.ndr_upper_fps * 0.999)
+    # Tester-bound when the search's upper bound itself, the lowest load that
+    # did not pass, failed because the tester could not send it. Tester-limited
+    # trials far above a DUT-lossy upper bound (the probe, the search's first
+    # loads) say nothing about the DUT.
+    upper = result.ndr_upper_fps
+    upper_limited = upper is not None and any(
+        o.tester_limited for o in result.outcomes if abs(o.load_fps - upper) <= upper * 0.001)
     bits = (frame_size or ctx.imix_mean_size()) * 8
     entry = {
         # fps 0: not even the minimum load passed (ndr_fps stays null)

@@ -167,3 +167,15 @@ def test_back_to_back_skipped_when_the_tester_cannot_burst(tmp_path):
     assert b2b[0]["lost_frames"] > 0                      # lossy bursts still count as fails
     assert b2b[-1]["tester_limited"] and b2b[-1]["lost_frames"] == 0
     assert b2b[-1]["spec"] == b2b[-2]["spec"]             # retried once before giving up
+
+
+def test_not_tester_bound_when_the_dut_loses_below_the_tester_ceiling(tmp_path):
+    """Tester-limited trials far above the DUT's capacity (the search starts
+    at the maximum load) do not make the NDR tester-bound: the DUT lost
+    frames at the upper bound. Near the ceiling, it is tester-bound."""
+    d = run(tmp_path / "dut", simdut.SimDUT(capacity_fps=20_000, tester_ceiling_fps=90_000), ["throughput"])
+    row = d["throughput"][0]
+    assert any(t["tester_limited"] for t in d["trials"])
+    assert 20_000 * 0.99 <= row["ndr_fps"] <= 20_000 and not row["tester_bound"]
+    d = run(tmp_path / "tester", simdut.SimDUT(capacity_fps=95_000, tester_ceiling_fps=90_000), ["throughput"])
+    assert d["throughput"][0]["tester_bound"]
