@@ -15,7 +15,9 @@ FAKE_CLI = """#!/bin/sh
 echo "$@" >> "$FAKE_CALLS"
 case "$1" in
   run) echo "rfc2544: threshold missed: 64 B throughput" >&2; exit ${FAKE_RUN_RC:-0} ;;
-  compare) echo "64 B throughput -12 %"; exit ${FAKE_COMPARE_RC:-0} ;;
+  compare) echo "1518 B  latency max (us)  4,329.1  7,001.8  +61.74 %  worse (not gated)"
+           [ "${FAKE_COMPARE_RC:-0}" = 1 ] && echo "rfc2544: out regressed past 5 %: throughput (frames/s) at 64 B -12.0 %" >&2
+           exit ${FAKE_COMPARE_RC:-0} ;;
 esac
 """
 
@@ -61,7 +63,10 @@ def test_pass_runs_the_suite_and_compares(pipeline):
 def test_regression_fails_the_play(pipeline):
     rc, out, _ = pipeline(compare_rc=1)
     assert rc == 2
-    assert "rfc2544: the benchmark regressed (allowed: 5%): 64 B throughput -12 %" in out
+    # the verdict quotes compare's summary (stderr), not the table's last row
+    assert ("rfc2544: the benchmark regressed (allowed: 5%): rfc2544: out regressed past 5 %: "
+            "throughput (frames/s) at 64 B -12.0 %") in out
+    assert "not gated" not in out.split("the benchmark regressed")[1]
 
 
 def test_missed_profile_threshold_fails_the_play(pipeline):
