@@ -650,23 +650,22 @@ class SSHTester:
         expected = [None] * len(self.plans)
         if recovery:
             first = recovery["first"]
-            if info and "switch_frames" in info:
+            switched = (info or {}).get("switch_frames")    # frames sent when the rate changed
+            if switched:
                 # judge the sending time against the actual switch point
-                first = [f if f is not None else a for f, a in zip(info["switch_frames"], first)]
+                first = [f if f is not None else a for f, a in zip(switched, first)]
             expected = [(a - 1) / r + (c - a) / recovery["rate"] for a, c, r in zip(first, counts, rates)]
-            if info and "switch_frames" in info and any(
-                    (f or 0) >= c for f, c in zip(info["switch_frames"], counts)):
+            if switched and any((f or 0) >= c for f, c in zip(switched, counts)):
                 notes.append("the rate change came after the last frame: the generator ran ahead of "
                              "the plan (no second rate was offered)")
                 info["rate_change_missed"] = True
-            elif info and "switch_frames" in info and any(
-                    abs((f or 0) - a) > 0.05 * a for f, a in zip(info["switch_frames"], recovery["first"])):
+            elif switched and any(abs((f or 0) - a) > 0.05 * a for f, a in zip(switched, recovery["first"])):
                 notes.append("the rate changed more than 5 % of the overload frames away from the plan "
                              "(the generator fell behind or ran ahead)")
                 info["rate_change_missed"] = True
-            if info and "switch_frames" in info:
+            if switched:
                 notes.append(f"rate changed to {spec.recovery_load_fps:g} frames/s {info['switch_s']:.3f} s after "
-                             f"the start, after {sum(f or 0 for f in info['switch_frames'])} frames "
+                             f"the start, after {sum(f or 0 for f in switched)} frames "
                              f"(planned {sum(recovery['first'])})")
             else:
                 notes.append("the planned rate change did not happen (traffic ended first)")

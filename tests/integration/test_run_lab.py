@@ -76,6 +76,18 @@ def fault_profile(tmp_path):
                          search={"max_load_fps": 20_000}, frame_loss={"step_pct": 25})
 
 
+def start_fault_run(lab, tmp_path):
+    """`rfc2544 run` of the fault profile as a child process, once two
+    trials are in its results: the moment the fault tests strike.
+    Returns (process, output dir)."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen(RFC2544 + ["run", "-i", str(lab.inventory_path), "-p", str(fault_profile(tmp_path)),
+                                       "--out", str(out), "--format", "csv"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_trials(out / "results.json", 2, proc=proc)
+    return proc, out
+
+
 def wait_for_trials(results_json, n, timeout=300, proc=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -184,12 +196,7 @@ def test_killed_ssh_connection_mid_trial(capped, tmp_path):
 
 def test_ctrl_c_mid_run(capped, tmp_path):
     lab = capped
-    out = tmp_path / "out"
-    prof = fault_profile(tmp_path)
-    proc = subprocess.Popen(RFC2544 + ["run", "-i", str(lab.inventory_path), "-p", str(prof),
-                                       "--out", str(out), "--format", "csv"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for_trials(out / "results.json", 2, proc=proc)
+    proc, out = start_fault_run(lab, tmp_path)
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
@@ -208,12 +215,7 @@ def test_tester_reboot_mid_run(capped, tmp_path):
     the VM goes away): exit 3, trials kept; the lab is booted again and the
     resumed run completes."""
     lab = capped
-    out = tmp_path / "out"
-    prof = fault_profile(tmp_path)
-    proc = subprocess.Popen(RFC2544 + ["run", "-i", str(lab.inventory_path), "-p", str(prof),
-                                       "--out", str(out), "--format", "csv"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_for_trials(out / "results.json", 2, proc=proc)
+    proc, out = start_fault_run(lab, tmp_path)
     host = lab.connect("tester")
     try:
         host.run("systemctl reboot --force", timeout=10, check=False)
