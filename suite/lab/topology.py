@@ -89,6 +89,7 @@ class Topology:
             # virtio NICs are probed by udev; give them a moment under TCG
             "i=0; while set -- /sys/class/net/*; [ $# -lt %d ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done" % nics,
             f"rename {vm.mgmt_mac} mgmt0",
+            HOLD_RX_TIMESTAMPS,
         ]
         out += _sysctl([f"net/ipv6/conf/mgmt0/{k}=0" for k in ("accept_ra", "autoconf")] + _quiet("all") + _quiet("default"))
         ip = ["link set lo up", f"addr add {MGMT_ADDR} dev mgmt0", "link set mgmt0 up"]
@@ -117,6 +118,18 @@ class Topology:
             if vm.name == name:
                 return vm
         raise KeyError(name)
+
+
+# tcpdump and pgrx switch the kernel's receive-timestamp static key
+# (netstamp_needed_key) on and off, and each switch re-patches its jump-label
+# sites. Under TCG a vCPU once hung at such a site in
+# netif_receive_skb_list_internal (RCU stall, SSH dead, a clean-clone CI run).
+# One socket with SO_TIMESTAMPNS (35) held for the VM's life keeps the key on,
+# so later users only count references and nothing is patched again.
+HOLD_RX_TIMESTAMPS = (
+    "setsid python3 -c 'import socket, time; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+    "s.setsockopt(socket.SOL_SOCKET, 35, 1); time.sleep(1 << 30)  # rfc2544-hold-rx-timestamps' "
+    "</dev/null >/dev/null 2>&1 &")
 
 
 def _quiet(conf):

@@ -30,6 +30,16 @@ def test_lab_is_up_and_inventory_loads(lab):
         ("tester", "tx0", "tester", "rx0")]
 
 
+def test_rx_timestamp_key_is_held(lab, tester):
+    """Every VM holds the receive-timestamp key on for its life
+    (topology.HOLD_RX_TIMESTAMPS): a socket with SO_TIMESTAMPNS set."""
+    status, out, _ = tester.run("pgrep -f 'rfc2544-hold-rx-timestamp[s]'", check=False)
+    assert status == 0, "the timestamp-holding process is not running"
+    [pid] = out.split()
+    sockets = tester.run(f"ls -l /proc/{pid}/fd | grep -c socket:", check=False)[1]
+    assert int(sockets) == 1
+
+
 def test_ssh_verifies_host_keys(lab, tester, tmp_path):
     assert tester.run("hostname")[1].strip() == "tester"
     # the openssh client through `rfc2544 lab ssh` (StrictHostKeyChecking=yes)
