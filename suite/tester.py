@@ -74,12 +74,13 @@ class Waits:
 class _Stopwatch:
     """Records the seconds each phase of a trial took (SSHTester.last_phases)."""
 
-    def __init__(self, phases):
+    def __init__(self, phases, clock):
         self.phases = phases
-        self.t = time.monotonic()
+        self.clock = clock
+        self.t = clock.monotonic()
 
     def __call__(self, name):
-        now = time.monotonic()
+        now = self.clock.monotonic()
         self.phases[name] = now - self.t
         self.t = now
 
@@ -95,7 +96,7 @@ class SSHTester:
     is told the new rate while it sends, timed from the first frames seen.
 
     SSHTester(inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
-              rate_tolerance=0.99, quiet_window_s=0.2, sessions=None)
+              rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time)
 
     `waits`: a Waits or a dict of its fields. `poll_interval_s`: live
     counter reads while sending (progress, early abort). `abort_lag_s`: a
@@ -104,15 +105,18 @@ class SSHTester:
     the trial is tester-limited. `quiet_window_s`: with interface counters,
     the rx counters must stay unchanged this long before a trial.
     `sessions`: host name -> session object (tests only; default: SSH to
-    every host once).
+    every host once). `clock`: an object with monotonic() and sleep() (the
+    time module; tests pass a simulated clock so no bound depends on how
+    fast the machine runs).
     Use as a context manager or call close().
     """
 
     supports_recovery = True
 
     def __init__(self, inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
-                 rate_tolerance=0.99, quiet_window_s=0.2, sessions=None):
+                 rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time):
         self.inventory = inventory
+        self._clock = clock
         self.waits = Waits.of(waits)
         self.poll_interval_s = float(poll_interval_s)
         self.abort_lag_s = float(abort_lag_s)
@@ -178,7 +182,7 @@ class SSHTester:
                  for name in sorted(set(self.tx_hosts) | set(self.rx_hosts))}
         for name in self.tx_hosts:
             if found[name].pgctrl and not found[name].threads:
-                time.sleep(0.5)  # thread files of a module still loading
+                self._clock.sleep(0.5)  # thread files of a module still loading
                 found[name] = probe.probe_host(self.session(name), load_pktgen=False)
         for name in self.tx_hosts:
             if not found[name].pgctrl:
@@ -346,7 +350,7 @@ class SSHTester:
             b.write(pktgen.PGCTRL, "start")  # short: inline and blocking
         self._run_batches(batches, timeout=30 + w.learning_frames / w.learning_fps)
         if w.learning_s:
-            time.sleep(w.learning_s)
+            self._clock.sleep(w.learning_s)
 
     def _configure_and_zero(self, spec, configs, level):
         """One batch per host: reset receivers, configure generators, read all
@@ -361,7 +365,7 @@ class SSHTester:
         if counters:
             outs = self._run_batches({h: Batch().read("base", *self._read_paths(h, with_tx=False))
                                       for h in self.rx_hosts})
-            t_base = time.monotonic()
+            t_base = self._clock.monotonic()
             base = {h: counters_mod.parse_reads(out.reads.get("base", {}), det["rx_ports"][h])
                     for h, out in outs.items()}
         batches = {}
@@ -372,7 +376,7 @@ class SSHTester:
             pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host],
                                    batches.setdefault(host, Batch()))
         if counters:
-            time.sleep(max(0.0, t_base + self.quiet_window_s - time.monotonic()))
+            self._clock.sleep(max(0.0, t_base + self.quiet_window_s - self._clock.monotonic()))
         for host, b in self._read_batches("zero").items():
             batches.setdefault(host, Batch()).extend(b)
         outputs = self._run_batches(batches)
@@ -417,7 +421,7 @@ class SSHTester:
 
     def _run_trial(self, spec, progress):
         phases = self.last_phases = {}
-        mark = _Stopwatch(phases)
+        mark = _Stopwatch(phases, self._clock)
         self.detect()
         if self._imix_set and spec.frame_size != 0:
             # pktgen keeps IMIX weights once set (pkt_size does not clear
@@ -435,9 +439,9 @@ class SSHTester:
         self._learn(spec)
         mark("learning")
         if self._last_end is not None and self.waits.settle_s:
-            time.sleep(max(0.0, self._last_end + self.waits.settle_s - time.monotonic()))
+            self._clock.sleep(max(0.0, self._last_end + self.waits.settle_s - self._clock.monotonic()))
         if self._last_traffic_end is not None and spec.idle_s:
-            time.sleep(max(0.0, self._last_traffic_end + spec.idle_s - time.monotonic()))
+            self._clock.sleep(max(0.0, self._last_traffic_end + spec.idle_s - self._clock.monotonic()))
         mark("settle")
         starts = {}
         try:
@@ -451,10 +455,10 @@ class SSHTester:
                     break
                 if attempt == 3:
                     raise InfraError("counters not zero before the trial: " + "; ".join(problems))
-                time.sleep(0.2)  # frames still in flight (learning): let them drain
+                self._clock.sleep(0.2)  # frames still in flight (learning): let them drain
             mark("configure")
             started = _utc_now()
-            t0 = time.monotonic()
+            t0 = self._clock.monotonic()
             for host in self.tx_hosts:
                 starts[host].trigger()
             self._running_starts = list(starts.values())
@@ -469,9 +473,9 @@ class SSHTester:
         self._last_traffic_end = t_end
         if self.waits.residual_s > 0:
             self._preopen_starts()   # hidden in the residual wait
-        remaining = self.waits.residual_s - (time.monotonic() - t_end)
+        remaining = self.waits.residual_s - (self._clock.monotonic() - t_end)
         if remaining > 0:
-            time.sleep(remaining)
+            self._clock.sleep(remaining)
         mark("residual")
         outputs = self._run_batches(self._read_batches("final"))
         tx, rx = self._parse_reads(outputs, "final")
@@ -488,7 +492,7 @@ class SSHTester:
             if status != 0 and not aborted and not deadline_hit:
                 raise InfraError(f"{host}: 'pgctrl start' failed (status {status}): {err or 'no detail'}")
         self._running_starts = []
-        self._last_end = time.monotonic()
+        self._last_end = self._clock.monotonic()
         mark("start_exit")
         return self._result(spec, configs, counts, rates, tx, rx, base, started=started,
                             wall_traffic_s=wall_traffic, aborted=aborted, deadline_hit=deadline_hit,
@@ -538,7 +542,7 @@ class SSHTester:
         switch_at = None
         aborted = deadline_hit = False
         while not all(s.done() for s in starts.values()):
-            now = time.monotonic()
+            now = self._clock.monotonic()
             if now >= deadline:
                 self._run_batches({h: pktgen.stop_batch() for h in self.tx_hosts})
                 deadline_hit = True
@@ -586,13 +590,13 @@ class SSHTester:
                 tx, _ = self._parse_reads(outs, "end")
                 if all(st.finished or (st.pkts_sofar or 0) >= counts[i] for i, st in tx.items()):
                     break
-                expected_end = time.monotonic() + 0.02
+                expected_end = self._clock.monotonic() + 0.02
             wake = [expected_end, deadline] + ([next_poll] if polling else [])
             if switch_at is not None and "switch_frames" not in info:
                 wake.append(switch_at)
-            wait_for = min(wake) - time.monotonic()
+            wait_for = min(wake) - self._clock.monotonic()
             next(iter(starts.values())).wait_readable(max(min(wait_for, 0.05), 0.001))
-        return aborted, deadline_hit, time.monotonic(), info
+        return aborted, deadline_hit, self._clock.monotonic(), info
 
     def _change_rate(self, rate):
         """Write the new rate to every running device (pktgen takes `ratep`
@@ -617,7 +621,7 @@ class SSHTester:
         return {
             "phase": "traffic", "test": spec.test, "frame_size": spec.frame_size,
             "load_fps": spec.load_fps, "duration_s": spec.duration_s,
-            "elapsed_s": time.monotonic() - t0, "intended_frames": intended,
+            "elapsed_s": self._clock.monotonic() - t0, "intended_frames": intended,
             "tx_frames": tx_frames, "rx_frames": rx_frames, "gap_lost": gap_lost,
             "lost_frames": gap_lost if pgrx else None,
             "seq_max": max((s.seq_max for r in rx.values() for s in r.streams), default=0) if pgrx else None,
@@ -750,7 +754,7 @@ class SSHTester:
                 for s in starts.values():
                     s.trigger()
                 self._running_starts = list(starts.values())
-                time.sleep(duration_s + 0.25)  # + the in-tree pktgen's start delay
+                self._clock.sleep(duration_s + 0.25)  # + the in-tree pktgen's start delay
                 self._run_batches({h: pktgen.stop_batch() for h in self.tx_hosts})
                 for host, s in starts.items():
                     if s.wait(10.0) is None:
@@ -783,7 +787,7 @@ class SSHTester:
         # the generator sending); the second stop catches it.
         for round_ in range(2):
             if round_:
-                time.sleep(STOP_RACE_S)
+                self._clock.sleep(STOP_RACE_S)
             for host in self.tx_hosts:
                 self._stop_host(host)
 

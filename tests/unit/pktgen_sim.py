@@ -3,12 +3,13 @@
 `SimKernel` models /proc/net/pktgen (pgctrl, kpktgend_N, device files in the
 section B format), the module's pgrx (display script v1) and interface
 counters, plus a DUT with a forwarding capacity and a tester with a sending
-ceiling, in real (short) time. `SimSession` has the HostSession methods the
+ceiling, in SIMULATED time: `SimClock` is shared by the kernel and the
+SSHTester under test (its `clock`), and sleeping only advances it, so every
+time and rate the tests assert on is exact, however fast the machine runs. `SimSession` has the HostSession methods the
 SSHTester uses and answers batches with the same text the real batch script
 prints, so the real output parser runs on it.
 """
 import threading
-import time
 
 from rfc2544.drivers.script import parse_output
 from rfc2544.errors import InfraError
@@ -16,9 +17,24 @@ from rfc2544.errors import InfraError
 PKTGEN = "/proc/net/pktgen/"
 
 
+class SimClock:
+    """monotonic() and sleep() of simulated time: sleep(s) advances it by s
+    at once. Starts at an arbitrary point, as time.monotonic() does."""
+
+    def __init__(self, start=1000.0):
+        self.now = float(start)
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += max(float(seconds), 0.0)
+
+
 class SimDevice:
-    def __init__(self, name):
+    def __init__(self, name, clock):
         self.name = name
+        self.clock = clock
         self.p = {"count": 1000, "pkt_size": 60, "delay": 0, "dst_mac": "00:00:00:00:00:00",
                   "src_min": "", "dst_min": "", "src6": "", "dst6": "", "ipv6": False, "clone_skb": 0}
         self.result = ""
@@ -32,7 +48,7 @@ class SimDevice:
         if self.started is None:
             return 0, 0
         start = int(self.started * 1e6)
-        stop = start + self.run_usec if self.run_usec is not None else int(time.monotonic() * 1e6)
+        stop = start + self.run_usec if self.run_usec is not None else int(self.clock.monotonic() * 1e6)
         return start, stop
 
     def text(self):
@@ -72,7 +88,8 @@ class SimKernel:
     """One tester host (+ a DUT that forwards its streams)."""
 
     def __init__(self, threads=2, pgrx=True, dut_capacity_fps=None, tester_ceiling_fps=None,
-                 rx_dev="rx0", noise_rx=0, loss_every=None):
+                 rx_dev="rx0", noise_rx=0, loss_every=None, clock=None):
+        self.clock = clock or SimClock()
         self.lock = threading.RLock()
         self.threads = {i: [] for i in range(threads)}
         self.devices = {}
@@ -118,7 +135,7 @@ class SimKernel:
                     dev = cmd.split()[1]
                     if dev in self.devices:
                         return False, f"Result: ERROR: can not add device {dev}"
-                    self.devices[dev] = SimDevice(dev)
+                    self.devices[dev] = SimDevice(dev, self.clock)
                     self.threads[t].append(dev)
                     return True, ""
                 return False, "Result: bad thread command"
@@ -147,7 +164,7 @@ class SimKernel:
                     self._update()
                     if not self.running:
                         return True, ""
-                time.sleep(0.002)
+                self.clock.sleep(0.002)
         return False, ""
 
     def _dev(self, dev, cmd):
@@ -160,7 +177,7 @@ class SimKernel:
             with self.lock:
                 self._update()
                 if self.running and dev.run_usec is None:   # rate change while sending
-                    dev.anchor = (time.monotonic(), dev.sofar)
+                    dev.anchor = (self.clock.monotonic(), dev.sofar)
                 p["delay"] = 10**9 // int(arg)
         elif word == "dst_mac":
             p["dst_mac"] = arg
@@ -213,7 +230,7 @@ class SimKernel:
         with self.lock:
             self.running = True
             self.starts += 1
-            self.t_start = time.monotonic()
+            self.t_start = self.clock.monotonic()
             for d in self.devices.values():
                 d.sofar, d.run_usec, d.started = 0, None, self.t_start
                 d.anchor = (self.t_start, -1)   # the first frame goes at once
@@ -229,7 +246,7 @@ class SimKernel:
     def _update(self):
         if not self.running:
             return
-        now = time.monotonic()
+        now = self.clock.monotonic()
         active = [d for d in self.devices.values() if d.run_usec is None]
         for d in active:
             rate = self._rate(d)
@@ -257,7 +274,7 @@ class SimKernel:
         self.rx_gap[d.name] = self.rx_gap.get(d.name, 0) + lost_now
 
     def _stop(self):
-        now = time.monotonic()
+        now = self.clock.monotonic()
         for d in self.devices.values():
             if d.run_usec is None and d.started is not None and self.running:
                 d.run_usec = max(int((now - d.started) * 1e6), 1)
@@ -336,14 +353,17 @@ class SimStart:
             return not self.kernel.running
 
     def wait_readable(self, seconds):
-        time.sleep(min(seconds, 0.002))
+        # the real channel returns when output arrives or after `seconds`;
+        # the simulated one has no output, so simulated time moves on
+        self.kernel.clock.sleep(seconds)
 
     def wait(self, timeout):
-        deadline = time.monotonic() + timeout
+        clock = self.kernel.clock
+        deadline = clock.monotonic() + timeout
         while not self.done():
-            if time.monotonic() > deadline:
+            if clock.monotonic() > deadline:
                 return None
-            time.sleep(0.002)
+            clock.sleep(0.002)
         return 0
 
     def stderr(self):
@@ -394,7 +414,7 @@ class SimSession:
                     lines.append("PGREADFAIL")
                 lines.append("PGREADEND")
             elif op[0] == "sleep":
-                time.sleep(op[1])
+                self.kernel.clock.sleep(op[1])
         out = parse_output("\n".join(lines))
         if out.errors:
             raise InfraError(f"{self.name}: {out.errors[0]}")

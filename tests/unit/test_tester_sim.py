@@ -1,6 +1,9 @@
 """SSHTester against a SIMULATED host (tests/unit/pktgen_sim.py): no SSH, no
 kernel. The simulation answers batches in the real pktgen/pgrx text formats,
-so the driver's batch building, parsing and trial logic run for real."""
+so the driver's batch building, parsing and trial logic run for real. The
+tester and the kernel share a simulated clock (SimClock): the times and rates
+asserted here are exact and do not depend on how fast or loaded the machine
+is."""
 import textwrap
 
 import pytest
@@ -47,7 +50,8 @@ def make_inventory(tmp_path, streams=(("tester:tx0", "tester:rx0"),)):
 def make_tester(tmp_path, kernel=None, waits=FAST, streams=(("tester:tx0", "tester:rx0"),), **kw):
     kernel = kernel or SimKernel()
     session = SimSession("tester", kernel)
-    tester = SSHTester(make_inventory(tmp_path, streams), waits=waits, sessions={"tester": session}, **kw)
+    tester = SSHTester(make_inventory(tmp_path, streams), waits=waits, sessions={"tester": session},
+                       clock=kernel.clock, **kw)
     return tester, kernel, session
 
 
