@@ -68,9 +68,10 @@ unit: deps
 integration: deps
 	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
 
-# One pytest run, unit tests first, so the run ends with one summary line.
+# One pytest run, unit tests first, so the run ends with one summary line;
+# the 25 slowest tests are listed before it (where CI time goes).
 test: deps
-	$(PY) -m pytest tests/unit tests/integration $(PYTEST_ARGS)
+	$(PY) -m pytest tests/unit tests/integration --durations=25 $(PYTEST_ARGS)
 
 kmod:
 	$(MAKE) -C pktgen-kmod

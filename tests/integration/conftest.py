@@ -15,14 +15,20 @@ RFC2544_REUSE_LAB=NAME (and RFC2544_REUSE_LAB2=NAME) uses an already running
 lab of the right topology instead of booting one, and leaves it running:
 quick iterations without a boot.
 
-Tests using `lab2` run after the other lab tests.
+The single lab starts booting in a background thread as soon as the session
+knows it will need it (pytest_collection_finish): the image build and the
+VM's boot overlap the unit tests, which run first. The `lab` fixture waits
+for that boot. Tests using `lab2` run after the other lab tests.
 Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
 every other test of the same lab, so those still find it up.
 """
 import os
 import shutil
+import threading
 
 import pytest
+
+_EARLY = {}     # lab name -> (thread, outcome dict) of a boot started early
 
 
 def pytest_configure(config):
@@ -37,6 +43,36 @@ def pytest_collection_modifyitems(session, config, items):
                                  item.get_closest_marker("lab_down_last") is not None))
 
 
+def pytest_collection_finish(session):
+    """Start booting the single lab now if a selected test needs it, so the
+    boot runs while the unit tests do."""
+    if os.environ.get("RFC2544_REUSE_LAB") or session.config.option.collectonly:
+        return
+    if any("lab" in getattr(item, "fixturenames", ()) for item in session.items):
+        _start_early("single", "single")
+
+
+def _session_lab_name(name):
+    return f"pytest{os.getpid()}-{name}"
+
+
+def _start_early(name, topology):
+    from rfc2544.lab import Lab
+    _stop_orphans()
+    lab = Lab(_session_lab_name(name))
+    outcome = {"log": []}
+
+    def boot():
+        try:
+            lab.up(topology, log=outcome["log"].append)
+        except BaseException as exc:     # re-raised in the test that needs the lab
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=boot, name=f"lab-boot-{name}", daemon=True)
+    thread.start()
+    _EARLY[name] = (thread, outcome, lab)
+
+
 def _boot(request, name, topology, reuse_env):
     from rfc2544.lab import Lab
     reuse = os.environ.get(reuse_env)
@@ -45,8 +81,19 @@ def _boot(request, name, topology, reuse_env):
         if lab.is_up() and lab.status().get("topology") == topology:
             return lab
         pytest.fail(f"{reuse_env}={reuse}: no running {topology} lab of that name")
+    early = _EARLY.pop(name, None)
+    if early:
+        thread, outcome, lab = early
+        thread.join()
+        for line in outcome["log"]:
+            print(line, flush=True)
+        if not os.environ.get("RFC2544_KEEP_LAB"):
+            request.addfinalizer(lambda: lab.down(log=lambda m: None))
+        if "error" in outcome:
+            raise outcome["error"]
+        return lab
     _stop_orphans()
-    lab = Lab(f"pytest{os.getpid()}-{name}")
+    lab = Lab(_session_lab_name(name))
     lab.up(topology, log=lambda m: print(m, flush=True))
     if not os.environ.get("RFC2544_KEEP_LAB"):
         request.addfinalizer(lambda: lab.down(log=lambda m: None))
@@ -83,3 +130,12 @@ def tester(lab):
     host = lab.connect("tester")
     yield host
     host.close()
+
+
+def pytest_sessionfinish(session):
+    """A lab booted early that no test ended up using is taken down too."""
+    for name, (thread, _, lab) in list(_EARLY.items()):
+        thread.join()
+        if not os.environ.get("RFC2544_KEEP_LAB"):
+            lab.down(log=lambda m: None)
+        _EARLY.pop(name, None)

@@ -43,6 +43,18 @@ def tx_packets(lab):
         host.close()
 
 
+def wait_for_traffic(lab, frames=200, timeout=60):
+    """Until `frames` more frames have left the tester port than when called:
+    the next trial's traffic is on the wire (learning frames are a handful)."""
+    start = tx_packets(lab)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if tx_packets(lab) - start >= frames:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no traffic on the tester port within {timeout} s")
+
+
 def assert_generator_idle(lab):
     """No frames leave the tester port over a second: nothing left running."""
     before = tx_packets(lab)
@@ -180,7 +192,7 @@ def test_killed_ssh_connection_mid_trial(capped, tmp_path):
     thread = threading.Thread(target=run)
     thread.start()
     wait_for_trials(out / "results.json", 2)
-    time.sleep(0.5)                                        # inside the next trial
+    wait_for_traffic(lab)                                  # inside the next trial
     for conn in list(tester._connections.values()):       # cut the TCP connection under paramiko
         conn._client.get_transport().sock.shutdown(2)
     thread.join(timeout=120)
@@ -197,7 +209,7 @@ def test_killed_ssh_connection_mid_trial(capped, tmp_path):
 def test_ctrl_c_mid_run(capped, tmp_path):
     lab = capped
     proc, out = start_fault_run(lab, tmp_path)
-    time.sleep(0.5)
+    wait_for_traffic(lab)                                  # inside the next trial
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
