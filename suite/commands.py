@@ -42,6 +42,19 @@ def resolve_inventory(path):
     return inventory_mod.load(lab_inventory)
 
 
+def resumed_inventory(results, given):
+    """The inventory a resumed run uses: the one it started with (stored
+    absolute, so resuming from another directory finds it); `-i` may only
+    name that same file."""
+    stored = results.data.get("conditions", {}).get("inventory")
+    if given is None or stored is None:
+        return stored or given
+    if Path(given).resolve() != Path(stored).resolve():
+        raise BadInput(f"--resume {results.dir}: the run started with inventory {stored}, not {given} "
+                       "(drop -i to use it)")
+    return stored
+
+
 def calibration_path(inventory):
     return Path(str(inventory.path) + ".calibration.json")
 
@@ -122,7 +135,7 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
         or "software timestamps, generator header at transmit to receiver hook at arrival (bit-forwarding, RFC 1242)",
         "link_speed_mbps": link_mbps,
         "ip_versions": profile["ip_versions"],
-        "inventory": str(inventory.path),
+        "inventory": str(Path(inventory.path).resolve()),     # absolute: --resume may start elsewhere
         "streams": [{"tx": f"{s.tx_host}:{s.tx_port}", "rx": f"{s.rx_host}:{s.rx_port}"} for s in inventory.streams],
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
         "calibration": calibration,
@@ -195,8 +208,8 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         profile = profiles_mod.load(profile_name or "rfc2544")
         profile = apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort)
         results = None
-    if inventory_path is None and resume_dir:
-        inventory_path = results.data.get("conditions", {}).get("inventory")
+    if resume_dir:
+        inventory_path = resumed_inventory(results, inventory_path)
     inventory = resolve_inventory(inventory_path)
     if setup:
         run_setup(inventory.path)

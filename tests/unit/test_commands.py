@@ -175,3 +175,32 @@ def test_setup_runs_the_playbook_first(setup, monkeypatch, capsys):
     monkeypatch.setattr(commands.subprocess, "call", lambda argv: 4)
     assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o2"), "--setup") == 3
     assert "setup.yml failed with exit status 4" in capsys.readouterr().err
+
+
+def test_resume_finds_a_relative_inventory_from_another_directory(setup, monkeypatch, capsys):
+    tmp, inv, prof, testers = setup
+    testers.append(simdut.SimDUT(capacity_fps=40_000, fail_at={2: KeyboardInterrupt()}))
+    monkeypatch.chdir(tmp)
+    assert main("run", "-i", "inventory.yml", "-p", str(prof), "--out", "o", "--format", "csv") == 130
+    stored = json.loads((tmp / "o" / "results.json").read_text())["conditions"]["inventory"]
+    assert stored == str(inv.resolve())
+    elsewhere = tmp / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main("run", "--resume", "../o", "--format", "csv") == 0
+    assert json.loads((tmp / "o" / "results.json").read_text())["complete"]
+
+
+def test_resume_refuses_another_inventory_and_accepts_the_same(setup, monkeypatch, capsys):
+    tmp, inv, prof, testers = setup
+    testers.append(simdut.SimDUT(capacity_fps=40_000, fail_at={2: KeyboardInterrupt()}))
+    out = tmp / "o"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv") == 130
+    other = tmp / "other.yml"
+    other.write_text(INVENTORY)
+    capsys.readouterr()
+    assert main("run", "--resume", str(out), "-i", str(other), "--format", "csv") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(inv) in err[0] and "other.yml" in err[0]
+    monkeypatch.chdir(out)
+    assert main("run", "--resume", ".", "-i", "../inventory.yml", "--format", "csv") == 0
