@@ -9,7 +9,7 @@ import sys
 import click
 
 from rfc2544 import __version__
-from rfc2544.errors import Rfc2544Error
+from rfc2544.errors import Rfc2544Error, missing_dependency
 
 # name -> "module:attribute" of a click command or group
 COMMANDS = {
@@ -74,4 +74,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         click.echo("rfc2544: interrupted", err=True)
         sys.exit(130)
+    except ImportError as exc:        # a dependency missing from this install: no traceback
+        click.echo(f"rfc2544: {missing_dependency(exc, 'this command')}", err=True)
+        sys.exit(3)
     sys.exit(0)

@@ -16,7 +16,7 @@ import click
 
 from rfc2544 import inventory as inventory_mod
 from rfc2544 import profiles as profiles_mod
-from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed
+from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed, missing_dependency
 from rfc2544.results import Results
 from rfc2544.runner import Runner, build_plan
 
@@ -167,13 +167,35 @@ def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abor
 
 
 def write_reports(results_path, out_dir, formats):
-    """Hand the finished results to the reports package, if this build has it."""
+    """Hand the finished results to the reports package. A missing report
+    dependency (jinja2, matplotlib, ...) is an infrastructure failure."""
     try:
         from rfc2544.reports.render import write_reports as render
-    except ImportError:
-        click.echo("rfc2544: reports not available in this build; results.json is complete", err=True)
-        return []
-    return render(results_path, out_dir, formats)
+        return render(results_path, out_dir, formats)
+    except ImportError as exc:
+        raise missing_dependency(exc, "the report") from None
+
+
+def write_outputs(results_path, out_dir, formats):
+    """trials.csv and the reports of a results file, for `run` and `report`
+    alike; the paths written. results.json is on disk whatever fails here."""
+    written = write_csv(results_path, out_dir) if "csv" in formats else []
+    report_formats = tuple(f for f in formats if f != "csv")
+    if report_formats:
+        written += write_reports(results_path, out_dir, report_formats)
+    return written
+
+
+def write_csv(results_path, out_dir):
+    results = Results.load(results_path)
+    out = Path(out_dir) if out_dir else results.dir
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        return results.to_csv(out / "trials.csv")
+    except ImportError as exc:
+        raise missing_dependency(exc, "the CSV export") from None
+    except OSError as exc:
+        raise BadInput(f"{out}: cannot write the CSV: {exc.strerror or exc}") from None
 
 
 @click.command("run")
@@ -246,12 +268,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
     if results.complete and not misses:
         from rfc2544.runner import check_thresholds
         misses = check_thresholds(results.data, profile)
-    fmts = formats or ("html", "csv")
-    if "csv" in fmts:
-        results.to_csv()
-    report_formats = tuple(f for f in fmts if f != "csv")
-    written = write_reports(results.path, results.dir, report_formats) if report_formats else []
-    for path in written or []:
+    for path in write_outputs(results.path, results.dir, formats or ("html", "csv")):
         click.echo(f"report: {path}")
     if misses:
         raise ThresholdMissed("; ".join(misses))

@@ -1,6 +1,7 @@
 """`rfc2544 run` end to end through the CLI, with the simulated tester
 (rfc2544.simdut) in place of SSH: exit codes, files, resume."""
 import json
+import sys
 
 import pytest
 
@@ -204,3 +205,49 @@ def test_resume_refuses_another_inventory_and_accepts_the_same(setup, monkeypatc
     assert len(err) == 1 and str(inv) in err[0] and "other.yml" in err[0]
     monkeypatch.chdir(out)
     assert main("run", "--resume", ".", "-i", "../inventory.yml", "--format", "csv") == 0
+
+
+@pytest.fixture
+def without_module(monkeypatch):
+    """Make `import NAME` fail as in an install without it; the report
+    modules that import it are re-imported."""
+    def hide(name):
+        monkeypatch.setitem(sys.modules, name, None)
+        for module in ("rfc2544.reports.render", "rfc2544.reports.plots"):
+            monkeypatch.delitem(sys.modules, module, raising=False)
+    return hide
+
+
+@pytest.mark.parametrize("module", ["matplotlib", "jinja2"])
+def test_missing_report_dependency_exits_3_after_results_and_csv(setup, capsys, without_module, module):
+    tmp, inv, prof, _ = setup
+    without_module(module)
+    out = tmp / "out"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out)) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"'{module}'" in err[0] and f"pip install {module}" in err[0]
+    assert json.loads((out / "results.json").read_text())["complete"]
+    assert (out / "trials.csv").exists() and not (out / "report.html").exists()
+
+
+def test_report_with_a_missing_dependency_is_one_line(setup, capsys, without_module):
+    tmp, inv, prof, _ = setup
+    out = tmp / "out"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv") == 0
+    without_module("jinja2")
+    capsys.readouterr()
+    assert main("report", str(out), "--format", "html") == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'jinja2'" in err[0] and "Traceback" not in err[0]
+
+
+def test_report_writes_csv_as_run_does(setup, capsys):
+    tmp, inv, prof, _ = setup
+    out = tmp / "out"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv") == 0
+    from_run = (out / "trials.csv").read_text()
+    (out / "trials.csv").unlink()
+    assert main("report", str(out / "results.json"), "--format", "csv") == 0
+    assert (out / "trials.csv").read_text() == from_run
+    assert main("report", str(out), "--format", "csv", "--out", str(tmp / "elsewhere")) == 0
+    assert (tmp / "elsewhere" / "trials.csv").read_text() == from_run
