@@ -3,8 +3,11 @@
 Each subcommand lives with the code it drives and is imported only when used,
 so `rfc2544 lab up` does not pay for matplotlib.
 """
+import functools
 import importlib
+import signal
 import sys
+import threading
 
 import click
 
@@ -20,6 +23,23 @@ COMMANDS = {
     "report": "rfc2544.reports.cli:report",
     "compare": "rfc2544.reports.cli:compare",
 }
+
+
+def interruptible(command):
+    """Make SIGINT raise KeyboardInterrupt while `command` runs. A shell starts
+    the background jobs of a non-interactive script with SIGINT ignored, and
+    Python then installs no handler of its own: without this, an interrupt
+    sent to a run would be lost and the run would finish with exit 0."""
+    @functools.wraps(command)
+    def with_sigint(*args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            return command(*args, **kwargs)       # only the main thread may set handlers
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            return command(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    return with_sigint
 
 
 class LazyGroup(click.Group):

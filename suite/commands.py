@@ -16,6 +16,7 @@ import click
 
 from rfc2544 import inventory as inventory_mod
 from rfc2544 import profiles as profiles_mod
+from rfc2544.cli import interruptible
 from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed, missing_dependency
 from rfc2544.results import Results
 from rfc2544.runner import Runner, build_plan
@@ -215,6 +216,7 @@ def write_csv(results_path, out_dir):
 @click.option("--early-abort/--no-early-abort", default=None, help="Override search.early_abort.")
 @click.option("--format", "formats", multiple=True, type=click.Choice(REPORT_FORMATS),
               help="Report formats to write at the end [default: html, csv].")
+@interruptible
 def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests, frame_sizes,
         ip_versions, early_abort, formats):
     """Run the RFC 2544 tests of a profile against the inventory's DUT."""
@@ -289,6 +291,7 @@ def _display():
 @click.option("--frame-size", "frame_sizes", multiple=True, type=int,
               help="Frame sizes to calibrate (repeatable) [default: 64 and 1518].")
 @click.option("--duration", default=2.0, show_default=True, type=float, help="Seconds per measurement.")
+@interruptible
 def calibrate(inventory_path, frame_sizes, duration):
     """Measure the tester's own ceiling (frames/s it can send) without a DUT."""
     inventory = resolve_inventory(inventory_path)

@@ -1,7 +1,10 @@
 """`rfc2544 run` end to end through the CLI, with the simulated tester
 (rfc2544.simdut) in place of SSH: exit codes, files, resume."""
 import json
+import signal
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -251,3 +254,72 @@ def test_report_writes_csv_as_run_does(setup, capsys):
     assert (out / "trials.csv").read_text() == from_run
     assert main("report", str(out), "--format", "csv", "--out", str(tmp / "elsewhere")) == 0
     assert (tmp / "elsewhere" / "trials.csv").read_text() == from_run
+
+
+# A child process running the real CLI with the simulated tester in place of
+# SSH. Its second trial waits for the test's release file, so the run cannot
+# end before the SIGINT arrives, whatever the machine's speed.
+HELD_RUN = """
+import pathlib, sys, time
+from rfc2544 import cli, commands, simdut
+
+class Held(simdut.SimDUT):
+    def run_trial(self, spec, progress=None):
+        while self.trials_run == 1 and not pathlib.Path(sys.argv[1]).exists():
+            time.sleep(0.01)
+        return super().run_trial(spec, progress)
+
+commands.make_tester = lambda inventory, profile: Held(capacity_fps=40_000)
+cli.main(sys.argv[2:])
+"""
+
+
+def wait_for_a_trial(results_json, proc):
+    while proc.poll() is None:
+        try:
+            if json.loads(results_json.read_text())["trials"]:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"the run ended before its first trial was saved: {proc.communicate()}")
+
+
+def test_sigint_stops_a_run_whose_parent_ignored_sigint(setup):
+    """A CI harness's background job inherits SIGINT ignored; a run must still
+    stop on SIGINT, exit 130 and print the --resume hint, never exit 0."""
+    tmp, inv, prof, _ = setup
+    out, release = tmp / "out", tmp / "release"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HELD_RUN, str(release),
+         "run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        wait_for_a_trial(out / "results.json", proc)
+        proc.send_signal(signal.SIGINT)
+    finally:
+        release.touch()         # an ignored SIGINT lets the run go on to the end
+    stdout, stderr = proc.communicate()
+    assert proc.returncode == 130, (stdout[-500:], stderr)
+    assert "--resume" in stdout and "Traceback" not in stderr
+    assert not json.loads((out / "results.json").read_text())["complete"]
+
+
+def test_calibrate_takes_sigint_for_its_duration_only(setup, monkeypatch):
+    import rfc2544.calibrate as cal
+    _, inv, _, _ = setup
+    seen = []
+
+    def fake_calibrate(inventory, sizes, duration=2.0, progress=None):
+        seen.append(signal.getsignal(signal.SIGINT))
+        return {s: 30_000.0 for s in sizes}
+
+    monkeypatch.setattr(cal, "calibrate", fake_calibrate)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert main("calibrate", "-i", str(inv), "--frame-size", "64") == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN       # given back afterwards
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [signal.default_int_handler]
