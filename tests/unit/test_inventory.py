@@ -93,7 +93,8 @@ def test_bad_interface_name_is_refused_at_load_naming_file_and_field(tmp_path, n
     with pytest.raises(BadInput) as exc:
         inventory.load(path)
     message = str(exc.value)
-    assert message.startswith(f"{path}: testers.tester.rfc2544_ports[0].name: '{name}' is not a valid interface name")
+    field = "testers.tester.rfc2544_ports[0].name"
+    assert message.startswith(f"{path}: {field}: '{name}' is not a valid interface name")
     assert reason in message
 
 
@@ -108,7 +109,8 @@ def test_inventory_drivers_and_script_paths_agree_on_interface_names(tmp_path, n
         except BadInput:
             return False
 
-    path = write(tmp_path, GOOD.replace("name: tx0,", f'name: "{name}",', 1).replace("tester:tx0", f"tester:{name}"))
+    renamed = GOOD.replace("name: tx0,", f'name: "{name}",', 1).replace("tester:tx0", f"tester:{name}")
+    path = write(tmp_path, renamed)
     verdicts = {
         "inventory": accepts(inventory.load, path),
         "validate.ifname": accepts(validate.ifname, name),
