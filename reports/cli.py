@@ -7,21 +7,32 @@ from pathlib import Path
 
 import click
 
-from rfc2544.errors import ThresholdMissed
+from rfc2544.errors import BadInput, ThresholdMissed
+
+FORMATS = ("html", "pdf", "csv")
 
 
 @click.command("report")
 @click.argument("results", type=click.Path(path_type=Path))
 @click.option("--format", "formats", default="html,pdf", show_default=True,
-              help="Comma-separated: html, pdf.")
+              help="Comma-separated: html, pdf, csv (trials.csv, as `run` writes it).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=None,
               help="Directory for the reports (default: beside RESULTS).")
 def report(results, formats, out_dir):
-    """Write the HTML and/or PDF report of a results.json (or a run directory)."""
-    from rfc2544.reports.render import write_reports
+    """Write the HTML, PDF and/or CSV of a results.json (or a run directory)."""
+    from rfc2544.commands import write_outputs
 
-    for path in write_reports(results, out_dir, formats):
+    for path in write_outputs(results, out_dir, parse_formats(formats)):
         click.echo(str(path))
+
+
+def parse_formats(text):
+    formats = tuple(dict.fromkeys(f.strip().lower() for f in text.split(",") if f.strip()))
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise BadInput(f"--format: unknown format {', '.join(unknown) or '(none)'}; "
+                       f"choose from {', '.join(FORMATS)}")
+    return formats
 
 
 @click.command("compare")

@@ -3,13 +3,16 @@
 Each subcommand lives with the code it drives and is imported only when used,
 so `rfc2544 lab up` does not pay for matplotlib.
 """
+import functools
 import importlib
+import signal
 import sys
+import threading
 
 import click
 
 from rfc2544 import __version__
-from rfc2544.errors import Rfc2544Error
+from rfc2544.errors import Rfc2544Error, missing_dependency
 
 # name -> "module:attribute" of a click command or group
 COMMANDS = {
@@ -20,6 +23,23 @@ COMMANDS = {
     "report": "rfc2544.reports.cli:report",
     "compare": "rfc2544.reports.cli:compare",
 }
+
+
+def interruptible(command):
+    """Make SIGINT raise KeyboardInterrupt while `command` runs. A shell starts
+    the background jobs of a non-interactive script with SIGINT ignored, and
+    Python then installs no handler of its own: without this, an interrupt
+    sent to a run would be lost and the run would finish with exit 0."""
+    @functools.wraps(command)
+    def with_sigint(*args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            return command(*args, **kwargs)       # only the main thread may set handlers
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            return command(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    return with_sigint
 
 
 class LazyGroup(click.Group):
@@ -74,4 +94,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         click.echo("rfc2544: interrupted", err=True)
         sys.exit(130)
+    except ImportError as exc:        # a dependency missing from this install: no traceback
+        click.echo(f"rfc2544: {missing_dependency(exc, 'this command')}", err=True)
+        sys.exit(3)
     sys.exit(0)

@@ -16,7 +16,8 @@ import click
 
 from rfc2544 import inventory as inventory_mod
 from rfc2544 import profiles as profiles_mod
-from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed
+from rfc2544.cli import interruptible
+from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed, missing_dependency
 from rfc2544.results import Results
 from rfc2544.runner import Runner, build_plan
 
@@ -40,6 +41,19 @@ def resolve_inventory(path):
     if not lab_inventory.exists():
         raise BadInput("no inventory given (-i) and the local lab is not up: run 'rfc2544 lab up' or pass -i")
     return inventory_mod.load(lab_inventory)
+
+
+def resumed_inventory(results, given):
+    """The inventory a resumed run uses: the one it started with (stored
+    absolute, so resuming from another directory finds it); `-i` may only
+    name that same file."""
+    stored = results.data.get("conditions", {}).get("inventory")
+    if given is None or stored is None:
+        return stored or given
+    if Path(given).resolve() != Path(stored).resolve():
+        raise BadInput(f"--resume {results.dir}: the run started with inventory {stored}, not {given} "
+                       "(drop -i to use it)")
+    return stored
 
 
 def calibration_path(inventory):
@@ -122,7 +136,7 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
         or "software timestamps, generator header at transmit to receiver hook at arrival (bit-forwarding, RFC 1242)",
         "link_speed_mbps": link_mbps,
         "ip_versions": profile["ip_versions"],
-        "inventory": str(inventory.path),
+        "inventory": str(Path(inventory.path).resolve()),     # absolute: --resume may start elsewhere
         "streams": [{"tx": f"{s.tx_host}:{s.tx_port}", "rx": f"{s.rx_host}:{s.rx_port}"} for s in inventory.streams],
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
         "calibration": calibration,
@@ -154,13 +168,35 @@ def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abor
 
 
 def write_reports(results_path, out_dir, formats):
-    """Hand the finished results to the reports package, if this build has it."""
+    """Hand the finished results to the reports package. A missing report
+    dependency (jinja2, matplotlib, ...) is an infrastructure failure."""
     try:
         from rfc2544.reports.render import write_reports as render
-    except ImportError:
-        click.echo("rfc2544: reports not available in this build; results.json is complete", err=True)
-        return []
-    return render(results_path, out_dir, formats)
+        return render(results_path, out_dir, formats)
+    except ImportError as exc:
+        raise missing_dependency(exc, "the report") from None
+
+
+def write_outputs(results_path, out_dir, formats):
+    """trials.csv and the reports of a results file, for `run` and `report`
+    alike; the paths written. results.json is on disk whatever fails here."""
+    written = write_csv(results_path, out_dir) if "csv" in formats else []
+    report_formats = tuple(f for f in formats if f != "csv")
+    if report_formats:
+        written += write_reports(results_path, out_dir, report_formats)
+    return written
+
+
+def write_csv(results_path, out_dir):
+    results = Results.load(results_path)
+    out = Path(out_dir) if out_dir else results.dir
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        return results.to_csv(out / "trials.csv")
+    except ImportError as exc:
+        raise missing_dependency(exc, "the CSV export") from None
+    except OSError as exc:
+        raise BadInput(f"{out}: cannot write the CSV: {exc.strerror or exc}") from None
 
 
 @click.command("run")
@@ -180,6 +216,7 @@ def write_reports(results_path, out_dir, formats):
 @click.option("--early-abort/--no-early-abort", default=None, help="Override search.early_abort.")
 @click.option("--format", "formats", multiple=True, type=click.Choice(REPORT_FORMATS),
               help="Report formats to write at the end [default: html, csv].")
+@interruptible
 def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests, frame_sizes,
         ip_versions, early_abort, formats):
     """Run the RFC 2544 tests of a profile against the inventory's DUT."""
@@ -195,8 +232,8 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         profile = profiles_mod.load(profile_name or "rfc2544")
         profile = apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort)
         results = None
-    if inventory_path is None and resume_dir:
-        inventory_path = results.data.get("conditions", {}).get("inventory")
+    if resume_dir:
+        inventory_path = resumed_inventory(results, inventory_path)
     inventory = resolve_inventory(inventory_path)
     if setup:
         run_setup(inventory.path)
@@ -233,12 +270,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
     if results.complete and not misses:
         from rfc2544.runner import check_thresholds
         misses = check_thresholds(results.data, profile)
-    fmts = formats or ("html", "csv")
-    if "csv" in fmts:
-        results.to_csv()
-    report_formats = tuple(f for f in fmts if f != "csv")
-    written = write_reports(results.path, results.dir, report_formats) if report_formats else []
-    for path in written or []:
+    for path in write_outputs(results.path, results.dir, formats or ("html", "csv")):
         click.echo(f"report: {path}")
     if misses:
         raise ThresholdMissed("; ".join(misses))
@@ -259,6 +291,7 @@ def _display():
 @click.option("--frame-size", "frame_sizes", multiple=True, type=int,
               help="Frame sizes to calibrate (repeatable) [default: 64 and 1518].")
 @click.option("--duration", default=2.0, show_default=True, type=float, help="Seconds per measurement.")
+@interruptible
 def calibrate(inventory_path, frame_sizes, duration):
     """Measure the tester's own ceiling (frames/s it can send) without a DUT."""
     inventory = resolve_inventory(inventory_path)

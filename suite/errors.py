@@ -26,3 +26,15 @@ class ThresholdMissed(Rfc2544Error):
     """A result is worse than the threshold the user set."""
 
     exit_code = 1
+
+
+def missing_dependency(exc, needed_for):
+    """An InfraError for an ImportError: names the missing module and how to
+    install it (one line, no traceback)."""
+    name = getattr(exc, "name", None) or str(exc)
+    top = name.split(".")[0]
+    if top == "rfc2544":
+        fix = "reinstall rfc2544 (pip install -e . in the source tree)"
+    else:
+        fix = f"pip install {top}"
+    return InfraError(f"{needed_for} needs the Python module '{name}', which is not installed: {fix}")

@@ -14,9 +14,9 @@ from typing import Dict, List, Optional
 
 import yaml
 
+from rfc2544.drivers.validate import ifname_problem
 from rfc2544.errors import BadInput
 
-IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROLES = ("tx", "rx", "dut")
 
@@ -86,8 +86,9 @@ def _port(path, where, raw):
     for key in ("name", "role", "mac"):
         if not raw.get(key):
             _fail(path, f"{where}.{key}", "is required")
-    if not IFNAME_RE.fullmatch(str(raw["name"])):
-        _fail(path, f"{where}.name", f"'{raw['name']}' is not an interface name")
+    problem = ifname_problem(raw["name"])
+    if problem:
+        _fail(path, f"{where}.name", f"'{raw['name']}' is not a valid interface name ({problem})")
     if raw["role"] not in ROLES:
         _fail(path, f"{where}.role", f"must be one of {', '.join(ROLES)}")
     for key in ("mac", "peer_mac"):

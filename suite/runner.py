@@ -122,11 +122,15 @@ class Context:
         """The tester's own ceiling: calibrated, else a probe's achieved rate."""
         return self._ceiling(frame_size, ipv6)[0]
 
-    def _ceiling(self, frame_size, ipv6):
+    def _calibrated(self, frame_size):
         cal = self._r.calibration or {}
         value = cal.get(str(frame_size), cal.get(frame_size))
-        if value:
-            return float(value), "calibrated tester ceiling"
+        return float(value) if value else None
+
+    def _ceiling(self, frame_size, ipv6):
+        calibrated = self._calibrated(frame_size)
+        if calibrated:
+            return calibrated, "calibrated tester ceiling"
         probed = self._r.results.data.get("probes", {}).get(f"ipv{6 if ipv6 else 4}/{frame_size}")
         if probed:
             return float(probed), "probe trial (tester's achieved rate)"
@@ -144,10 +148,9 @@ class Context:
             return s["max_load_fps"], "profile search.max_load_fps"
         size = frame_size or imix_mean_size()
         line = theoretical_max_fps(size, self._r.link_mbps) if self._r.link_mbps else None
-        ceiling, source = self._ceiling(frame_size, ipv6)
-        if ceiling is None:
+        if self._calibrated(frame_size) is None:
             self._probe(frame_size, ipv6, line or theoretical_max_fps(size, PROBE_LINK_MBPS))
-            ceiling, source = self._ceiling(frame_size, ipv6)
+        ceiling, source = self._ceiling(frame_size, ipv6)
         if line and line <= ceiling * 1.001:
             return line, f"line rate at {self._r.link_mbps:g} Mbit/s"
         self.note(f"the maximum load at {frame_size or 'IMIX'} B is the tester's ceiling "
@@ -158,7 +161,10 @@ class Context:
     def _probe(self, frame_size, ipv6, rate):
         key = f"ipv{6 if ipv6 else 4}/{frame_size}"
         probes = self._r.results.data.setdefault("probes", {})
-        if key not in probes:
+        # A probe this step sent before an interruption is replayed from the
+        # journal, not taken from `probes`: the replay must walk every recorded
+        # trial in order, or it diverges at the probe and sends them all again.
+        if key not in probes or self._replays_probe(frame_size, ipv6):
             # a fixed number of frames at the highest rate asked: a slow tester
             # takes longer, it does not send for a fixed time at a rate it cannot reach
             frames = max(PROBE_FRAMES, round(rate * 0.01))
@@ -167,6 +173,13 @@ class Context:
             probes[key] = probe.achieved_fps
             self._r.results.save()
         return probes[key]
+
+    def _replays_probe(self, frame_size, ipv6):
+        """The next recorded trial of this step is its probe at this size."""
+        if self._next >= len(self._journal):
+            return False
+        spec = self._journal[self._next].spec
+        return spec.test == "probe" and spec.frame_size == frame_size and spec.ipv6 == ipv6
 
     def burst_rate(self, frame_size, ipv6):
         return self.max_load(frame_size, ipv6)

@@ -18,14 +18,16 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Dict, List
 
+from rfc2544.drivers import validate
 from rfc2544.errors import BadInput, InfraError
 
 PROC_PKTGEN = "/proc/net/pktgen"
 
-_IF = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,14}"
+# The device part is checked by the one interface-name rule (validate).
 PATH_RE = re.compile(
-    r"^(?:/proc/net/pktgen/(?:pgctrl|pgrx|kpktgend_[0-9]{1,4}|" + _IF + r"(?:@[0-9]{1,4})?)"
-    r"|/sys/class/net/" + _IF + r"/(?:statistics/[a-z_]{1,32}|operstate|carrier|address|speed|mtu|tx_queue_len))$"
+    r"^(?:/proc/net/pktgen/(?:pgctrl|pgrx|kpktgend_[0-9]{1,4}|(?P<pgdev>[^/]+))"
+    r"|/sys/class/net/(?P<ifname>[^/]+)/(?:statistics/[a-z_]{1,32}|operstate|carrier|address|speed|mtu|"
+    r"tx_queue_len))$"
 )
 COMMAND_RE = re.compile(r"^[A-Za-z0-9 _.:,!@/-]{1,1023}$")
 
@@ -65,9 +67,21 @@ __rd() {
 
 def check_path(path):
     path = str(path)
-    if not PATH_RE.fullmatch(path) or "/../" in path:
+    match = PATH_RE.fullmatch(path)
+    if not match or not _device_ok(match):
         raise BadInput(f"refusing to touch {path!r}: not a pktgen/pgrx file or interface counter")
     return path
+
+
+def _device_ok(match):
+    if match.group("ifname") is not None:
+        return validate.ifname_problem(match.group("ifname")) is None
+    if match.group("pgdev") is not None:
+        try:
+            validate.pgdev(match.group("pgdev"))
+        except BadInput:
+            return False
+    return True
 
 
 def check_command(command):

@@ -9,11 +9,21 @@ import re
 
 from rfc2544.errors import BadInput
 
-# Linux refuses '/', ':' and whitespace in netdev names; pktgen uses '@' as the
-# device@tag separator, so a plain interface name here has none of those.
-IFNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
-# A pktgen device file name: IF or IF@TAG (whole name <= 15 chars).
-PGDEV_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}(@[0-9]{1,4})?$")
+# The one rule for interface names (inventory ports, pktgen and pgrx
+# commands, /proc and /sys paths). The kernel's dev_valid_name()
+# (net/core/dev.c) refuses an empty name, IFNAMSIZ (16) bytes or more, "." and
+# "..", and any '/', ':' or isspace() byte (the kernel's ctype counts 0xa0 as
+# space too). The tester adds: no '@' (pktgen and rfc2544_pktgen read
+# "add_device IF@tag" and cut the interface name at the first '@'), and only
+# letters, digits, '_', '.', '-', starting with a letter or digit, since names
+# go into /proc writes with a strict character set and onto command lines.
+IFNAMSIZ = 16
+IFNAME_CHARS = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+_KERNEL_REFUSED = frozenset(b"/: \t\n\v\f\r\xa0")
+# A pktgen device file name: IF or IF@TAG; both pktgen modules keep the whole
+# name in 32 bytes with its NUL (rfc2544_pktgen PG_NAME_LEN, pktgen odevname).
+PGDEV_MAX = 31
+PGDEV_RE = re.compile(r"^(" + IFNAME_CHARS + r")(?:@[0-9]{1,4})?$")
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 NETNS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -21,17 +31,38 @@ U32_MAX = 2**32 - 1
 U64_MAX = 2**64 - 1
 
 
+def ifname_problem(value):
+    """Why `value` cannot be an interface name here, or None when it can."""
+    raw = str(value).encode("utf-8", "surrogateescape")
+    if not raw:
+        return "is empty"
+    if len(raw) >= IFNAMSIZ:
+        return f"is {len(raw)} bytes, Linux allows at most {IFNAMSIZ - 1}"
+    if raw in (b".", b".."):
+        return "is reserved by Linux"
+    if _KERNEL_REFUSED.intersection(raw):
+        return "has a character Linux refuses in interface names ('/', ':' or whitespace)"
+    if b"@" in raw:
+        return "has '@', which pktgen reads as the IF@tag separator"
+    if not re.fullmatch(IFNAME_CHARS, str(value)):
+        return "may hold only letters, digits, '_', '.' and '-', and must start with a letter or digit"
+    return None
+
+
 def ifname(value, what="interface name"):
     value = str(value)
-    if not IFNAME_RE.fullmatch(value):
-        raise BadInput(f"{what} {value!r} is not a valid interface name")
+    problem = ifname_problem(value)
+    if problem:
+        raise BadInput(f"{what} {value!r} is not a valid interface name ({problem})")
     return value
 
 
 def pgdev(value):
     value = str(value)
-    if not PGDEV_RE.fullmatch(value) or len(value) > 15:
-        raise BadInput(f"pktgen device {value!r} is not IF or IF@N of at most 15 characters")
+    match = PGDEV_RE.fullmatch(value)
+    if not match or ifname_problem(match.group(1)) or len(value) > PGDEV_MAX:
+        raise BadInput(f"pktgen device {value!r} is not IF or IF@N (an interface name, "
+                       f"at most {PGDEV_MAX} characters in all)")
     return value
 
 

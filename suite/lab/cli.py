@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from rfc2544.cli import interruptible
 from rfc2544.errors import BadInput, InfraError
 
 
@@ -133,6 +134,7 @@ def cap(name, pps, burst, off):
 @name_option
 @click.option("--out", "out_dir", default="results/demo", show_default=True, type=click.Path())
 @click.option("--count", default=10000, show_default=True, type=int)
+@interruptible
 def demo(name, out_dir, count):
     """Send COUNT packets through the DUT with the kernel's pktgen; report counts."""
     from rfc2544.lab import demo as demo_mod

@@ -5,7 +5,7 @@ import ipaddress
 import json
 
 from rfc2544.errors import BadInput, InfraError
-from rfc2544.inventory import IFNAME_RE
+from rfc2544.drivers.validate import ifname_problem
 from rfc2544.ssh import quote
 
 PREF = 40000
@@ -13,7 +13,7 @@ PREF = 40000
 
 class FlowCounter:
     def __init__(self, host, dev, src_ip, dst_ip, udp_dst=9, prefix=""):
-        if not IFNAME_RE.match(dev or ""):
+        if ifname_problem(dev or ""):
             raise BadInput(f"flow counter: '{dev}' is not an interface name")
         self.src, self.dst = ipaddress.ip_address(src_ip), ipaddress.ip_address(dst_ip)
         self.host, self.dev, self.udp_dst, self.prefix = host, dev, int(udp_dst), prefix

@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass
 
 from rfc2544.errors import BadInput, InfraError
-from rfc2544.inventory import IFNAME_RE, MAC_RE
+from rfc2544.drivers.validate import ifname_problem
+from rfc2544.inventory import MAC_RE
 from rfc2544.ssh import quote
 
 UDP_PORT = 9        # pktgen's default (discard)
@@ -30,7 +31,7 @@ class PktgenResult:
 
 
 def _validate(dev, count, pkt_size, src_ip, dst_ip, dst_mac):
-    if not IFNAME_RE.match(dev or ""):
+    if ifname_problem(dev or ""):
         raise BadInput(f"pktgen: '{dev}' is not an interface name")
     if not MAC_RE.match(dst_mac or ""):
         raise BadInput(f"pktgen: '{dst_mac}' is not a MAC address")

@@ -1,6 +1,10 @@
 """`rfc2544 run` end to end through the CLI, with the simulated tester
 (rfc2544.simdut) in place of SSH: exit codes, files, resume."""
 import json
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -175,3 +179,147 @@ def test_setup_runs_the_playbook_first(setup, monkeypatch, capsys):
     monkeypatch.setattr(commands.subprocess, "call", lambda argv: 4)
     assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o2"), "--setup") == 3
     assert "setup.yml failed with exit status 4" in capsys.readouterr().err
+
+
+def test_resume_finds_a_relative_inventory_from_another_directory(setup, monkeypatch, capsys):
+    tmp, inv, prof, testers = setup
+    testers.append(simdut.SimDUT(capacity_fps=40_000, fail_at={2: KeyboardInterrupt()}))
+    monkeypatch.chdir(tmp)
+    assert main("run", "-i", "inventory.yml", "-p", str(prof), "--out", "o", "--format", "csv") == 130
+    stored = json.loads((tmp / "o" / "results.json").read_text())["conditions"]["inventory"]
+    assert stored == str(inv.resolve())
+    elsewhere = tmp / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main("run", "--resume", "../o", "--format", "csv") == 0
+    assert json.loads((tmp / "o" / "results.json").read_text())["complete"]
+
+
+def test_resume_refuses_another_inventory_and_accepts_the_same(setup, monkeypatch, capsys):
+    tmp, inv, prof, testers = setup
+    testers.append(simdut.SimDUT(capacity_fps=40_000, fail_at={2: KeyboardInterrupt()}))
+    out = tmp / "o"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv") == 130
+    other = tmp / "other.yml"
+    other.write_text(INVENTORY)
+    capsys.readouterr()
+    assert main("run", "--resume", str(out), "-i", str(other), "--format", "csv") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(inv) in err[0] and "other.yml" in err[0]
+    monkeypatch.chdir(out)
+    assert main("run", "--resume", ".", "-i", "../inventory.yml", "--format", "csv") == 0
+
+
+@pytest.fixture
+def without_module(monkeypatch):
+    """Make `import NAME` fail as in an install without it; the report
+    modules that import it are re-imported."""
+    def hide(name):
+        monkeypatch.setitem(sys.modules, name, None)
+        for module in ("rfc2544.reports.render", "rfc2544.reports.plots"):
+            monkeypatch.delitem(sys.modules, module, raising=False)
+    return hide
+
+
+@pytest.mark.parametrize("module", ["matplotlib", "jinja2"])
+def test_missing_report_dependency_exits_3_after_results_and_csv(setup, capsys, without_module, module):
+    tmp, inv, prof, _ = setup
+    without_module(module)
+    out = tmp / "out"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out)) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"'{module}'" in err[0] and f"pip install {module}" in err[0]
+    assert json.loads((out / "results.json").read_text())["complete"]
+    assert (out / "trials.csv").exists() and not (out / "report.html").exists()
+
+
+def test_report_with_a_missing_dependency_is_one_line(setup, capsys, without_module):
+    tmp, inv, prof, _ = setup
+    out = tmp / "out"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv") == 0
+    without_module("jinja2")
+    capsys.readouterr()
+    assert main("report", str(out), "--format", "html") == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'jinja2'" in err[0] and "Traceback" not in err[0]
+
+
+def test_report_writes_csv_as_run_does(setup, capsys):
+    tmp, inv, prof, _ = setup
+    out = tmp / "out"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv") == 0
+    from_run = (out / "trials.csv").read_text()
+    (out / "trials.csv").unlink()
+    assert main("report", str(out / "results.json"), "--format", "csv") == 0
+    assert (out / "trials.csv").read_text() == from_run
+    assert main("report", str(out), "--format", "csv", "--out", str(tmp / "elsewhere")) == 0
+    assert (tmp / "elsewhere" / "trials.csv").read_text() == from_run
+
+
+# A child process running the real CLI with the simulated tester in place of
+# SSH. Its second trial waits for the test's release file, so the run cannot
+# end before the SIGINT arrives, whatever the machine's speed.
+HELD_RUN = """
+import pathlib, sys, time
+from rfc2544 import cli, commands, simdut
+
+class Held(simdut.SimDUT):
+    def run_trial(self, spec, progress=None):
+        while self.trials_run == 1 and not pathlib.Path(sys.argv[1]).exists():
+            time.sleep(0.01)
+        return super().run_trial(spec, progress)
+
+commands.make_tester = lambda inventory, profile: Held(capacity_fps=40_000)
+cli.main(sys.argv[2:])
+"""
+
+
+def wait_for_a_trial(results_json, proc):
+    while proc.poll() is None:
+        try:
+            if json.loads(results_json.read_text())["trials"]:
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"the run ended before its first trial was saved: {proc.communicate()}")
+
+
+def test_sigint_stops_a_run_whose_parent_ignored_sigint(setup):
+    """A CI harness's background job inherits SIGINT ignored; a run must still
+    stop on SIGINT, exit 130 and print the --resume hint, never exit 0."""
+    tmp, inv, prof, _ = setup
+    out, release = tmp / "out", tmp / "release"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HELD_RUN, str(release),
+         "run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--format", "csv"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        wait_for_a_trial(out / "results.json", proc)
+        proc.send_signal(signal.SIGINT)
+    finally:
+        release.touch()         # an ignored SIGINT lets the run go on to the end
+    stdout, stderr = proc.communicate()
+    assert proc.returncode == 130, (stdout[-500:], stderr)
+    assert "--resume" in stdout and "Traceback" not in stderr
+    assert not json.loads((out / "results.json").read_text())["complete"]
+
+
+def test_calibrate_takes_sigint_for_its_duration_only(setup, monkeypatch):
+    import rfc2544.calibrate as cal
+    _, inv, _, _ = setup
+    seen = []
+
+    def fake_calibrate(inventory, sizes, duration=2.0, progress=None):
+        seen.append(signal.getsignal(signal.SIGINT))
+        return {s: 30_000.0 for s in sizes}
+
+    monkeypatch.setattr(cal, "calibrate", fake_calibrate)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert main("calibrate", "-i", str(inv), "--frame-size", "64") == 0
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN       # given back afterwards
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [signal.default_int_handler]

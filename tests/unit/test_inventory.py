@@ -77,3 +77,45 @@ def test_not_yaml_and_missing_file(tmp_path):
 def test_no_tester_is_rejected(tmp_path):
     with pytest.raises(BadInput, match="testers"):
         inventory.load(write(tmp_path, "all:\n  children: {}\n"))
+
+
+# One interface-name rule: the kernel's dev_valid_name() plus what pktgen's
+# "IF@tag" device names and the tester's /proc writes can carry.
+VALID_NAMES = ["eth0", "enp1s0f0np0", "br0.100", "veth-dut_1", "x" * 15]
+INVALID_NAMES = [("tx:0", "Linux refuses"), ("tx/0", "Linux refuses"), ("tx 0", "Linux refuses"),
+                 ("tx\u00a00", "Linux refuses"), (".", "reserved by Linux"), ("..", "reserved by Linux"),
+                 ("x" * 16, "16 bytes"), ("tx@1", "IF@tag"), ("tx$0", "may hold only"), ("-tx0", "start with")]
+
+
+@pytest.mark.parametrize("name,reason", INVALID_NAMES)
+def test_bad_interface_name_is_refused_at_load_naming_file_and_field(tmp_path, name, reason):
+    path = write(tmp_path, GOOD.replace("name: tx0,", f'name: "{name}",', 1))
+    with pytest.raises(BadInput) as exc:
+        inventory.load(path)
+    message = str(exc.value)
+    field = "testers.tester.rfc2544_ports[0].name"
+    assert message.startswith(f"{path}: {field}: '{name}' is not a valid interface name")
+    assert reason in message
+
+
+@pytest.mark.parametrize("name", VALID_NAMES + [n for n, _ in INVALID_NAMES])
+def test_inventory_drivers_and_script_paths_agree_on_interface_names(tmp_path, name):
+    from rfc2544.drivers import script, validate
+
+    def accepts(check, *args):
+        try:
+            check(*args)
+            return True
+        except BadInput:
+            return False
+
+    renamed = GOOD.replace("name: tx0,", f'name: "{name}",', 1).replace("tester:tx0", f"tester:{name}")
+    path = write(tmp_path, renamed)
+    verdicts = {
+        "inventory": accepts(inventory.load, path),
+        "validate.ifname": accepts(validate.ifname, name),
+        "sys path": accepts(script.check_path, f"/sys/class/net/{name}/operstate"),
+        "pktgen device": accepts(validate.pgdev, f"{name}@12"),
+        "pktgen file": accepts(script.check_path, f"/proc/net/pktgen/{name}@12"),
+    }
+    assert set(verdicts.values()) == {name in VALID_NAMES}, verdicts

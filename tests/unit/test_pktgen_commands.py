@@ -172,7 +172,12 @@ def test_validators():
     assert validate.ipv6("2001:0002::0001/64") == "2001:2::1"
     assert validate.mac("52:54:00:AB:CD:EF") == "52:54:00:ab:cd:ef"
     assert validate.pgdev("enp1s0f0@12") == "enp1s0f0@12"
-    with pytest.raises(BadInput):
-        validate.pgdev("enp1s0f0np0@1234")   # 16 characters
+    # pktgen cuts IF@tag at '@': the interface part obeys the interface-name
+    # rule (<= 15 bytes), the whole name fits pktgen's 32-byte field with its NUL
+    assert validate.pgdev("enp1s0f0np0@1234") == "enp1s0f0np0@1234"
+    assert validate.pgdev("x" * 15 + "@1234") == "x" * 15 + "@1234"
+    for bad in ("x" * 16 + "@1", "tx:0@1", "tx0@", "tx0@12345", "@1"):
+        with pytest.raises(BadInput):
+            validate.pgdev(bad)
     with pytest.raises(BadInput):
         validate.netns("dut; reboot")

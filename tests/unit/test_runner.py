@@ -4,6 +4,8 @@ A fault is injected mid-trial (the simulated generator is left "running"):
 the runner must call stop_all, keep every finished trial on disk, and a
 resumed run must finish the plan without redoing finished trials and reach
 the same answers as an uninterrupted run."""
+from dataclasses import asdict
+
 import pytest
 
 from rfc2544 import simdut
@@ -95,3 +97,51 @@ def test_thresholds(tmp_path):
     assert "p999" in misses[1]
     p2 = profile(thresholds={"throughput_min_fps": 10_000})
     assert check_thresholds(results.data, p2) == []
+
+
+# No calibration and no search.max_load_fps: each throughput step starts with
+# a probe trial that finds the tester's ceiling (here below line rate).
+PROBED_SIM = dict(capacity_fps=40_000, buffer_frames=500, tester_ceiling_fps=100_000)
+
+
+def probed_prof():
+    return profile(tests=["throughput", "latency", "frame_loss"], frame_sizes=[64, 1518])
+
+
+class SentSpecs(simdut.SimDUT):
+    """A SimDUT that remembers the spec of every trial it was asked to send."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.sent = []
+
+    def run_trial(self, spec, progress=None):
+        self.sent.append(spec)
+        return super().run_trial(spec, progress)
+
+
+@pytest.mark.parametrize("at_trial", [5, 14])     # mid-step after the probe: 64 B, then 1518 B
+def test_resume_after_a_probe_resends_no_finished_trial(tmp_path, at_trial):
+    reference, _ = start(tmp_path / "ref", simdut.SimDUT(**PROBED_SIM), probed_prof())
+    reference.run()
+    ref_trials = Results.load(tmp_path / "ref").data["trials"]
+    assert ref_trials[0]["test"] == "probe"
+
+    runner, _ = start(tmp_path / "run", simdut.SimDUT(**PROBED_SIM, fail_at={at_trial: KeyboardInterrupt()}),
+                      probed_prof())
+    with pytest.raises(KeyboardInterrupt):
+        runner.run()
+    finished = Results.load(tmp_path / "run").data["trials"]
+    assert len(finished) == at_trial - 1
+
+    fresh = SentSpecs(**PROBED_SIM)
+    runner2, _ = resume(tmp_path / "run", fresh)
+    runner2.run()
+    final = Results.load(tmp_path / "run").data
+    # exactly the trials the interruption cut off are sent: none of the finished ones again
+    assert [asdict(spec) for spec in fresh.sent] == [t["spec"] for t in ref_trials[len(finished):]]
+    assert not [t for t in final["trials"] if t.get("superseded")]
+    assert [t["spec"] for t in final["trials"]] == [t["spec"] for t in ref_trials]
+    ref_data = Results.load(tmp_path / "ref").data
+    assert summaries(final) == summaries(ref_data)
+    assert final["probes"] == ref_data["probes"]
