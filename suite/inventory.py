@@ -45,6 +45,8 @@ class Host:
     known_hosts: Optional[str] = None
     netns: Optional[str] = None     # a DUT living in a namespace of its host
     reset_cmd: Optional[str] = None
+    # per-trial DUT commands: {"pre": [...], "post": [...]} (drivers/hooks.py)
+    trial_hooks: Dict[str, List[str]] = field(default_factory=dict)
     ports: Dict[str, Port] = field(default_factory=dict)
 
 
@@ -111,6 +113,32 @@ def _port(path, where, raw):
     return Port(**{k: (str(v) if isinstance(v, (str, int)) and k != "speed_mbps" else v) for k, v in raw.items()})
 
 
+def _trial_hooks(path, where, group, raw):
+    """`rfc2544_trial_hooks`: {pre: [cmd, ...], post: [cmd, ...]} on a DUT
+    host. The commands are the user's own shell for their DUT and run as
+    given; only their shape is checked here."""
+    where = f"{where}.rfc2544_trial_hooks"
+    if raw is None:
+        return {}
+    if group != "duts":
+        _fail(path, where, "trial hooks run on DUT hosts only (put them on a host under 'duts')")
+    if not isinstance(raw, dict):
+        _fail(path, where, "must be a mapping with 'pre' and/or 'post' lists of commands")
+    hooks = {}
+    for phase, commands in raw.items():
+        if phase not in ("pre", "post"):
+            _fail(path, f"{where}.{phase}", "unknown (known: post, pre)")
+        if commands is None:
+            commands = []
+        if not isinstance(commands, list):
+            _fail(path, f"{where}.{phase}", "must be a list of shell commands")
+        for i, command in enumerate(commands):
+            if not isinstance(command, str) or not command.strip():
+                _fail(path, f"{where}.{phase}[{i}]", f"must be a non-empty command string, not {command!r}")
+        hooks[phase] = list(commands)
+    return hooks
+
+
 def load(path) -> Inventory:
     path = Path(path)
     try:
@@ -151,6 +179,7 @@ def load(path) -> Inventory:
                 key_file=_expand(hv.get("ansible_ssh_private_key_file")),
                 known_hosts=_expand(hv.get("rfc2544_known_hosts", "~/.ssh/known_hosts")),
                 netns=hv.get("rfc2544_netns"), reset_cmd=hv.get("rfc2544_reset_cmd"),
+                trial_hooks=_trial_hooks(path, where, group, hv.get("rfc2544_trial_hooks")),
                 ports=ports,
             )
     if not any(h.group == "testers" for h in hosts.values()):

@@ -61,6 +61,22 @@ class StreamCounts:
 
 
 @dataclass
+class HookRun:
+    """One per-trial hook command as it ran on a DUT host (inventory
+    `rfc2544_trial_hooks`). A failing hook is recorded, never fatal."""
+
+    host: str
+    phase: str                  # pre (before the trial's configuration) | post (after its final read)
+    command: str
+    exit_status: Optional[int]  # None: it could not run (connection lost, timeout)
+    stdout: str = ""            # truncated to HOOK_OUTPUT_LIMIT characters
+    stderr: str = ""
+
+
+HOOK_OUTPUT_LIMIT = 4096
+
+
+@dataclass
 class TrialResult:
     spec: TrialSpec
     tx_frames: int              # frames the generators report sent
@@ -75,6 +91,7 @@ class TrialResult:
     latency: Optional[LatencyStats] = None
     streams: List[StreamCounts] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    hooks: List[HookRun] = field(default_factory=list)
 
     @property
     def lost_frames(self):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rfc2544 import __version__
 from rfc2544.errors import BadInput
-from rfc2544.model import LatencyStats, StreamCounts, TrialResult, TrialSpec, theoretical_max_fps
+from rfc2544.model import HookRun, LatencyStats, StreamCounts, TrialResult, TrialSpec, theoretical_max_fps
 
 SCHEMA = "rfc2544-results"
 SCHEMA_VERSION = 1
@@ -126,6 +126,7 @@ class Results:
             "started": result.started,
             "latency": asdict(result.latency) if result.latency else None,
             "streams": [asdict(s) for s in result.streams], "notes": list(result.notes),
+            "hooks": [asdict(h) for h in result.hooks],
             "spec": asdict(spec),
         }
         self.data["trials"].append(record)
@@ -224,4 +225,5 @@ def trial_from_record(record):
         aborted_early=record["aborted_early"], saved_traffic_s=record["saved_traffic_s"],
         started=record["started"], latency=LatencyStats(**lat) if lat else None,
         streams=[StreamCounts(**s) for s in record.get("streams", [])],
-        notes=list(record.get("notes", [])))
+        notes=list(record.get("notes", [])),
+        hooks=[HookRun(**h) for h in record.get("hooks", [])])

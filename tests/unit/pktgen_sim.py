@@ -383,6 +383,8 @@ class SimSession:
         self._pending = None
         self.batches = []
         self.dead = False
+        self.commands = []          # every plain command run(), in order
+        self.replies = {}           # command -> (status, stdout, stderr), or an exception to raise
 
     def send_batch(self, batch):
         if self.dead:
@@ -432,6 +434,14 @@ class SimSession:
         return SimStart(self.kernel)
 
     def run(self, command, timeout=None, check=False):
+        self.commands.append(command)
+        # in the kernel's log too, so tests can order commands against /proc writes
+        self.kernel.log.append((f"run@{self.name}", command))
+        if command in self.replies:
+            reply = self.replies[command]
+            if isinstance(reply, BaseException):
+                raise reply
+            return reply
         if "/proc/net/pktgen" in command and "kpktgend_" in command:
             return 0, self.kernel.probe_text(), ""
         return 0, "kernel 6.1.0-sim\ncpus 2\n@nic tx0\ndriver: veth\nspeed: 10000\n", ""

@@ -1,0 +1,47 @@
+"""Which traffic tools the tester hosts have (probed once per tester).
+
+Our module (rfc2544_pktgen: /proc/net/pktgen/pgrx exists) serves as
+generator and receiver; else the in-tree pktgen (`modprobe pktgen`) with
+interface counters as a lower-fidelity receiver.
+"""
+from rfc2544.errors import InfraError
+
+from rfc2544.drivers import probe
+
+GENERATOR_MODULE = "rfc2544_pktgen"
+GENERATOR_INTREE = "pktgen (in-tree)"
+RECEIVER_PGRX = "pgrx"
+RECEIVER_COUNTERS = "interface counters"
+
+
+def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
+    """Probe every tester host; returns the detection dict (hosts, generator,
+    receiver, rx_ports, notes). Raises InfraError without a generator."""
+    found = {name: probe.probe_host(transport.session(name), load_pktgen=name in tx_hosts)
+             for name in sorted(set(tx_hosts) | set(rx_hosts))}
+    for name in tx_hosts:
+        if found[name].pgctrl and not found[name].threads:
+            clock.sleep(0.5)  # thread files of a module still loading
+            found[name] = probe.probe_host(transport.session(name), load_pktgen=False)
+    for name in tx_hosts:
+        if not found[name].pgctrl:
+            raise InfraError(f"{name}: no packet generator: /proc/net/pktgen/pgctrl missing "
+                             f"and 'modprobe pktgen' failed ({found[name].modprobe_error or 'no detail'})")
+        if not found[name].threads:
+            raise InfraError(f"{name}: /proc/net/pktgen has no kpktgend_N thread files")
+    rx_ports = {}
+    for p in plans:
+        rx_ports.setdefault(p.rx_host, set()).add(p.rx_port)
+    use_pgrx = all(found[h].pgrx for h in rx_hosts) and all(len(v) == 1 for v in rx_ports.values())
+    notes = []
+    if all(found[h].pgrx for h in rx_hosts) and not use_pgrx:
+        notes.append("pgrx counts one device per namespace and a host has several rx ports: "
+                     "interface counters used instead")
+    module = all(found[h].pgrx for h in tx_hosts)
+    return {
+        "hosts": found,
+        "generator": GENERATOR_MODULE if module else GENERATOR_INTREE,
+        "receiver": RECEIVER_PGRX if use_pgrx else RECEIVER_COUNTERS,
+        "rx_ports": {h: sorted(v) for h, v in rx_ports.items()},
+        "notes": notes,
+    }

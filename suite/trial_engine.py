@@ -1,0 +1,346 @@
+"""The trial engine: one RFC 2544 section 23 trial over a Transport.
+
+  pre hooks (DUT hosts, if the inventory has any);
+  learning frames (a few per stream, so the DUT learns addresses) + wait;
+  configure the generators and reset the receivers in one batch per host,
+  with every counter CHECKED ZERO in the same batch;
+  traffic: `pgctrl start` on its own pre-opened channel per host, the rate
+  schedule's segments sent without stopping (TrafficWatch);
+  residual wait, then one read of all final counters; post hooks.
+"""
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from rfc2544.errors import BadInput, InfraError
+from rfc2544.model import TrialSpec
+
+from rfc2544.detection import RECEIVER_PGRX
+from rfc2544.drivers import pgrx as pgrx_mod
+from rfc2544.drivers import pktgen
+from rfc2544.drivers.hooks import hook_notes, run_hooks
+from rfc2544.drivers.plan import check_addresses, device_configs
+from rfc2544.drivers.readings import CounterReader
+from rfc2544.drivers.script import Batch
+from rfc2544.schedule import RateSchedule
+from rfc2544.traffic_watch import TrafficWatch
+from rfc2544.trial_result import build_result
+
+
+@dataclass
+class TrialSettings:
+    """How trials run (SSHTester's constructor arguments)."""
+
+    waits: object                 # tester.Waits
+    poll_interval_s: float = 0.5
+    abort_lag_s: float = 1.0
+    rate_tolerance: float = 0.99
+    quiet_window_s: float = 0.2
+
+
+@dataclass
+class TrafficRun:
+    """What the traffic phase leaves for the final read and the result."""
+
+    starts: dict
+    base: dict
+    started: str
+    t0: float
+    t_end: float
+    aborted: bool
+    deadline_hit: bool
+    changes: dict
+
+
+class Stopwatch:
+    """Records the seconds each phase of a trial took (SSHTester.last_phases)."""
+
+    def __init__(self, phases, clock):
+        self.phases = phases
+        self.clock = clock
+        self.t = clock.monotonic()
+
+    def __call__(self, name):
+        now = self.clock.monotonic()
+        self.phases[name] = now - self.t
+        self.t = now
+
+
+def utc_now():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TrialEngine:
+    """Runs trials of `plans` over `transport`. `detect()`: the tools found
+    (detection.detect_tools, cached by the caller). `hooks`: DUT host ->
+    {pre: [...], post: [...]} (drivers.hooks.hooks_of)."""
+
+    def __init__(self, transport, plans, settings, detect, clock, hooks=None):
+        self.transport = transport
+        self.plans = plans
+        self.settings = settings
+        self.detect = detect
+        self.clock = clock
+        self.hooks = hooks or {}
+        self.tx_hosts = sorted({p.tx_host for p in plans})
+        self.rx_hosts = sorted({p.rx_host for p in plans})
+        self.ready = False            # devices added and receivers on (reset by stop_all)
+        self._rx_level = None
+        self._reader = None
+        self._last_end = None
+        self._last_traffic_end = None
+        self._imix_set = False
+        self.last_phases = {}
+
+    @property
+    def reader(self):
+        if self._reader is None:
+            self._reader = CounterReader(self.plans, self.detect())
+        return self._reader
+
+    # ------------------------------------------------------------ checks
+    def check_spec(self, spec):
+        if not isinstance(spec, TrialSpec):
+            raise BadInput("run_trial needs a TrialSpec")
+        if spec.frame_size != 0:
+            pktgen.pkt_size_for_frame(spec.frame_size)
+        if not spec.load_fps or spec.load_fps < 0:
+            if spec.burst_frames is None:
+                raise BadInput(f"load_fps must be positive, not {spec.load_fps}")
+        if spec.duration_s is None or spec.duration_s <= 0:
+            if spec.burst_frames is None:
+                raise BadInput(f"duration_s must be positive, not {spec.duration_s}")
+        if spec.recovery_load_fps is not None:
+            if spec.burst_frames is not None:
+                raise BadInput("a rate change (recovery_load_fps) cannot follow a burst")
+            if not spec.recovery_load_fps > 0 or not spec.recovery_duration_s > 0:
+                raise BadInput("recovery_load_fps and recovery_duration_s must be positive")
+        if spec.abort_loss_ratio is not None and not 0 <= spec.abort_loss_ratio < 1:
+            raise BadInput(f"abort_loss_ratio must be within [0, 1), not {spec.abort_loss_ratio}")
+        check_addresses(self.plans, spec.ipv6)
+
+    # ------------------------------------------------------------ setup
+    def setup(self):
+        """Once per session (and after stop_all): devices added, receivers on."""
+        if self.ready:
+            return
+        det = self.detect()
+        batches = {}
+        for host in self.tx_hosts:
+            threads = det["hosts"][host].threads
+            devices = [p.device for p in self.plans if p.tx_host == host]
+            by_device = {d: threads[i % len(threads)] for i, d in enumerate(devices)}
+            batches.setdefault(host, Batch()).extend(pktgen.setup_batch(by_device))
+        if det["receiver"] == RECEIVER_PGRX:
+            for host in self.rx_hosts:
+                pgrx_mod.enable_batch(det["rx_ports"][host][0], "basic", batches.setdefault(host, Batch()))
+            self._rx_level = "basic"
+        self.transport.run_batches(batches, timeout=30)
+        self.ready = True
+
+    def _learn(self, spec):
+        w = self.settings.waits
+        if not spec.learning or w.learning_frames == 0:
+            return
+        n = len(self.plans)
+        configs = device_configs(self.plans, spec, [w.learning_frames] * n, [w.learning_fps] * n)
+        batches = {}
+        for host in self.tx_hosts:
+            b = batches.setdefault(host, Batch())
+            pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host], b)
+            b.write(pktgen.PGCTRL, "start")  # short: inline and blocking
+        self.transport.run_batches(batches, timeout=30 + w.learning_frames / w.learning_fps)
+        if w.learning_s:
+            self.clock.sleep(w.learning_s)
+
+    def _settle(self, spec):
+        """The profile's gap after the last trial, and the spec's idle time
+        after the last traffic (RFC 9004: a burst must find buffers empty)."""
+        now = self.clock.monotonic
+        if self._last_end is not None and self.settings.waits.settle_s:
+            self.clock.sleep(max(0.0, self._last_end + self.settings.waits.settle_s - now()))
+        if self._last_traffic_end is not None and spec.idle_s:
+            self.clock.sleep(max(0.0, self._last_traffic_end + spec.idle_s - now()))
+
+    # ------------------------------------------------------------ calibration
+    def send_at_max_rate(self, spec, to_self):
+        """Every tx port sends as fast as it can for `spec.duration_s`, then
+        is stopped (see SSHTester.send_at_max_rate). -> final tx states."""
+        self.setup()
+        n = len(self.plans)
+        configs = device_configs(self.plans, spec, [10**12] * n, [None] * n,
+                                 dst_mac_override=(lambda p: p.tx_mac) if to_self else None)
+        starts = {h: self.transport.session(h).open_start() for h in self.tx_hosts}
+        self.transport.run_batches({h: pktgen.configure_batch(
+            [c for c, p in zip(configs, self.plans) if p.tx_host == h]) for h in self.tx_hosts})
+        for s in starts.values():
+            s.trigger()
+        self.transport.running_starts = list(starts.values())
+        self.clock.sleep(spec.duration_s + 0.25)  # + the in-tree pktgen's start delay
+        self.transport.stop_generators()
+        for host, s in starts.items():
+            if s.wait(10.0) is None:
+                raise InfraError(f"{host}: the generator did not stop")
+            s.close()
+        self.transport.running_starts = []
+        outs = self.transport.run_batches(self.reader.batches("cal", with_rx=False))
+        tx, _ = self.reader.parse(outs, "cal")
+        return tx
+
+    # ------------------------------------------------------------ trial
+    def run_trial(self, spec, progress, schedule=None):
+        """One trial of `spec`; `schedule`: a RateSchedule to send instead of
+        the spec's own segments (its frames and rates; the spec says the rest)."""
+        phases = self.last_phases = {}
+        mark = Stopwatch(phases, self.clock)
+        self.detect()
+        if self._imix_set and spec.frame_size != 0:
+            # pktgen keeps IMIX weights once set (pkt_size does not clear
+            # them): fixed-size traffic needs freshly added devices
+            self.ready = False
+        self.setup()
+        self._imix_set = spec.frame_size == 0
+        mark("setup")
+        schedule = schedule or RateSchedule.of_spec(spec, len(self.plans))
+        configs = device_configs(self.plans, spec, schedule.totals(), schedule.first_rates())
+        hook_runs = self._hooks("pre", mark)
+        self._learn(spec)
+        mark("learning")
+        self._settle(spec)
+        mark("settle")
+        run = self._traffic(spec, schedule, configs, progress, mark)
+        self._last_traffic_end = run.t_end
+        if self.settings.waits.residual_s > 0:
+            self.transport.preopen_starts()   # hidden in the residual wait
+        remaining = self.settings.waits.residual_s - (self.clock.monotonic() - run.t_end)
+        if remaining > 0:
+            self.clock.sleep(remaining)
+        mark("residual")
+        tx, rx = self.reader.parse(self.transport.run_batches(self.reader.batches("final")), "final")
+        mark("read")
+        self._finish_starts(run.starts, run.aborted or run.deadline_hit)
+        self._last_end = self.clock.monotonic()
+        mark("start_exit")
+        hook_runs += self._hooks("post", mark)
+        result = build_result(spec, self.plans, self.detect(), schedule, (tx, rx, run.base), run.changes,
+                              self.settings.rate_tolerance, started=run.started,
+                              wall_traffic_s=run.t_end - run.t0, aborted=run.aborted,
+                              deadline_hit=run.deadline_hit)
+        result.hooks = hook_runs
+        result.notes += hook_notes(hook_runs)
+        return result
+
+    def _hooks(self, phase, mark):
+        """Run the DUT hooks of `phase`; timed as its own phase only when
+        there are any (last_phases keys stay the same without hooks)."""
+        if not any(h.get(phase) for h in self.hooks.values()):
+            return []
+        runs = run_hooks(self.transport, self.hooks, phase)
+        mark(f"{phase}_hooks")
+        return runs
+
+    def _traffic(self, spec, schedule, configs, progress, mark):
+        """Configure and check zero, start, watch the traffic to its end."""
+        starts = {}
+        try:
+            for host in self.tx_hosts:
+                starts[host] = self.transport.take_start(host)
+            base = self._configure_checked(spec, configs)
+            mark("configure")
+            started = utc_now()
+            t0 = self.clock.monotonic()
+            for host in self.tx_hosts:
+                starts[host].trigger()
+            self.transport.running_starts = list(starts.values())
+            watch = TrafficWatch(self, spec, schedule, starts, base, t0, progress)
+            aborted, deadline_hit, t_end, changes = watch.run()
+            mark("traffic")
+        except BaseException:
+            for s in starts.values():
+                s.close()
+            raise
+        return TrafficRun(starts, base, started, t0, t_end, aborted, deadline_hit, changes)
+
+    def _finish_starts(self, starts, stopped):
+        """Collect each start command's exit; a failure counts unless the
+        generators were stopped on purpose (abort, deadline)."""
+        for host, s in starts.items():
+            status = s.wait(5.0)
+            if status is None:
+                self.transport.stop_generators()
+                status = s.wait(5.0)
+            err = s.stderr()
+            s.close()
+            if status is None:
+                raise InfraError(f"{host}: the generator did not stop")
+            if status != 0 and not stopped:
+                raise InfraError(f"{host}: 'pgctrl start' failed (status {status}): {err or 'no detail'}")
+        self.transport.running_starts = []
+
+    def _configure_checked(self, spec, configs):
+        """Configure and zero until every counter reads zero (frames of the
+        learning may still drain). -> counter baselines."""
+        level = "time" if spec.latency else "basic"
+        for attempt in range(4):
+            self.setup()   # again only if a check below found the receiver changed
+            tx0, rx0, base = self._configure_and_zero(configs, level)
+            problems = self._zero_problems(configs, tx0, rx0, base)
+            if not problems:
+                return base
+            if attempt == 3:
+                raise InfraError("counters not zero before the trial: " + "; ".join(problems))
+            self.clock.sleep(0.2)  # frames still in flight (learning): let them drain
+
+    def _configure_and_zero(self, configs, level):
+        """One batch per host: reset receivers, configure generators, read all
+        counters back. Returns (tx states, rx readings, counter baselines).
+
+        Interface counters cannot be reset: their baseline is read first, in
+        its own round trip, and they must be unchanged after
+        `quiet_window_s` (stray traffic on the port would be counted)."""
+        counters = self.detect()["receiver"] != RECEIVER_PGRX
+        base = {}
+        if counters:
+            outs = self.transport.run_batches({h: Batch().read("base", *self.reader.paths(h, with_tx=False))
+                                               for h in self.rx_hosts})
+            t_base = self.clock.monotonic()
+            base = self.reader.parse_baselines(outs, "base")
+        batches = {}
+        if not counters:
+            for host in self.rx_hosts:
+                pgrx_mod.reset_batch(level if level != self._rx_level else None, batches.setdefault(host, Batch()))
+        for host in self.tx_hosts:
+            pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host],
+                                   batches.setdefault(host, Batch()))
+        if counters:
+            self.clock.sleep(max(0.0, t_base + self.settings.quiet_window_s - self.clock.monotonic()))
+        for host, b in self.reader.batches("zero").items():
+            batches.setdefault(host, Batch()).extend(b)
+        outputs = self.transport.run_batches(batches)
+        self._rx_level = level
+        tx, rx = self.reader.parse(outputs, "zero")
+        return tx, rx, base
+
+    def _zero_problems(self, configs, tx, rx, base):
+        problems = []
+        for p, cfg in zip(self.plans, configs):
+            st = tx[p.index]
+            if st.pkts_sofar not in (0, None):
+                problems.append(f"{p.tx_host}:{p.device} pkts-sofar={st.pkts_sofar}")
+            if st.params.get("count") != str(cfg.count):
+                problems.append(f"{p.tx_host}:{p.device} count={st.params.get('count')} (wrote {cfg.count})")
+            if st.params.get("dst_mac", "").lower() != cfg.dst_mac.lower():
+                problems.append(f"{p.tx_host}:{p.device} dst_mac={st.params.get('dst_mac')} (wrote {cfg.dst_mac})")
+        for host, reading in rx.items():
+            if isinstance(reading, pgrx_mod.PgrxState):
+                want = self.detect()["rx_ports"][host][0]
+                if not reading.enabled or reading.dev != want:
+                    problems.append(f"{host}: pgrx counts on {reading.dev} (enabled={int(reading.enabled)}), "
+                                    f"not on {want}")
+                    self.ready = False   # re-enable it on the next attempt
+                if not reading.is_zero:
+                    problems.append(f"{host}: pgrx counted {reading.total_packets} packets after reset")
+            else:
+                for port, d in reading.delta(base[host]).items():
+                    if d.get("rx_packets", 0):
+                        problems.append(f"{host}:{port} received {d['rx_packets']} frames while idle")
+        return problems

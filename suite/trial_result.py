@@ -1,0 +1,82 @@
+"""A trial's final readings -> TrialResult (receiver-specific readings, the
+rate schedule's notes; outcome.judge decides the rest)."""
+from rfc2544.detection import RECEIVER_PGRX
+from rfc2544.drivers.outcome import ReceiverTotals, StreamReading, judge, latency_from_pgrx
+from rfc2544.drivers.readings import pktgen_sent
+from rfc2544.schedule import actual_points, rate_change_notes
+
+
+def build_result(spec, plans, detection, schedule, readings_in, changes, rate_tolerance, **kw):
+    """`readings_in`: (tx states, rx readings, counter baselines) of the
+    final read; `changes`: segment index -> RateChange as it happened;
+    `kw`: started, wall_traffic_s, aborted, deadline_hit (for judge)."""
+    tx, rx, base = readings_in
+    notes = list(detection["notes"])
+    change_notes, missed = rate_change_notes(schedule, changes)
+    notes += change_notes
+    expected = schedule.expected_s(actual_points(schedule, changes))
+    counts, rates = schedule.totals(), schedule.first_rates()
+    latency = None
+    if detection["receiver"] == RECEIVER_PGRX:
+        readings, rx_total = _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes)
+        if spec.latency:
+            latency = latency_from_pgrx(list(rx.values()))
+            if latency is None:
+                notes.append("no latency samples (timestamps missing or clocks not synchronised)")
+    else:
+        readings, rx_total = _counter_readings(plans, counts, rates, expected, tx, rx, base)
+        notes.append("receiver: interface counters (lower fidelity: every frame on the port counts, "
+                     "no reordering, duplicates or latency)")
+        if spec.latency:
+            notes.append("latency needs the rfc2544_pktgen receiver (pgrx); not measured")
+    result = judge(spec, readings, ReceiverTotals(rx_total), latency=latency,
+                   rate_tolerance=rate_tolerance, notes=notes, **kw)
+    if missed:
+        result.tester_limited = True   # the planned rate profile was not offered
+    return result
+
+
+def _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes):
+    """Per-stream readings from pgrx (unique, lost incl. the unsent tail,
+    reordered, duplicated) and the test frames received; notes strangers."""
+    readings = []
+    for p, count, rate in zip(plans, counts, rates):
+        st = rx[p.rx_host].stream(p.src(spec.ipv6))
+        sent = pktgen_sent(tx[p.index])
+        if st is None:
+            readings.append(StreamReading(p, count, rate, tx[p.index], 0, sent, 0, 0,
+                                          expected_s=expected[p.index]))
+        else:
+            tail = max(sent - st.seq_max, 0)
+            readings.append(StreamReading(p, count, rate, tx[p.index], st.unique,
+                                          st.lost + tail, st.ooo, st.dup, expected_s=expected[p.index]))
+    known = {p.src(spec.ipv6) for p in plans}
+    rx_total = 0
+    for host, state in rx.items():
+        rx_total += sum(s.unique for s in state.streams if s.src in known)
+        strangers = [s for s in state.streams if s.src not in known]
+        if strangers:
+            notes.append(f"{host}: pgrx saw test frames from unknown sources "
+                         f"{', '.join(s.src for s in strangers)} (not counted)")
+        if state.streams_dropped:
+            notes.append(f"{host}: pgrx stream table full, {state.streams_dropped} packets unattributed")
+    return readings, rx_total
+
+
+def _counter_readings(plans, counts, rates, expected, tx, rx, base):
+    """Per-stream readings from interface counter deltas: a port shared by
+    several streams cannot attribute its frames (rx None)."""
+    deltas = {}
+    for host, snap in rx.items():
+        for port, d in snap.delta(base[host]).items():
+            deltas[(host, port)] = d
+    per_rx = {}
+    for p in plans:
+        per_rx.setdefault((p.rx_host, p.rx_port), []).append(p)
+    readings = []
+    for p, count, rate in zip(plans, counts, rates):
+        shared = len(per_rx[(p.rx_host, p.rx_port)]) > 1
+        got = None if shared else deltas[(p.rx_host, p.rx_port)].get("rx_packets", 0)
+        readings.append(StreamReading(p, count, rate, tx[p.index], got, expected_s=expected[p.index]))
+    rx_total = sum(d.get("rx_packets", 0) for d in deltas.values())
+    return readings, rx_total
