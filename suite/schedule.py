@@ -58,6 +58,9 @@ class RateSchedule:
     def __init__(self, segments, n):
         if not segments:
             raise BadInput("a trial needs at least one segment")
+        if any(not s.load_fps or s.load_fps < 0 for s in segments[:-1]):
+            # a change is aimed from the sending rate: as fast as possible has none
+            raise BadInput("a rate change cannot follow a burst (a segment without a rate)")
         self.segments = list(segments)
         split = [_split(s, n) for s in self.segments]
         self.frames = [c for c, _ in split]

@@ -38,6 +38,8 @@ def test_a_burst_has_no_rate_and_must_split():
         RateSchedule([Segment(None, frames=3)], 4)
     with pytest.raises(BadInput):
         RateSchedule([], 1)
+    with pytest.raises(BadInput, match="cannot follow a burst"):
+        RateSchedule([Segment(None, frames=10), Segment(100, duration_s=1)], 1)
 
 
 def test_any_number_of_segments():
