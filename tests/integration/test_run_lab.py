@@ -43,15 +43,22 @@ def tx_packets(lab):
         host.close()
 
 
-def wait_for_traffic(lab, frames=200, timeout=60):
+def wait_for_traffic(lab, frames=200, timeout=120):
     """Until `frames` more frames have left the tester port than when called:
-    the next trial's traffic is on the wire (learning frames are a handful)."""
-    start = tx_packets(lab)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if tx_packets(lab) - start >= frames:
-            return
-        time.sleep(0.1)
+    the next trial's traffic is on the wire (learning frames are a handful).
+    One SSH connection for all the reads: a new one per read takes seconds
+    on a loaded host, long enough to miss the trial."""
+    host = lab.connect("tester")
+    try:
+        read = lambda: int(host.run("cat /sys/class/net/tx0/statistics/tx_packets")[1])
+        start = read()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if read() - start >= frames:
+                return
+            time.sleep(0.05)
+    finally:
+        host.close()
     raise AssertionError(f"no traffic on the tester port within {timeout} s")
 
 
@@ -81,11 +88,12 @@ def small_profile(tmp_path, **over):
 
 
 def fault_profile(tmp_path):
-    """Four 3 s frame-loss trials (20k, 15k, 10k, 5k fps), all above the capped
-    DUT's rate so none ends the test early: a fault lands in the middle and
-    the resume has little left to do."""
+    """Seven 3 s frame-loss trials (20k, 17k, ... 5k fps above the capped
+    DUT's rate, then 2k below it). The fault strikes in the third: four
+    trials (~20 s) are still ahead, so even a heavily loaded host cannot
+    finish the run before the fault lands."""
     return small_profile(tmp_path, tests=["frame_loss"], trial_duration_s=3,
-                         search={"max_load_fps": 20_000}, frame_loss={"step_pct": 25})
+                         search={"max_load_fps": 20_000}, frame_loss={"step_pct": 15})
 
 
 def start_fault_run(lab, tmp_path):
@@ -212,7 +220,7 @@ def test_ctrl_c_mid_run(capped, tmp_path):
     wait_for_traffic(lab)                                  # inside the next trial
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 130, stdout[-2000:] + stderr
     assert "Traceback" not in stderr and "--resume" in stdout
     kept = json.loads((out / "results.json").read_text())
     assert not kept["complete"] and len(kept["trials"]) >= 2
