@@ -8,10 +8,10 @@ import pytest
 from pktgen_sim import SimKernel, SimSession
 from rfc2544 import inventory
 from rfc2544.errors import BadInput, InfraError
-from rfc2544.model import HOOK_OUTPUT_LIMIT, TrialSpec
+from rfc2544.model import HOOK_OUTPUT_LIMIT
 from rfc2544.schedule import RateSchedule, Segment
 from rfc2544.tester import SSHTester
-from test_tester_sim import FAST, INVENTORY, make_inventory
+from test_tester_sim import FAST, INVENTORY, make_inventory, spec
 
 OLD_PHASES = {"setup", "learning", "settle", "configure", "traffic", "residual", "read", "start_exit"}
 
@@ -37,12 +37,6 @@ def make(tmp_path, hooks_yaml=HOOKS, **kw):
     tester = SSHTester(inv, waits=FAST, sessions={"tester": tester_session, "dut": dut_session},
                        clock=kernel.clock, **kw)
     return tester, kernel, dut_session
-
-
-def spec(**kw):
-    base = dict(frame_size=64, load_fps=2000, duration_s=0.2)
-    base.update(kw)
-    return TrialSpec(**base)
 
 
 def test_hooks_run_before_the_configuration_and_after_the_final_read(tmp_path):
