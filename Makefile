@@ -81,4 +81,4 @@ lab-down:
 
 clean:
 	-$(MAKE) -C pktgen-kmod clean
-	rm -rf build *.egg-info .pytest_cache
+	rm -rf build suite/*.egg-info .pytest_cache

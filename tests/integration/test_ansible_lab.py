@@ -139,6 +139,25 @@ def test_setup_builds_and_loads_the_module(ctx):
     assert "rfc2544-cpu-dma-latency.service loaded active running" in state["units"]
 
 
+def pktgen_modules(ssh):
+    return sh(ssh, "grep -E '^(pktgen|rfc2544_pktgen) ' /proc/modules | cut -d' ' -f1").split()
+
+
+def test_modprobe_pktgen_acts_on_the_module(ctx):
+    # Tools that `modprobe pktgen` get ours (the in-tree module would fail
+    # with EBUSY while ours owns /proc/net/pktgen), and -r unloads ours.
+    ssh = ctx["ssh"]
+    assert "install pktgen /sbin/modprobe --ignore-install rfc2544_pktgen" in \
+        sh(ssh, "cat /etc/modprobe.d/rfc2544_pktgen.conf")
+    assert ssh.run("modprobe pktgen", check=False)[0] == 0
+    assert pktgen_modules(ssh) == [MODULE]
+    assert "pgrx" in sh(ssh, "ls /proc/net/pktgen")
+    sh(ssh, "modprobe -r pktgen")
+    assert pktgen_modules(ssh) == []
+    sh(ssh, "modprobe pktgen")
+    assert pktgen_modules(ssh) == [MODULE] and "pgrx" in sh(ssh, "ls /proc/net/pktgen")
+
+
 def test_second_run_changes_nothing(ctx):
     run = playbook(ctx["inv"], "setup.yml", *ctx["src"])
     ctx["timings"]["setup_second_s"] = run.seconds
@@ -156,3 +175,11 @@ def test_teardown_restores_every_touched_value(ctx):
     after = ctx["state"]()
     assert after == ctx["before"], {k: (ctx["before"].get(k), v) for k, v in after.items() if ctx["before"].get(k) != v}
     ctx["dirty"] = False
+    # The name is the in-tree module's again.
+    ssh = ctx["ssh"]
+    try:
+        assert ssh.run("modprobe pktgen", check=False)[0] == 0
+        assert pktgen_modules(ssh) == ["pktgen"]
+        assert "pgrx" not in sh(ssh, "ls /proc/net/pktgen") and "pgctrl" in sh(ssh, "ls /proc/net/pktgen")
+    finally:
+        ssh.run("modprobe -r pktgen", check=False)

@@ -79,7 +79,7 @@ def state_script(ports, netns_ports=None, netns=None):
         "echo '== units'; ls /etc/systemd/system | grep '^rfc2544-' | grep -v seed; "
         "systemctl list-units --all --no-legend --plain 'rfc2544-cpu*' 2>&1",
         "echo '== modules'; grep -E '^(pktgen|rfc2544_pktgen) ' /proc/modules | cut -d' ' -f1",
-        "echo '== files'; ls /var/lib/rfc2544 /etc/modules-load.d 2>&1; ls -d /usr/src/rfc2544* 2>&1; "
+        "echo '== files'; ls /var/lib/rfc2544 /etc/modules-load.d /etc/modprobe.d 2>&1; ls -d /usr/src/rfc2544* 2>&1; "
         "find /lib/modules -name 'rfc2544*'",
     ]
     return "\n".join(lines)

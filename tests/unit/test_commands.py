@@ -168,15 +168,17 @@ def test_internal_error_is_one_line_with_a_log(setup, capsys):
 
 
 def test_setup_runs_the_playbook_first(setup, monkeypatch, capsys):
+    from rfc2544 import host_setup
     tmp, inv, prof, _ = setup
     calls = []
-    monkeypatch.setattr(commands.shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(commands.subprocess, "call", lambda argv: calls.append(argv) or 0)
+    monkeypatch.setattr(host_setup, "find_tool", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(host_setup.subprocess, "call", lambda argv, env: calls.append((argv, env["ANSIBLE_CONFIG"])) or 0)
     assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o"), "--setup",
                 "--format", "csv") == 0
-    assert calls == [["/usr/bin/ansible-playbook", str(commands.REPO_ROOT / "playbooks" / "setup.yml"),
-                      "-i", str(inv)]]
-    monkeypatch.setattr(commands.subprocess, "call", lambda argv: 4)
+    playbooks = host_setup.playbooks_dir()
+    assert calls == [(["/usr/bin/ansible-playbook", str(playbooks / "setup.yml"), "-i", str(inv)],
+                      str(playbooks / "ansible.cfg"))]
+    monkeypatch.setattr(host_setup.subprocess, "call", lambda argv, env: 4)
     assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o2"), "--setup") == 3
     assert "setup.yml failed with exit status 4" in capsys.readouterr().err
 

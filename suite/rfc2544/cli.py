@@ -20,6 +20,8 @@ COMMANDS = {
     "run": "rfc2544.commands:run",
     "calibrate": "rfc2544.commands:calibrate",
     "doctor": "rfc2544.commands:doctor",
+    "setup": "rfc2544.host_setup:setup",
+    "init": "rfc2544.host_setup:init",
     "report": "rfc2544.reports.cli:report",
     "compare": "rfc2544.reports.cli:compare",
 }

@@ -5,13 +5,14 @@ name the field, and the list of their departures from RFC 2544.
 file. Unknown keys are errors (a typo must not silently change a run).
 """
 import copy
+from importlib import resources
 from pathlib import Path
 
 import yaml
 
 from rfc2544.errors import BadInput
 
-BUILTIN_DIR = Path(__file__).parent / "profiles"
+BUILTIN_DIR = Path(str(resources.files("rfc2544") / "profiles"))
 TESTS = ("throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")
 RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 IMIX = "imix"       # frame_sizes entry: simple IMIX (7:4:1 of 64/576/1518)

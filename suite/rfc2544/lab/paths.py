@@ -1,5 +1,6 @@
 """Where the lab keeps its files: image cache and per-lab state."""
 import os
+from importlib import resources
 from pathlib import Path
 
 
@@ -20,4 +21,4 @@ def labs_dir() -> Path:
     return cache_root() / "labs"
 
 
-GUEST_DIR = Path(__file__).resolve().parent / "guest"
+GUEST_DIR = Path(str(resources.files("rfc2544.lab") / "guest"))

@@ -4,6 +4,7 @@ import logging
 import os
 import tempfile
 from datetime import datetime, timezone
+from importlib import resources
 from pathlib import Path
 
 import jinja2
@@ -15,7 +16,7 @@ from rfc2544.reports.fmt import FILTERS
 from rfc2544.reports.load import load_results, resolve
 
 FORMATS = ("html", "pdf")
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES = Path(str(resources.files("rfc2544.reports") / "templates"))
 
 
 def environment():

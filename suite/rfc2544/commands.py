@@ -3,9 +3,7 @@ pieces (inventory, profile, tester, results) and hand over to the runner.
 Everything here is wiring; the work happens in runner/procedures/search."""
 import json
 import logging
-import shutil
 import signal
-import subprocess
 import threading
 import time
 import traceback
@@ -20,8 +18,6 @@ from rfc2544.cli import interruptible
 from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed, missing_dependency
 from rfc2544.results import Results
 from rfc2544.runner import Runner, build_plan
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # paramiko logs a lost connection with a traceback on stderr (Python's
 # last-resort handler); our errors already say it in one line.
@@ -112,15 +108,8 @@ def make_dut_reset(inventory):
 
 
 def run_setup(inventory_path):
-    playbook = REPO_ROOT / "playbooks" / "setup.yml"
-    if not playbook.exists():
-        raise BadInput(f"--setup: {playbook} not found (run from a source checkout)")
-    exe = shutil.which("ansible-playbook")
-    if exe is None:
-        raise InfraError("--setup: ansible-playbook not found (pip install ansible-core)")
-    status = subprocess.call([exe, str(playbook), "-i", str(inventory_path)])
-    if status != 0:
-        raise InfraError(f"--setup: ansible-playbook {playbook.name} failed with exit status {status}")
+    from rfc2544.host_setup import run_playbook
+    run_playbook("setup.yml", inventory_path, what="--setup")
 
 
 def conditions_for(tester, inventory, profile, link_mbps, calibration):
@@ -204,7 +193,7 @@ def write_csv(results_path, out_dir):
               help="Ansible inventory (default: the local lab's).")
 @click.option("-p", "--profile", "profile_name", default=None,
               help=f"Built-in profile ({', '.join(profiles_mod.builtin_names())}) or a YAML file [default: rfc2544].")
-@click.option("--setup/--no-setup", default=False, help="Run playbooks/setup.yml on the inventory first.")
+@click.option("--setup/--no-setup", default=False, help="Run the setup playbook on the inventory first (as `rfc2544 setup`).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Output directory [default: results/<time>].")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False),
               help="Continue the run in DIR without redoing finished trials.")
@@ -323,6 +312,8 @@ def doctor(inventory_path):
         from rfc2544.doctor import doctor as check_hosts
     except ImportError as exc:
         raise InfraError(f"doctor is not available in this build ({exc})")
+    from rfc2544.host_setup import find_tool
+    click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
     checks = check_hosts(inventory)
     for name, ok, detail in checks:
         click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")
