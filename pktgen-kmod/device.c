@@ -787,16 +787,10 @@ static ssize_t pg_dev_write(struct file *file, const char __user *ubuf,
 	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
+	argc = pg_get_args(ubuf, count, buf, argv, PG_MAX_ARGS);
 	mutex_lock(&pd->cfg_lock);
-	if (err) {
-		pg_res(pd, err, "ERROR: %s", err == -E2BIG ? "command too long" :
-		       "empty command or control characters in command");
-		goto out;
-	}
-	argc = pg_split(buf, argv, PG_MAX_ARGS);
 	if (argc < 0) {
-		err = pg_res(pd, argc, "ERROR: too many arguments");
+		err = pg_res(pd, argc, "ERROR: %s", pg_args_error(argc));
 		goto out;
 	}
 	err = pg_dev_command(pd, argc, argv);

@@ -219,6 +219,9 @@ extern unsigned int pg_catchup_pct;
 /* parse.c */
 int pg_read_cmd(const char __user *ubuf, size_t count, char *buf, size_t size);
 int pg_split(char *buf, char **argv, int max);
+int pg_get_args(const char __user *ubuf, size_t count, char *buf, char **argv,
+		int max);
+const char *pg_args_error(int err);
 int pg_parse_u64(const char *s, u64 *v);
 int pg_parse_u32(const char *s, u32 *v, u32 max);
 int pg_parse_hex(const char *s, u32 *v, unsigned int maxdigits);

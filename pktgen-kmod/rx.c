@@ -734,18 +734,12 @@ static ssize_t pg_rx_write(struct file *file, const char __user *ubuf,
 	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
+	argc = pg_get_args(ubuf, count, buf, argv, ARRAY_SIZE(argv));
 	mutex_lock(&rx->lock);
-	if (err) {
-		pg_rx_res(rx, err, "ERROR: %s", err == -E2BIG ? "command too long" :
-			  "empty command or control characters in command");
-	} else {
-		argc = pg_split(buf, argv, ARRAY_SIZE(argv));
-		if (argc < 0)
-			err = pg_rx_res(rx, argc, "ERROR: %s", "too many arguments");
-		else
-			err = pg_rx_command(rx, argc, argv);
-	}
+	if (argc < 0)
+		err = pg_rx_res(rx, argc, "ERROR: %s", pg_args_error(argc));
+	else
+		err = pg_rx_command(rx, argc, argv);
 	mutex_unlock(&rx->lock);
 	kfree(buf);
 	return err ? err : (ssize_t)count;
