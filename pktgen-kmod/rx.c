@@ -783,8 +783,14 @@ void pg_rx_exit(struct pg_net *pn)
 
 	if (!rx)
 		return;
-	proc_remove(rx->proc);
-	pg_rx_disable(rx);	/* waits for hooks in flight */
+	proc_remove(rx->proc);	/* no writer can re-register the hooks */
+	pg_rx_disable(rx);
+	/*
+	 * nf_unregister_net_hooks() only unlinks the hooks: a hook already
+	 * running on another CPU (under rcu_read_lock) may still use rx and
+	 * its session. Wait for it before freeing them.
+	 */
+	synchronize_net();
 	pg_rx_reap(rx);
 	pg_session_free(rcu_dereference_protected(rx->session, 1));
 	kfree(rx);
