@@ -175,7 +175,8 @@ static int pg_dev_show(struct seq_file *m, void *v)
 	stopped = READ_ONCE(pd->running) ? ktime_to_us(ktime_get()) :
 		  ktime_to_us(pd->stopped_at);
 	seq_puts(m, "Current:\n");
-	seq_printf(m, "     pkts-sofar: %llu  errors: %llu\n", pd->sofar, pd->errors);
+	seq_printf(m, "     pkts-sofar: %llu  errors: %llu  tx_dropped: %llu\n",
+		   pd->sofar, pd->errors, pd->tx_dropped);
 	seq_printf(m, "     started: %lluus  stopped: %lluus idle: %lluus\n",
 		   (u64)ktime_to_us(pd->started_at), stopped, pd->idle_acc / NSEC_PER_USEC);
 	seq_printf(m, "     seq_num: %u  cur_dst_mac_offset: %u  cur_src_mac_offset: %u\n",
@@ -578,6 +579,7 @@ static int pg_cmd_clear_counters(struct pg_dev *pd, int argc, char **argv)
 {
 	WRITE_ONCE(pd->sofar, 0);
 	WRITE_ONCE(pd->errors, 0);
+	WRITE_ONCE(pd->tx_dropped, 0);
 	WRITE_ONCE(pd->tx_bytes, 0);
 	WRITE_ONCE(pd->idle_acc, 0);
 	if (!READ_ONCE(pd->running))

@@ -142,6 +142,8 @@ struct pg_dev {
 
 	/* run state, owned by the thread while running */
 	u64 sofar, errors, tx_bytes;
+	/* consumed but dropped by our own driver or qdisc: in errors, not sofar */
+	u64 tx_dropped;
 	u32 seq_num;
 	u16 ip_id;
 	ktime_t started_at, stopped_at;
