@@ -380,7 +380,8 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 		pd->earliest_tx = ktime_get_ns() +
 				  mul_u64_u32_div(gap, 100, 100 + READ_ONCE(pg_catchup_pct));
 
-	if (pd->count && pd->sofar >= pd->count)
+	/* count: frames handed to the driver, whether it sent or dropped them */
+	if (pd->count && pd->sofar + pd->tx_dropped >= pd->count)
 		pg_dev_stop(t, pd);
 }
 

@@ -273,10 +273,11 @@ class KmodVM:
         return json.loads(self.run(f"python3 {REMOTE_AGENT}", stdin=json.dumps(req),
                                    timeout=timeout)[1])
 
-    def fuzz(self, path, kind, n, seed):
-        """pgfuzz in the guest: n malformed writes, each checked."""
-        status, out, err = self.run(f"{REMOTE_FUZZ} {quote(path)} {kind} {int(n)} {int(seed)}",
-                                    timeout=1200, check=False)
+    def fuzz(self, path, kind, n, seed, mode="random"):
+        """pgfuzz in the guest: n malformed writes, each checked (mode:
+        random or grammar, see tools/pgfuzz.c)."""
+        status, out, err = self.run(f"{REMOTE_FUZZ} {quote(path)} {kind} {int(n)} {int(seed)} "
+                                    f"{quote(mode)}", timeout=1200, check=False)
         assert status in (0, 1), f"pgfuzz {path}: exit {status}: {err}"
         return json.loads(out)
 
