@@ -306,7 +306,7 @@ static size_t put_seps(char *out, uint32_t max)
 static size_t bad_value(char *out)
 {
 	static const char *const nondec[] = {
-		"+5", "1.5", "0x1g", "x9", "-0", "1_000", "09z", "--1", "0b101",
+		"+5", "1.5", "0x1g", "x9", "-0", "1_000", "09z", "--1", "1e3z",
 	};
 	size_t n = 0, i;
 
