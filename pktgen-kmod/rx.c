@@ -182,7 +182,8 @@ static struct pg_stream *pg_stream_get(struct pg_rx_session *s,
 				       const struct in6_addr *src, bool v6)
 {
 	struct pg_streams *tbl = s->streams;
-	u32 h = jhash2(src->s6_addr32, 4, 0) % PG_STREAM_BUCKETS;
+	/* the address bytes as they are: a hash, not arithmetic */
+	u32 h = jhash(src->s6_addr, sizeof(src->s6_addr), 0) % PG_STREAM_BUCKETS;
 	struct pg_stream *st;
 
 	for (st = smp_load_acquire(&tbl->bucket[h]); st; st = st->next)
