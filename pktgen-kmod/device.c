@@ -415,6 +415,10 @@ static int pg_cmd_clone_skb(struct pg_dev *pd, int argc, char **argv)
 	if (v && pd->xmit_mode == PG_XMIT_NETIF_RECEIVE)
 		return pg_res(pd, -EOPNOTSUPP,
 			      "ERROR: clone_skb not supported with xmit_mode netif_receive");
+	/* dev_queue_xmit() may hold or change the skb: it cannot be resent */
+	if (v && pd->xmit_mode == PG_XMIT_QUEUE)
+		return pg_res(pd, -EOPNOTSUPP,
+			      "ERROR: clone_skb not supported with xmit_mode queue_xmit");
 	if (v && pd->n_imix)
 		return pg_res(pd, -EINVAL, "ERROR: clone_skb must be 0 with imix_weights");
 	pd->clone_skb = v;
@@ -470,6 +474,9 @@ static int pg_cmd_xmit_mode(struct pg_dev *pd, int argc, char **argv)
 		if (pd->burst > 1)
 			return pg_res(pd, -EOPNOTSUPP,
 				      "ERROR: queue_xmit needs burst 1");
+		if (pd->clone_skb)
+			return pg_res(pd, -EOPNOTSUPP,
+				      "ERROR: queue_xmit needs clone_skb 0");
 		pd->xmit_mode = PG_XMIT_QUEUE;
 	} else {
 		return pg_bad(pd, argv, "start_xmit, netif_receive or queue_xmit");

@@ -152,6 +152,7 @@ struct pg_dev {
 	u64 earliest_tx;		/* catch-up speed limit */
 	u32 cur_dst_mac_offset, cur_src_mac_offset;
 	u32 cur_saddr, cur_daddr;	/* host order */
+	bool auto_saddr;		/* no src_min/max: the device's address */
 	struct in6_addr cur_in6_saddr, cur_in6_daddr;
 	u16 cur_udp_src, cur_udp_dst;
 	u16 cur_queue_map;

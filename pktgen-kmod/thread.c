@@ -22,6 +22,7 @@
 #include <linux/netdevice.h>
 #include <linux/random.h>
 #include <linux/math64.h>
+#include <linux/overflow.h>
 #include <linux/etherdevice.h>
 #include "rfcpg.h"
 
@@ -106,7 +107,8 @@ static void pg_dev_stop(struct pg_thread *t, struct pg_dev *pd)
 
 static void pg_thread_handle_req(struct pg_thread *t)
 {
-	int req = READ_ONCE(t->req);
+	/* acquire: pairs with the requester's release, so req_arg is seen */
+	int req = smp_load_acquire(&t->req);
 	struct pg_dev *pd, *tmp;
 	int ret = 0;
 
@@ -168,6 +170,14 @@ static bool pg_thread_should_break(struct pg_thread *t)
 
 /* ---- transmit ---- */
 
+/* A schedule time far in the future stays there instead of wrapping. */
+static u64 pg_sat_add(u64 a, u64 b)
+{
+	u64 r;
+
+	return check_add_overflow(a, b, &r) ? U64_MAX : r;
+}
+
 static u64 pg_due(const struct pg_dev *pd)
 {
 	return max(pd->next_tx, pd->earliest_tx);
@@ -207,7 +217,7 @@ static bool pg_wait_until(struct pg_thread *t, struct pg_dev *pd, u64 due, u64 *
 	if (now >= due)
 		return true;
 	if (due - now > READ_ONCE(pg_spin_ns)) {
-		ktime_t exp = ns_to_ktime(due);
+		ktime_t exp = ns_to_ktime(min_t(u64, due, KTIME_MAX));
 
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (!pg_thread_should_break(t))
@@ -298,6 +308,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 {
 	struct net_device *odev = pd->odev;
 	bool shared = pd->clone_skb || pd->burst > 1;
+	unsigned int frames = 1;	/* handed over by this call: sets the gap */
 	struct sk_buff *skb;
 	unsigned int len;
 	u64 gap;
@@ -319,10 +330,11 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 		pd->skb = pg_build_skb(t, pd, now);
 		if (!pd->skb) {
 			pd->errors++;
-			pd->next_tx += READ_ONCE(pd->delay);
+			pd->next_tx = pg_sat_add(pd->next_tx, READ_ONCE(pd->delay));
 			return;
 		}
-		pd->clone_left = pd->clone_skb + 1;
+		/* clone_skb N: the same skb N times (upstream); 0 or 1: once */
+		pd->clone_left = max(pd->clone_skb, 1U);
 	}
 	skb = pd->skb;
 	len = skb->len;
@@ -362,6 +374,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 				pd->skb = NULL;	/* the driver owns it now */
 			else
 				pd->clone_left--;
+			frames = tx.sent + tx.dropped;
 		}
 		if (tx.busy && !tx.sent && !tx.dropped) {
 			/* queue full: retry the same packet soon, not an error */
@@ -374,11 +387,18 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	}
 	}
 	pd->last_pkt_size = len;
-	gap = READ_ONCE(pd->delay) * (shared ? pd->burst : 1);
-	pd->next_tx += gap;
+	/*
+	 * One gap per frame actually handed over (netif_receive and queue_xmit
+	 * send one frame whatever burst says), saturating: delay * burst and
+	 * next_tx + gap may not wrap into the past.
+	 */
+	if (check_mul_overflow(READ_ONCE(pd->delay), (u64)frames, &gap))
+		gap = U64_MAX;
+	pd->next_tx = pg_sat_add(pd->next_tx, gap);
 	if (READ_ONCE(pg_catchup_pct))
-		pd->earliest_tx = ktime_get_ns() +
-				  mul_u64_u32_div(gap, 100, 100 + READ_ONCE(pg_catchup_pct));
+		pd->earliest_tx = pg_sat_add(ktime_get_ns(),
+					     mul_u64_u32_div(gap, 100,
+							     100 + READ_ONCE(pg_catchup_pct)));
 
 	/* count: frames handed to the driver, whether it sent or dropped them */
 	if (pd->count && pd->sofar + pd->tx_dropped >= pd->count)
@@ -410,7 +430,7 @@ static int pg_thread_fn(void *arg)
 			now = 0;		/* no rate limit: no schedule to keep */
 		} else {
 			now = ktime_get_ns();
-			if (pd->next_tx + READ_ONCE(pg_max_lag_ns) < now)
+			if (now > pd->next_tx && now - pd->next_tx > READ_ONCE(pg_max_lag_ns))
 				pd->next_tx = now;	/* too late to catch up: re-base */
 			if (!pg_wait_until(t, pd, pg_due(pd), &now)) {
 				cond_resched();

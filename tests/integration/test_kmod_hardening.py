@@ -87,7 +87,7 @@ def test_rmmod_while_hook_runs_on_other_cpu(kmod):
     if int(kmod.sh("nproc")) < 2:
         pytest.skip("needs 2 vCPUs")
     rmac = kmod.mac("rx0")
-    cycles = 25
+    cycles = 10
     script = f"""
 set -u
 D="ip netns exec dut"
@@ -96,7 +96,7 @@ for i in $(seq {cycles}); do
   insmod {REMOTE_KO} || {{ echo "insmod $i failed"; fail=1; break; }}
   echo "statistics time" > {PG}/pgrx; echo "rx rx0" > {PG}/pgrx
   $D sh -c 'echo "add_device dut1" > {PG}/kpktgend_1'
-  for c in "count 0" "delay 0" "dst 198.19.0.1" "src_min 198.19.0.2" "dst_mac {rmac}"; do
+  for c in "count 0" "ratep 20000" "dst 198.19.0.1" "src_min 198.19.0.2" "dst_mac {rmac}"; do
     $D sh -c "echo '$c' > {PG}/dut1"; done
   ($D sh -c 'echo start > {PG}/pgctrl') >/dev/null 2>&1 &
   w=$!
@@ -104,6 +104,7 @@ for i in $(seq {cycles}); do
     grep -q '^total.*packets=[1-9]' {PG}/pgrx 2>/dev/null && break; sleep 0.05; done
   taskset -c 0 rmmod {MODULE} || {{ echo "rmmod $i failed"; fail=1; break; }}
   for k in $(seq 50); do kill -0 $w 2>/dev/null || break; sleep 0.1; done
+  echo "cycle $i $(date +%s)"
 done
 echo "cycles_done=$i fail=$fail"
 """
@@ -169,3 +170,93 @@ def test_driver_drops_count_as_tx_dropped_not_sent(kmod):
     assert dev["sofar"] == 0 and dev["errors"] == 300, text
     assert "tx_dropped: 300" in text.split("Result:")[0], text
     assert dev["result"].endswith("errors: 300  tx_dropped: 300"), dev["result"]
+
+
+# ---- item 5 ----
+
+def _dummy(vm, name="kmdum0"):
+    vm.sh(f"ip link del {name} 2>/dev/null; ip link add {name} type dummy && "
+          f"ip link set {name} up")
+    vm.pg("kpktgend_1", "rem_device_all", f"add_device {name}")
+
+
+def _undummy(vm, name="kmdum0"):
+    vm.pg("kpktgend_1", "rem_device_all")
+    vm.sh(f"ip link del {name} 2>/dev/null; true")
+
+
+def test_clone_skb_n_sends_each_skb_n_times(kmod):
+    """Old code sent N+1 copies. The sequence number advances once per
+    built skb: after count frames, seq_num - 1 skbs were built."""
+    _dummy(kmod)
+    try:
+        for clone, count, built in ((3, 12, 4), (1, 5, 5), (2, 7, 4)):
+            kmod.pg("kmdum0", f"count {count}", "dst 192.0.2.1", f"clone_skb {clone}")
+            kmod.start()
+            dev = parse_device(kmod.read("kmdum0"))
+            assert dev["sofar"] == count and dev["seq_num"] - 1 == built, (clone, dev)
+    finally:
+        _undummy(kmod)
+
+
+def test_clone_skb_refused_with_queue_xmit(kmod):
+    _dummy(kmod)
+    f = f"{PG}/kmdum0"
+    try:
+        res = kmod.writes([(f, "clone_skb 0\n"), (f, "xmit_mode queue_xmit\n"),
+                           (f, "clone_skb 2\n"), (f, "xmit_mode start_xmit\n"),
+                           (f, "clone_skb 2\n"), (f, "xmit_mode queue_xmit\n")])
+        assert [r["ret"] for r in res] == [12, 21, -95, 21, 12, -95], res
+        assert "queue_xmit" in res[2]["result"] and "clone_skb 0" in res[5]["result"]
+    finally:
+        _undummy(kmod)
+
+
+def test_netif_receive_gap_is_per_frame(kmod):
+    """netif_receive sends one frame per step; old code multiplied the gap
+    by burst anyway (200 frames at 1000 pps with burst 10 took 2 s)."""
+    kmod.pg("kpktgend_0", "rem_device_all", "add_device rx0")
+    try:
+        kmod.pg("rx0", "count 200", "xmit_mode netif_receive", "burst 10",
+                f"dst_mac {kmod.mac('rx0')}", "dst 198.19.0.1", "src_min 198.19.0.99",
+                "ratep 1000")
+        kmod.start()
+        dev = parse_device(kmod.read("rx0"))
+    finally:
+        kmod.pg("kpktgend_0", "rem_device_all")
+    assert dev["sofar"] == 200
+    assert 150000 <= dev["usec"] < 1000000, dev       # ~199 gaps of 1 ms
+
+
+def test_delay_times_burst_saturates(kmod):
+    """delay 2^62 with burst 4: the product wrapped to 0 in old code, which
+    then sent back to back; now the next burst is due 'never'."""
+    _dummy(kmod)
+    try:
+        kmod.pg("kmdum0", "count 400", "dst 192.0.2.1", "burst 4", "delay 4611686018427387904")
+        kmod.start_bg()
+        kmod.sh("sleep 1.5")
+        sofar = parse_device(kmod.read("kmdum0"))["sofar"]
+    finally:
+        kmod.stop()
+        _undummy(kmod)
+    assert sofar == 4
+
+
+def test_source_address_defaults_to_the_device(kmod):
+    """No src_min/src6: the frames carry the device's own address (old code:
+    0.0.0.0 and ::)."""
+    kmod.pg("kpktgend_0", "rem_device_all", "add_device tx0")
+    dmac = kmod.mac("dut0", netns=True)
+    try:
+        kmod.pg("tx0", "count 5", "pkt_size 64", f"dst_mac {dmac}", "dst 198.19.0.1",
+                "ratep 1000")
+        v4 = kmod.start_captured()
+        kmod.pg("kpktgend_0", "rem_device_all", "add_device tx0")
+        kmod.pg("tx0", "count 5", "pkt_size 80", f"dst_mac {dmac}", "dst6 2001:2:0:1::1",
+                "ratep 1000")
+        v6 = kmod.start_captured()
+    finally:
+        kmod.pg("kpktgend_0", "rem_device_all")
+    assert len(v4) == 5 and {p["src"] for p in v4} == {"198.18.0.1"}, v4[:1]
+    assert len(v6) == 5 and {p["src"] for p in v6} == {"2001:2::1"}, v6[:1]
