@@ -139,6 +139,13 @@ static size_t copy_str(char *out, const char *s)
 	return n;
 }
 
+/* n bytes, embedded NULs included */
+static size_t copy_bytes(char *out, const char *s, size_t n)
+{
+	memcpy(out, s, n);
+	return n;
+}
+
 /* One malformed write for KIND into out; returns its length. */
 static size_t malformed(char *out, const char *kind)
 {
@@ -228,9 +235,9 @@ static size_t malformed(char *out, const char *kind)
 		case 3: return copy_str(out, "starts");
 		case 4: return copy_str(out, "sto");
 		case 5: return copy_str(out, "START");
-		case 6: memcpy(out, "start\x01", 6); return 6;
-		case 7: memcpy(out, "st\0op", 5); return 5;
-		case 8: memcpy(out, "\x7fstop", 5); return 5;
+		case 6: return copy_bytes(out, "start\x01", 6);
+		case 7: return copy_bytes(out, "st\0op", 5);
+		case 8: return copy_bytes(out, "\x7fstop", 5);
 		case 9: return copy_str(out, "stop stop");
 		default: return copy_str(out, "-1");
 		}

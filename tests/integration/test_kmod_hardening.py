@@ -87,7 +87,7 @@ def test_rmmod_while_hook_runs_on_other_cpu(kmod):
     if int(kmod.sh("nproc")) < 2:
         pytest.skip("needs 2 vCPUs")
     rmac = kmod.mac("rx0")
-    cycles = 10
+    cycles = 5
     script = f"""
 set -u
 D="ip netns exec dut"
@@ -96,7 +96,7 @@ for i in $(seq {cycles}); do
   insmod {REMOTE_KO} || {{ echo "insmod $i failed"; fail=1; break; }}
   echo "statistics time" > {PG}/pgrx; echo "rx rx0" > {PG}/pgrx
   $D sh -c 'echo "add_device dut1" > {PG}/kpktgend_1'
-  for c in "count 0" "ratep 20000" "dst 198.19.0.1" "src_min 198.19.0.2" "dst_mac {rmac}"; do
+  for c in "count 0" "ratep 5000" "dst 198.19.0.1" "src_min 198.19.0.2" "dst_mac {rmac}"; do
     $D sh -c "echo '$c' > {PG}/dut1"; done
   ($D sh -c 'echo start > {PG}/pgctrl') >/dev/null 2>&1 &
   w=$!
