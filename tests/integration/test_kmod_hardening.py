@@ -25,6 +25,14 @@ def _files(vm):
     return files + [(f"kpktgend_{i}", "thread") for i in range(int(vm.sh("nproc")))]
 
 
+def _only(vm, thread, dev):
+    """dev alone on thread: `start` runs every device of the namespace, so
+    devices earlier tests left (count 0: forever) must go."""
+    for i in range(int(vm.sh("nproc"))):
+        vm.pg(f"kpktgend_{i}", "rem_device_all")
+    vm.pg(thread, f"add_device {dev}")
+
+
 def _clean_dmesg(vm, tag):
     problems = kernel_problems(vm.dmesg_since(tag))
     assert problems == [], problems
@@ -129,7 +137,7 @@ def test_burst_into_a_queue_the_driver_stops(kmod):
     kmod.dmesg_mark("burst")
     stats = "/sys/class/net/mgmt0/statistics"
     before = {k: int(kmod.sh(f"cat {stats}/{k}")) for k in ("tx_packets", "tx_dropped")}
-    kmod.pg("kpktgend_0", "rem_device_all", "add_device mgmt0")
+    _only(kmod, "kpktgend_0", "mgmt0")
     try:
         kmod.pg("mgmt0", "count 20000", "pkt_size 64", "burst 1000", "delay 0",
                 "dst 10.0.2.99", "src_min 10.0.2.15", "dst_mac 52:55:0a:00:02:02")
@@ -158,7 +166,7 @@ def test_driver_drops_count_as_tx_dropped_not_sent(kmod):
             "mode bridge && ip link set kmvl0 up && tc qdisc add dev tx0 clsact && "
             "tc filter add dev tx0 egress matchall action drop")
     try:
-        kmod.pg("kpktgend_0", "rem_device_all", "add_device kmvl0")
+        _only(kmod, "kpktgend_0", "kmvl0")
         kmod.pg("kmvl0", "count 300", "pkt_size 64", "ratep 5000", "dst 198.19.0.1",
                 "src_min 198.18.0.1", f"dst_mac {kmod.mac('dut0', netns=True)}")
         kmod.start()
@@ -177,7 +185,7 @@ def test_driver_drops_count_as_tx_dropped_not_sent(kmod):
 def _dummy(vm, name="kmdum0"):
     vm.sh(f"ip link del {name} 2>/dev/null; ip link add {name} type dummy && "
           f"ip link set {name} up")
-    vm.pg("kpktgend_1", "rem_device_all", f"add_device {name}")
+    _only(vm, "kpktgend_1", name)
 
 
 def _undummy(vm, name="kmdum0"):
@@ -215,7 +223,7 @@ def test_clone_skb_refused_with_queue_xmit(kmod):
 def test_netif_receive_gap_is_per_frame(kmod):
     """netif_receive sends one frame per step; old code multiplied the gap
     by burst anyway (200 frames at 1000 pps with burst 10 took 2 s)."""
-    kmod.pg("kpktgend_0", "rem_device_all", "add_device rx0")
+    _only(kmod, "kpktgend_0", "rx0")
     try:
         kmod.pg("rx0", "count 200", "xmit_mode netif_receive", "burst 10",
                 f"dst_mac {kmod.mac('rx0')}", "dst 198.19.0.1", "src_min 198.19.0.99",
@@ -246,7 +254,7 @@ def test_delay_times_burst_saturates(kmod):
 def test_source_address_defaults_to_the_device(kmod):
     """No src_min/src6: the frames carry the device's own address (old code:
     0.0.0.0 and ::)."""
-    kmod.pg("kpktgend_0", "rem_device_all", "add_device tx0")
+    _only(kmod, "kpktgend_0", "tx0")
     dmac = kmod.mac("dut0", netns=True)
     try:
         kmod.pg("tx0", "count 5", "pkt_size 64", f"dst_mac {dmac}", "dst 198.19.0.1",
