@@ -67,7 +67,7 @@ struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,
 	pd->vlan_id = 0xffff;
 	pd->svlan_id = 0xffff;
 	pd->seq_num = 1;
-	strscpy(pd->result, "NA", sizeof(pd->result));
+	strscpy(pd->result, "Idle", sizeof(pd->result));	/* as upstream */
 	return pd;
 }
 
@@ -127,6 +127,8 @@ static int pg_dev_show(struct seq_file *m, void *v)
 		   pd->queue_map_min, pd->queue_map_max);
 	if (pd->skb_priority)
 		seq_printf(m, "     skb_priority: %u\n", pd->skb_priority);
+	if (pd->spi)
+		seq_printf(m, "     spi: %u\n", pd->spi);
 	if (pg_dev_has_flag(pd, PGF_IPV6)) {
 		seq_printf(m, "     saddr: %pI6c  min_saddr: %pI6c  max_saddr: %pI6c\n",
 			   &pd->in6_saddr, &pd->in6_saddr, &pd->in6_saddr);
@@ -704,9 +706,10 @@ static int pg_cmd_skb_priority(struct pg_dev *pd, int argc, char **argv)
 	return pg_cmd_u32_field(pd, argv, &pd->skb_priority, U32_MAX, "decimal");
 }
 
+/* Accepted and shown, as upstream; without IPsec (flag IPSEC) unused. */
 static int pg_cmd_spi(struct pg_dev *pd, int argc, char **argv)
 {
-	return pg_res(pd, -EOPNOTSUPP, "ERROR: IPsec (spi) is not supported by " PG_MODNAME);
+	return pg_cmd_u32_field(pd, argv, &pd->spi, U32_MAX, "decimal");
 }
 
 static const struct pg_cmd pg_cmds[] = {

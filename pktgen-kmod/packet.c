@@ -178,11 +178,11 @@ static u32 pg_next_daddr(struct pg_thread *t, struct pg_dev *pd)
 		f->active = true;
 	}
 	f->count++;
-	if (pd->flowlen && f->count >= pd->flowlen) {
+	if (pd->flowlen && f->count >= pd->flowlen)
 		f->active = false;	/* next time: a new flow in this slot */
-		if (pg_dev_has_flag(pd, PGF_FLOW_SEQ))
-			pd->cur_flow = i + 1 >= pd->nflows ? 0 : i + 1;
-	}
+	/* FLOW_SEQ: the next flow after a finished one, every packet if flowlen 0 */
+	if (pg_dev_has_flag(pd, PGF_FLOW_SEQ) && (!pd->flowlen || !f->active))
+		pd->cur_flow = i + 1 >= pd->nflows ? 0 : i + 1;
 	return f->daddr;
 }
 
@@ -216,8 +216,9 @@ static u16 pg_next_queue(struct pg_thread *t, struct pg_dev *pd)
 	else
 		q = pg_next(t, pd->cur_queue_map, pd->queue_map_min, pd->queue_map_max,
 			    pg_dev_has_flag(pd, PGF_QUEUE_MAP_RND));
-	if (real && q >= real)
-		q = pg_dev_has_flag(pd, PGF_QUEUE_MAP_CPU) ? q % real : real - 1;
+	/* as upstream: modulo the queues the device has now, not clamped */
+	if (real)
+		q %= real;
 	pd->cur_queue_map = (u16)q;
 	return (u16)q;
 }

@@ -120,6 +120,7 @@ struct pg_dev {
 	int node;
 	u16 queue_map_min, queue_map_max;
 	u32 skb_priority;
+	u32 spi;			/* accepted for upstream parity, unused */
 	u8 tos, traffic_class;
 	DECLARE_BITMAP(flags, PGF_NR);
 	bool debug;

@@ -77,7 +77,7 @@ static const char *const bad_dev[] = {
 	"imix_weights 64,0", "imix_weights ,1",
 	"mpls g", "mpls 1,,2", "mpls 123456789",
 	"mpls 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
-	"clone_skb 1", "burst 2", "spi 1",
+	"clone_skb 1", "burst 2", "spi x", "spi -1",
 };
 
 static const char *const bad_thread[] = {

@@ -268,3 +268,45 @@ def test_source_address_defaults_to_the_device(kmod):
         kmod.pg("kpktgend_0", "rem_device_all")
     assert len(v4) == 5 and {p["src"] for p in v4} == {"198.18.0.1"}, v4[:1]
     assert len(v6) == 5 and {p["src"] for p in v6} == {"2001:2::1"}, v6[:1]
+
+
+# ---- item 6, upstream parity ----
+
+def test_initial_result_idle_and_spi_accepted(kmod):
+    _dummy(kmod)
+    try:
+        assert kmod.read("kmdum0").rstrip().endswith("Result: Idle")
+        res = kmod.writes([(f"{PG}/kmdum0", "spi 100\n")])[0]
+        assert res["ret"] == 8 and res["result"] == "OK: spi=100", res
+        assert "spi: 100" in kmod.read("kmdum0")
+    finally:
+        _undummy(kmod)
+
+
+def test_queue_map_modulo_real_queues(kmod):
+    """queue 6 on a 4-queue device is queue 2 (upstream), not clamped to 3."""
+    kmod.sh("ip link del kmdum0 2>/dev/null; ip link add kmdum0 numtxqueues 4 type dummy && "
+            "ip link set kmdum0 up")
+    _only(kmod, "kpktgend_1", "kmdum0")
+    try:
+        kmod.pg("kmdum0", "count 10", "dst 192.0.2.1", "queue_map_min 6", "queue_map_max 6")
+        kmod.start()
+        text = kmod.read("kmdum0")
+    finally:
+        _undummy(kmod)
+    assert "cur_queue_map: 2" in text, text
+
+
+def test_flow_seq_with_flowlen_0_advances(kmod):
+    """flows 4, flowlen 0, FLOW_SEQ: one packet per flow in turn (old code
+    stayed on the first flow for ever)."""
+    _only(kmod, "kpktgend_0", "tx0")
+    try:
+        kmod.pg("tx0", "count 8", "pkt_size 64", f"dst_mac {kmod.mac('dut0', netns=True)}",
+                "src_min 198.18.0.1", "dst_min 198.19.0.1", "dst_max 198.19.0.250",
+                "flows 4", "flowlen 0", "flag FLOW_SEQ", "ratep 1000")
+        pkts = kmod.start_captured()
+    finally:
+        kmod.pg("kpktgend_0", "rem_device_all")
+    dsts = [p["dst"] for p in pkts]
+    assert len(dsts) == 8 and len(set(dsts[:4])) == 4 and dsts[4:] == dsts[:4], dsts
