@@ -15,6 +15,7 @@ APT_PACKAGES := \
 	python3 python3-venv python3-pip \
 	qemu-system-x86 qemu-utils debootstrap e2fsprogs cpio zstd \
 	openssh-client iproute2 dpkg-dev make gcc libelf-dev dwarves \
+	sparse linux-source-6.1 perl \
 	chromium poppler-utils fonts-dejavu-core \
 	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b libharfbuzz-subset0
 

@@ -67,7 +67,7 @@ struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,
 	pd->vlan_id = 0xffff;
 	pd->svlan_id = 0xffff;
 	pd->seq_num = 1;
-	strscpy(pd->result, "NA", sizeof(pd->result));
+	strscpy(pd->result, "Idle", sizeof(pd->result));	/* as upstream */
 	return pd;
 }
 
@@ -127,6 +127,8 @@ static int pg_dev_show(struct seq_file *m, void *v)
 		   pd->queue_map_min, pd->queue_map_max);
 	if (pd->skb_priority)
 		seq_printf(m, "     skb_priority: %u\n", pd->skb_priority);
+	if (pd->spi)
+		seq_printf(m, "     spi: %u\n", pd->spi);
 	if (pg_dev_has_flag(pd, PGF_IPV6)) {
 		seq_printf(m, "     saddr: %pI6c  min_saddr: %pI6c  max_saddr: %pI6c\n",
 			   &pd->in6_saddr, &pd->in6_saddr, &pd->in6_saddr);
@@ -175,7 +177,8 @@ static int pg_dev_show(struct seq_file *m, void *v)
 	stopped = READ_ONCE(pd->running) ? ktime_to_us(ktime_get()) :
 		  ktime_to_us(pd->stopped_at);
 	seq_puts(m, "Current:\n");
-	seq_printf(m, "     pkts-sofar: %llu  errors: %llu\n", pd->sofar, pd->errors);
+	seq_printf(m, "     pkts-sofar: %llu  errors: %llu  tx_dropped: %llu\n",
+		   pd->sofar, pd->errors, pd->tx_dropped);
 	seq_printf(m, "     started: %lluus  stopped: %lluus idle: %lluus\n",
 		   (u64)ktime_to_us(pd->started_at), stopped, pd->idle_acc / NSEC_PER_USEC);
 	seq_printf(m, "     seq_num: %u  cur_dst_mac_offset: %u  cur_src_mac_offset: %u\n",
@@ -414,6 +417,10 @@ static int pg_cmd_clone_skb(struct pg_dev *pd, int argc, char **argv)
 	if (v && pd->xmit_mode == PG_XMIT_NETIF_RECEIVE)
 		return pg_res(pd, -EOPNOTSUPP,
 			      "ERROR: clone_skb not supported with xmit_mode netif_receive");
+	/* dev_queue_xmit() may hold or change the skb: it cannot be resent */
+	if (v && pd->xmit_mode == PG_XMIT_QUEUE)
+		return pg_res(pd, -EOPNOTSUPP,
+			      "ERROR: clone_skb not supported with xmit_mode queue_xmit");
 	if (v && pd->n_imix)
 		return pg_res(pd, -EINVAL, "ERROR: clone_skb must be 0 with imix_weights");
 	pd->clone_skb = v;
@@ -469,6 +476,9 @@ static int pg_cmd_xmit_mode(struct pg_dev *pd, int argc, char **argv)
 		if (pd->burst > 1)
 			return pg_res(pd, -EOPNOTSUPP,
 				      "ERROR: queue_xmit needs burst 1");
+		if (pd->clone_skb)
+			return pg_res(pd, -EOPNOTSUPP,
+				      "ERROR: queue_xmit needs clone_skb 0");
 		pd->xmit_mode = PG_XMIT_QUEUE;
 	} else {
 		return pg_bad(pd, argv, "start_xmit, netif_receive or queue_xmit");
@@ -578,6 +588,7 @@ static int pg_cmd_clear_counters(struct pg_dev *pd, int argc, char **argv)
 {
 	WRITE_ONCE(pd->sofar, 0);
 	WRITE_ONCE(pd->errors, 0);
+	WRITE_ONCE(pd->tx_dropped, 0);
 	WRITE_ONCE(pd->tx_bytes, 0);
 	WRITE_ONCE(pd->idle_acc, 0);
 	if (!READ_ONCE(pd->running))
@@ -695,9 +706,10 @@ static int pg_cmd_skb_priority(struct pg_dev *pd, int argc, char **argv)
 	return pg_cmd_u32_field(pd, argv, &pd->skb_priority, U32_MAX, "decimal");
 }
 
+/* Accepted and shown, as upstream; without IPsec (flag IPSEC) unused. */
 static int pg_cmd_spi(struct pg_dev *pd, int argc, char **argv)
 {
-	return pg_res(pd, -EOPNOTSUPP, "ERROR: IPsec (spi) is not supported by " PG_MODNAME);
+	return pg_cmd_u32_field(pd, argv, &pd->spi, U32_MAX, "decimal");
 }
 
 static const struct pg_cmd pg_cmds[] = {
@@ -787,16 +799,10 @@ static ssize_t pg_dev_write(struct file *file, const char __user *ubuf,
 	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
+	argc = pg_get_args(ubuf, count, buf, argv, PG_MAX_ARGS);
 	mutex_lock(&pd->cfg_lock);
-	if (err) {
-		pg_res(pd, err, "ERROR: %s", err == -E2BIG ? "command too long" :
-		       "empty command or control characters in command");
-		goto out;
-	}
-	argc = pg_split(buf, argv, PG_MAX_ARGS);
 	if (argc < 0) {
-		err = pg_res(pd, argc, "ERROR: too many arguments");
+		err = pg_res(pd, argc, "ERROR: %s", pg_args_error(argc));
 		goto out;
 	}
 	err = pg_dev_command(pd, argc, argv);

@@ -18,6 +18,8 @@
 #include <net/ipv6.h>
 #include <net/checksum.h>
 #include <net/ip6_checksum.h>
+#include <net/addrconf.h>
+#include <linux/inetdevice.h>
 #include "rfcpg.h"
 
 static u32 pg_rand_range(struct pg_thread *t, u32 lo, u32 hi)
@@ -37,6 +39,44 @@ static u32 pg_next(struct pg_thread *t, u32 cur, u32 min, u32 max, bool rnd)
 	if (cur < min || cur >= max)
 		return min;
 	return cur + 1;
+}
+
+/* The device's first IPv4 address (host order), 0 if it has none. */
+static u32 pg_dev_ip4(struct net_device *dev)
+{
+	const struct in_ifaddr *ifa;
+	struct in_device *idev;
+	u32 a = 0;
+
+	rcu_read_lock();
+	idev = __in_dev_get_rcu(dev);
+	ifa = idev ? rcu_dereference(idev->ifa_list) : NULL;
+	if (ifa)
+		a = ntohl(ifa->ifa_local);
+	rcu_read_unlock();
+	return a;
+}
+
+/* The device's first usable global IPv6 address, :: if it has none. */
+static void pg_dev_ip6(struct net_device *dev, struct in6_addr *a)
+{
+	struct inet6_ifaddr *ifp;
+	struct inet6_dev *idev;
+
+	*a = in6addr_any;
+	idev = in6_dev_get(dev);
+	if (!idev)
+		return;
+	read_lock_bh(&idev->lock);
+	list_for_each_entry(ifp, &idev->addr_list, if_list) {
+		if (!(ifp->scope & (IFA_HOST | IFA_LINK | IFA_SITE)) &&
+		    !(ifp->flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED))) {
+			*a = ifp->addr;
+			break;
+		}
+	}
+	read_unlock_bh(&idev->lock);
+	in6_dev_put(idev);
 }
 
 int pg_dev_prepare(struct pg_dev *pd)
@@ -63,7 +103,13 @@ int pg_dev_prepare(struct pg_dev *pd)
 	pd->cur_queue_map = max(pd->queue_map_min, pd->queue_map_max);
 	pd->cur_src_mac_offset = pd->src_mac_count ? pd->src_mac_count - 1 : 0;
 	pd->cur_dst_mac_offset = pd->dst_mac_count ? pd->dst_mac_count - 1 : 0;
+	/* no source configured: the device's own address, as upstream */
+	pd->auto_saddr = !pd->have_src_min && !pd->have_src_max;
+	if (pd->auto_saddr)
+		pd->cur_saddr = pg_dev_ip4(pd->odev);
 	pd->cur_in6_saddr = pd->in6_saddr;
+	if (ipv6_addr_any(&pd->in6_saddr))
+		pg_dev_ip6(pd->odev, &pd->cur_in6_saddr);
 	pd->cur_in6_daddr = pd->max_in6_daddr;	/* a valid range starts at min */
 	pd->cur_flow = 0;
 	pd->cur_imix = 0;
@@ -132,11 +178,11 @@ static u32 pg_next_daddr(struct pg_thread *t, struct pg_dev *pd)
 		f->active = true;
 	}
 	f->count++;
-	if (pd->flowlen && f->count >= pd->flowlen) {
+	if (pd->flowlen && f->count >= pd->flowlen)
 		f->active = false;	/* next time: a new flow in this slot */
-		if (pg_dev_has_flag(pd, PGF_FLOW_SEQ))
-			pd->cur_flow = i + 1 >= pd->nflows ? 0 : i + 1;
-	}
+	/* FLOW_SEQ: the next flow after a finished one, every packet if flowlen 0 */
+	if (pg_dev_has_flag(pd, PGF_FLOW_SEQ) && (!pd->flowlen || !f->active))
+		pd->cur_flow = i + 1 >= pd->nflows ? 0 : i + 1;
 	return f->daddr;
 }
 
@@ -170,8 +216,9 @@ static u16 pg_next_queue(struct pg_thread *t, struct pg_dev *pd)
 	else
 		q = pg_next(t, pd->cur_queue_map, pd->queue_map_min, pd->queue_map_max,
 			    pg_dev_has_flag(pd, PGF_QUEUE_MAP_RND));
-	if (real && q >= real)
-		q = pg_dev_has_flag(pd, PGF_QUEUE_MAP_CPU) ? q % real : real - 1;
+	/* as upstream: modulo the queues the device has now, not clamped */
+	if (real)
+		q %= real;
 	pd->cur_queue_map = (u16)q;
 	return (u16)q;
 }
@@ -256,8 +303,10 @@ struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd, u64 mono)
 	if (ipv6) {
 		pg_next_daddr6(t, pd);
 	} else {
-		pd->cur_saddr = pg_next(t, pd->cur_saddr, pd->saddr_min, pd->saddr_max,
-					pg_dev_has_flag(pd, PGF_IPSRC_RND));
+		if (!pd->auto_saddr)
+			pd->cur_saddr = pg_next(t, pd->cur_saddr, pd->saddr_min,
+						pd->saddr_max,
+						pg_dev_has_flag(pd, PGF_IPSRC_RND));
 		saddr = pd->cur_saddr;
 		daddr = pg_next_daddr(t, pd);
 	}

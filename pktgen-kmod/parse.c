@@ -47,7 +47,11 @@ static bool pg_is_sep(char c)
 	       c == '=';
 }
 
-/* Split in place on blanks, quotes and '='; -E2BIG beyond max tokens. */
+/*
+ * Split in place on blanks, quotes and '='; -E2BIG beyond max tokens.
+ * A write of separators only ("=", "\"", "= \"") passes pg_read_cmd but
+ * has no token: -EINVAL, so no caller ever sees argc == 0.
+ */
 int pg_split(char *buf, char **argv, int max)
 {
 	int argc = 0;
@@ -64,7 +68,26 @@ int pg_split(char *buf, char **argv, int max)
 		while (*p && !pg_is_sep(*p))
 			p++;
 	}
-	return argc;
+	return argc ? argc : -EINVAL;
+}
+
+/* Read and split one command write: argc >= 1, or -errno. */
+int pg_get_args(const char __user *ubuf, size_t count, char *buf, char **argv,
+		int max)
+{
+	int err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
+
+	return err ? err : pg_split(buf, argv, max);
+}
+
+/* The Result text for a pg_get_args() error. */
+const char *pg_args_error(int err)
+{
+	if (err == -E2BIG)
+		return "command too long or too many arguments";
+	if (err == -EFAULT)
+		return "bad address";
+	return "empty command, separators only or control characters";
 }
 
 /* Plain decimal: digits only, no sign, no base prefix, no overflow. */

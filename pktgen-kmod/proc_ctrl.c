@@ -113,16 +113,14 @@ static int pg_ctrl_start(struct pg_net *pn)
 static int pg_ctrl_command(struct pg_net *pn, const char __user *ubuf, size_t count,
 			   char *buf)
 {
-	char *argv[2];
+	char *argv[PG_MAX_ARGS];
 	int argc, err;
 
-	err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
-	if (err) {
-		pg_ctrl_set_result(pn, "Error: %s", err == -E2BIG ?
-				   "command too long" : "empty or malformed command");
-		return err;
+	argc = pg_get_args(ubuf, count, buf, argv, ARRAY_SIZE(argv));
+	if (argc < 0) {
+		pg_ctrl_set_result(pn, "Error: %s", pg_args_error(argc));
+		return argc;
 	}
-	argc = pg_split(buf, argv, 2);
 	if (argc != 1) {
 		pg_ctrl_set_result(pn, "Error: %s", "expected one of start, stop, reset");
 		return -EINVAL;
@@ -310,18 +308,15 @@ static ssize_t pg_thread_write(struct file *file, const char __user *ubuf,
 	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
-	argc = err ? err : pg_split(buf, argv, ARRAY_SIZE(argv));
+	argc = pg_get_args(ubuf, count, buf, argv, ARRAY_SIZE(argv));
+	err = argc < 0 ? argc : 0;
 
 	mutex_lock(&pn->lock);
 	if (pn->dying) {
 		err = -ENODEV;
 	} else if (err) {
 		scnprintf(t->result, sizeof(t->result), "Error: %s",
-			  err == -E2BIG ? "command too long" : "empty or malformed command");
-	} else if (argc < 0) {
-		err = argc;
-		scnprintf(t->result, sizeof(t->result), "Error: too many arguments");
+			  pg_args_error(err));
 	} else if (!strcmp(argv[0], "add_device")) {
 		if (argc != 2) {
 			scnprintf(t->result, sizeof(t->result),

@@ -120,6 +120,7 @@ struct pg_dev {
 	int node;
 	u16 queue_map_min, queue_map_max;
 	u32 skb_priority;
+	u32 spi;			/* accepted for upstream parity, unused */
 	u8 tos, traffic_class;
 	DECLARE_BITMAP(flags, PGF_NR);
 	bool debug;
@@ -142,6 +143,8 @@ struct pg_dev {
 
 	/* run state, owned by the thread while running */
 	u64 sofar, errors, tx_bytes;
+	/* consumed but dropped by our own driver or qdisc: in errors, not sofar */
+	u64 tx_dropped;
 	u32 seq_num;
 	u16 ip_id;
 	ktime_t started_at, stopped_at;
@@ -150,6 +153,7 @@ struct pg_dev {
 	u64 earliest_tx;		/* catch-up speed limit */
 	u32 cur_dst_mac_offset, cur_src_mac_offset;
 	u32 cur_saddr, cur_daddr;	/* host order */
+	bool auto_saddr;		/* no src_min/max: the device's address */
 	struct in6_addr cur_in6_saddr, cur_in6_daddr;
 	u16 cur_udp_src, cur_udp_dst;
 	u16 cur_queue_map;
@@ -219,6 +223,9 @@ extern unsigned int pg_catchup_pct;
 /* parse.c */
 int pg_read_cmd(const char __user *ubuf, size_t count, char *buf, size_t size);
 int pg_split(char *buf, char **argv, int max);
+int pg_get_args(const char __user *ubuf, size_t count, char *buf, char **argv,
+		int max);
+const char *pg_args_error(int err);
 int pg_parse_u64(const char *s, u64 *v);
 int pg_parse_u32(const char *s, u32 *v, u32 max);
 int pg_parse_hex(const char *s, u32 *v, unsigned int maxdigits);

@@ -182,7 +182,8 @@ static struct pg_stream *pg_stream_get(struct pg_rx_session *s,
 				       const struct in6_addr *src, bool v6)
 {
 	struct pg_streams *tbl = s->streams;
-	u32 h = jhash2(src->s6_addr32, 4, 0) % PG_STREAM_BUCKETS;
+	/* the address bytes as they are: a hash, not arithmetic */
+	u32 h = jhash(src->s6_addr, sizeof(src->s6_addr), 0) % PG_STREAM_BUCKETS;
 	struct pg_stream *st;
 
 	for (st = smp_load_acquire(&tbl->bucket[h]); st; st = st->next)
@@ -734,18 +735,12 @@ static ssize_t pg_rx_write(struct file *file, const char __user *ubuf,
 	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	err = pg_read_cmd(ubuf, count, buf, PG_MAX_WRITE);
+	argc = pg_get_args(ubuf, count, buf, argv, ARRAY_SIZE(argv));
 	mutex_lock(&rx->lock);
-	if (err) {
-		pg_rx_res(rx, err, "ERROR: %s", err == -E2BIG ? "command too long" :
-			  "empty command or control characters in command");
-	} else {
-		argc = pg_split(buf, argv, ARRAY_SIZE(argv));
-		if (argc < 0)
-			err = pg_rx_res(rx, argc, "ERROR: %s", "too many arguments");
-		else
-			err = pg_rx_command(rx, argc, argv);
-	}
+	if (argc < 0)
+		err = pg_rx_res(rx, argc, "ERROR: %s", pg_args_error(argc));
+	else
+		err = pg_rx_command(rx, argc, argv);
 	mutex_unlock(&rx->lock);
 	kfree(buf);
 	return err ? err : (ssize_t)count;
@@ -789,8 +784,14 @@ void pg_rx_exit(struct pg_net *pn)
 
 	if (!rx)
 		return;
-	proc_remove(rx->proc);
-	pg_rx_disable(rx);	/* waits for hooks in flight */
+	proc_remove(rx->proc);	/* no writer can re-register the hooks */
+	pg_rx_disable(rx);
+	/*
+	 * nf_unregister_net_hooks() only unlinks the hooks: a hook already
+	 * running on another CPU (under rcu_read_lock) may still use rx and
+	 * its session. Wait for it before freeing them.
+	 */
+	synchronize_net();
 	pg_rx_reap(rx);
 	pg_session_free(rcu_dereference_protected(rx->session, 1));
 	kfree(rx);

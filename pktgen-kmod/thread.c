@@ -22,6 +22,7 @@
 #include <linux/netdevice.h>
 #include <linux/random.h>
 #include <linux/math64.h>
+#include <linux/overflow.h>
 #include <linux/etherdevice.h>
 #include "rfcpg.h"
 
@@ -41,9 +42,9 @@ void pg_dev_result_line(struct pg_dev *pd)
 		pps = div64_u64(pd->sofar * USEC_PER_SEC, total_us);
 	bps = pps * 8 * size;
 	scnprintf(pd->result, sizeof(pd->result),
-		  "OK: %llu(c%llu+d%llu) usec, %llu (%ubyte,%ufrags)\n  %llupps %lluMb/sec (%llubps) errors: %llu",
+		  "OK: %llu(c%llu+d%llu) usec, %llu (%ubyte,%ufrags)\n  %llupps %lluMb/sec (%llubps) errors: %llu  tx_dropped: %llu",
 		  total_us, total_us - idle_us, idle_us, pd->sofar, size, pd->nfrags,
-		  pps, div_u64(bps, 1000000), bps, pd->errors);
+		  pps, div_u64(bps, 1000000), bps, pd->errors, pd->tx_dropped);
 }
 
 static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
@@ -70,6 +71,7 @@ static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
 	}
 	pd->sofar = 0;
 	pd->errors = 0;
+	pd->tx_dropped = 0;
 	pd->tx_bytes = 0;
 	pd->idle_acc = 0;
 	pd->seq_num = 1;
@@ -105,7 +107,8 @@ static void pg_dev_stop(struct pg_thread *t, struct pg_dev *pd)
 
 static void pg_thread_handle_req(struct pg_thread *t)
 {
-	int req = READ_ONCE(t->req);
+	/* acquire: pairs with the requester's release, so req_arg is seen */
+	int req = smp_load_acquire(&t->req);
 	struct pg_dev *pd, *tmp;
 	int ret = 0;
 
@@ -167,6 +170,14 @@ static bool pg_thread_should_break(struct pg_thread *t)
 
 /* ---- transmit ---- */
 
+/* A schedule time far in the future stays there instead of wrapping. */
+static u64 pg_sat_add(u64 a, u64 b)
+{
+	u64 r;
+
+	return check_add_overflow(a, b, &r) ? U64_MAX : r;
+}
+
 static u64 pg_due(const struct pg_dev *pd)
 {
 	return max(pd->next_tx, pd->earliest_tx);
@@ -206,7 +217,7 @@ static bool pg_wait_until(struct pg_thread *t, struct pg_dev *pd, u64 due, u64 *
 	if (now >= due)
 		return true;
 	if (due - now > READ_ONCE(pg_spin_ns)) {
-		ktime_t exp = ns_to_ktime(due);
+		ktime_t exp = ns_to_ktime(min_t(u64, due, KTIME_MAX));
 
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (!pg_thread_should_break(t))
@@ -237,44 +248,59 @@ static void pg_count_sent(struct pg_dev *pd, unsigned int n, unsigned int len)
 }
 
 /*
- * Hand one skb (burst copies when shared) to the driver. Returns the number
- * of packets the driver took; the skb reference handling keeps pd->skb only
- * while it is reused (clone_skb/burst).
+ * Packets handed to the driver per hold of its TX lock: BHs are off while
+ * it is held, so a long burst lets softirqs (and the RX of the same CPU)
+ * run between chunks.
  */
-static unsigned int pg_xmit_start(struct pg_dev *pd, struct sk_buff *skb,
-				  bool shared, unsigned int burst, bool *busy)
+#define PG_TX_LOCK_BATCH	256
+
+struct pg_tx {
+	unsigned int sent;	/* accepted by the driver (NETDEV_TX_OK) */
+	unsigned int dropped;	/* consumed but dropped (NET_XMIT_DROP/CN...) */
+	bool busy;		/* queue stopped or NETDEV_TX_BUSY: retry later */
+};
+
+/*
+ * Hand one skb (burst copies of it when shared) to the driver. A driver
+ * must never be called on a stopped queue, and it may stop the queue on any
+ * packet of a burst: the state is checked before every packet. Each copy
+ * takes its own skb reference, which the driver consumes unless it answers
+ * NETDEV_TX_BUSY.
+ */
+static void pg_xmit_start(struct pg_dev *pd, struct sk_buff *skb, bool shared,
+			  unsigned int burst, struct pg_tx *tx)
 {
 	struct net_device *odev = pd->odev;
-	struct netdev_queue *txq;
-	unsigned int sent = 0;
+	struct netdev_queue *txq = skb_get_tx_queue(odev, skb);
+	unsigned int done = 0, end;
 	netdev_tx_t ret;
 
-	txq = skb_get_tx_queue(odev, skb);
-	local_bh_disable();
-	HARD_TX_LOCK(odev, txq, smp_processor_id());
-	if (unlikely(netif_xmit_frozen_or_drv_stopped(txq))) {
-		*busy = true;
-		goto unlock;
-	}
-	if (shared)
-		refcount_add(burst, &skb->users);
-	while (sent < burst) {
-		ret = netdev_start_xmit(skb, odev, txq, sent + 1 < burst);
-		if (ret != NETDEV_TX_OK) {
-			if (ret == NETDEV_TX_BUSY)
-				*busy = true;
-			else
-				sent++;	/* consumed (dropped by the driver) */
-			break;
+	while (done < burst && !tx->busy) {
+		end = min(burst, done + PG_TX_LOCK_BATCH);
+		local_bh_disable();
+		HARD_TX_LOCK(odev, txq, smp_processor_id());
+		for (; done < end; done++) {
+			if (unlikely(netif_xmit_frozen_or_drv_stopped(txq))) {
+				tx->busy = true;
+				break;
+			}
+			if (shared)
+				refcount_inc(&skb->users);
+			ret = netdev_start_xmit(skb, odev, txq, done + 1 < end);
+			if (likely(ret == NETDEV_TX_OK)) {
+				tx->sent++;
+			} else if (dev_xmit_complete(ret)) {
+				tx->dropped++;	/* consumed: the driver dropped it */
+			} else {
+				if (shared)
+					refcount_dec(&skb->users);
+				tx->busy = true;
+				break;
+			}
 		}
-		sent++;
+		HARD_TX_UNLOCK(odev, txq);
+		local_bh_enable();
 	}
-	for (; shared && sent < burst; burst--)
-		refcount_dec(&skb->users);	/* references for copies not sent */
-unlock:
-	HARD_TX_UNLOCK(odev, txq);
-	local_bh_enable();
-	return sent;
 }
 
 /* now: the monotonic time just read, or 0 to read it when needed */
@@ -282,8 +308,8 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 {
 	struct net_device *odev = pd->odev;
 	bool shared = pd->clone_skb || pd->burst > 1;
+	unsigned int frames = 1;	/* handed over by this call: sets the gap */
 	struct sk_buff *skb;
-	bool busy = false;
 	unsigned int len;
 	u64 gap;
 	int ret;
@@ -304,10 +330,11 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 		pd->skb = pg_build_skb(t, pd, now);
 		if (!pd->skb) {
 			pd->errors++;
-			pd->next_tx += READ_ONCE(pd->delay);
+			pd->next_tx = pg_sat_add(pd->next_tx, READ_ONCE(pd->delay));
 			return;
 		}
-		pd->clone_left = pd->clone_skb + 1;
+		/* clone_skb N: the same skb N times (upstream); 0 or 1: once */
+		pd->clone_left = max(pd->clone_skb, 1U);
 	}
 	skb = pd->skb;
 	len = skb->len;
@@ -326,23 +353,30 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	case PG_XMIT_QUEUE:
 		pd->skb = NULL;
 		ret = dev_queue_xmit(skb);
-		if (ret == NET_XMIT_SUCCESS || ret == NET_XMIT_CN)
+		if (ret == NET_XMIT_SUCCESS) {
 			pg_count_sent(pd, 1, len);
-		else
+		} else {
+			/* dropped by our own qdisc or driver, not by the DUT */
 			pd->errors++;
+			pd->tx_dropped++;
+		}
 		break;
 	default: {
 		unsigned int burst = shared ? pd->burst : 1;
-		unsigned int sent = pg_xmit_start(pd, skb, shared, burst, &busy);
+		struct pg_tx tx = {};
 
-		if (sent) {
-			pg_count_sent(pd, sent, len);
+		pg_xmit_start(pd, skb, shared, burst, &tx);
+		if (tx.sent || tx.dropped) {
+			pg_count_sent(pd, tx.sent, len);
+			pd->errors += tx.dropped;
+			pd->tx_dropped += tx.dropped;
 			if (!shared)
 				pd->skb = NULL;	/* the driver owns it now */
 			else
 				pd->clone_left--;
+			frames = tx.sent + tx.dropped;
 		}
-		if (busy && !sent) {
+		if (tx.busy && !tx.sent && !tx.dropped) {
 			/* queue full: retry the same packet soon, not an error */
 			pd->earliest_tx = ktime_get_ns() + 1000;
 			if (need_resched())
@@ -353,13 +387,21 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	}
 	}
 	pd->last_pkt_size = len;
-	gap = READ_ONCE(pd->delay) * (shared ? pd->burst : 1);
-	pd->next_tx += gap;
+	/*
+	 * One gap per frame actually handed over (netif_receive and queue_xmit
+	 * send one frame whatever burst says), saturating: delay * burst and
+	 * next_tx + gap may not wrap into the past.
+	 */
+	if (check_mul_overflow(READ_ONCE(pd->delay), (u64)frames, &gap))
+		gap = U64_MAX;
+	pd->next_tx = pg_sat_add(pd->next_tx, gap);
 	if (READ_ONCE(pg_catchup_pct))
-		pd->earliest_tx = ktime_get_ns() +
-				  mul_u64_u32_div(gap, 100, 100 + READ_ONCE(pg_catchup_pct));
+		pd->earliest_tx = pg_sat_add(ktime_get_ns(),
+					     mul_u64_u32_div(gap, 100,
+							     100 + READ_ONCE(pg_catchup_pct)));
 
-	if (pd->count && pd->sofar >= pd->count)
+	/* count: frames handed to the driver, whether it sent or dropped them */
+	if (pd->count && pd->sofar + pd->tx_dropped >= pd->count)
 		pg_dev_stop(t, pd);
 }
 
@@ -388,7 +430,7 @@ static int pg_thread_fn(void *arg)
 			now = 0;		/* no rate limit: no schedule to keep */
 		} else {
 			now = ktime_get_ns();
-			if (pd->next_tx + READ_ONCE(pg_max_lag_ns) < now)
+			if (now > pd->next_tx && now - pd->next_tx > READ_ONCE(pg_max_lag_ns))
 				pd->next_tx = now;	/* too late to catch up: re-base */
 			if (!pg_wait_until(t, pd, pg_due(pd), &now)) {
 				cond_resched();

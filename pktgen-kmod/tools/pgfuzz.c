@@ -4,7 +4,12 @@
  * (return -1) and leave an error in the file's "Result:" line. Runs in the
  * guest; written in C because an interpreted loop is slow under emulation.
  *
- *   pgfuzz PATH KIND N SEED     KIND: dev | thread | ctrl | rx
+ *   pgfuzz PATH KIND N SEED [MODE]
+ *       KIND: dev | thread | ctrl | rx
+ *       MODE: random (default: random bytes, words and table entries) |
+ *             grammar (built from the command grammar: separators only,
+ *             quotes and '=' forms, every keyword of KIND with an empty,
+ *             negative, huge, non-decimal or overlong value)
  *
  * Prints one JSON line: {"n":..,"accepted":..,"bad_result":..,
  * "errnos":{"22":..,...},"first_accepted":"..","first_bad":".."}.
@@ -72,7 +77,7 @@ static const char *const bad_dev[] = {
 	"imix_weights 64,0", "imix_weights ,1",
 	"mpls g", "mpls 1,,2", "mpls 123456789",
 	"mpls 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
-	"clone_skb 1", "burst 2", "spi 1",
+	"clone_skb 1", "burst 2", "spi x", "spi -1",
 };
 
 static const char *const bad_thread[] = {
@@ -130,6 +135,13 @@ static size_t copy_str(char *out, const char *s)
 {
 	size_t n = strlen(s);
 
+	memcpy(out, s, n);
+	return n;
+}
+
+/* n bytes, embedded NULs included */
+static size_t copy_bytes(char *out, const char *s, size_t n)
+{
 	memcpy(out, s, n);
 	return n;
 }
@@ -223,9 +235,9 @@ static size_t malformed(char *out, const char *kind)
 		case 3: return copy_str(out, "starts");
 		case 4: return copy_str(out, "sto");
 		case 5: return copy_str(out, "START");
-		case 6: memcpy(out, "start\x01", 6); return 6;
-		case 7: memcpy(out, "st\0op", 5); return 5;
-		case 8: memcpy(out, "\x7fstop", 5); return 5;
+		case 6: return copy_bytes(out, "start\x01", 6);
+		case 7: return copy_bytes(out, "st\0op", 5);
+		case 8: return copy_bytes(out, "\x7fstop", 5);
 		case 9: return copy_str(out, "stop stop");
 		default: return copy_str(out, "-1");
 		}
@@ -237,6 +249,163 @@ static size_t malformed(char *out, const char *kind)
 		return n;
 	}
 	return copy_str(out, PICK(bad_rx));
+}
+
+/* ---- grammar mode ---- */
+
+/* Keywords of each file that take one value; "" ends a list. */
+static const char *const kw_dev[] = {
+	"count", "pkt_size", "min_pkt_size", "max_pkt_size", "imix_weights",
+	"debug", "frags", "delay", "rate", "ratep", "udp_src_min", "udp_src_max",
+	"udp_dst_min", "udp_dst_max", "clone_skb", "burst", "node", "xmit_mode",
+	"flag", "dst", "dst_min", "dst_max", "src_min", "src_max", "dst6", "src6",
+	"dst6_min", "dst6_max", "dst_mac", "src_mac", "src_mac_count",
+	"dst_mac_count", "flows", "flowlen", "queue_map_min", "queue_map_max",
+	"mpls", "vlan_id", "vlan_p", "vlan_cfi", "svlan_id", "svlan_p",
+	"svlan_cfi", "tos", "traffic_class", "skb_priority", "spi", "",
+};
+
+static const char *const kw_thread[] = { "add_device", "max_before_softirq", "" };
+
+static const char *const kw_ctrl[] = { "" };
+
+static const char *const kw_rx[] = { "rx", "statistics", "display", "action", "" };
+
+/* Keywords that take no value: only an extra value is malformed. */
+static const char *const kw0_dev[] = { "clear_counters", "" };
+
+static const char *const kw0_thread[] = { "rem_device_all", "" };
+
+static const char *const kw0_ctrl[] = { "start", "stop", "reset", "" };
+
+static const char *const kw0_rx[] = { "rx_reset", "rx_disable", "" };
+
+/* Keywords whose bare form is valid (an empty value is not malformed). */
+static int empty_ok(const char *kw)
+{
+	return !strcmp(kw, "max_before_softirq");
+}
+
+static const char *const seps[] = {
+	" ", "\t", "=", "\"", "= \"", "\" = \"", "==", " = ", "\"\"", "=\"",
+};
+
+static size_t list_len(const char *const *l)
+{
+	size_t n = 0;
+
+	while (l[n][0])
+		n++;
+	return n;
+}
+
+static size_t put_seps(char *out, uint32_t max)
+{
+	uint32_t k = below(max + 1);
+	size_t n = 0;
+
+	while (k--)
+		n += copy_str(out + n, PICK(seps));
+	return n;
+}
+
+/* A value no keyword accepts: negative, huge, non-decimal or overlong. */
+static size_t bad_value(char *out)
+{
+	static const char *const nondec[] = {
+		"+5", "1.5", "0x1g", "x9", "-0", "1_000", "09z", "--1", "1e3z",
+	};
+	size_t n = 0, i;
+
+	switch (below(4)) {
+	case 0:
+		return (size_t)sprintf(out, "-%u", below(4294967295U));
+	case 1:				/* beyond u64 */
+		for (i = 21 + below(40); i; i--)
+			out[n++] = '9';
+		return n;
+	case 2:
+		return copy_str(out, PICK(nondec));
+	default:			/* longer than any name or number field */
+		for (i = 16 + below(300); i; i--)
+			out[n++] = (char)('g' + below(20));
+		return n;
+	}
+}
+
+static size_t grammar(char *out, const char *kind)
+{
+	const char *const *kw, *const *kw0;
+	size_t n = 0, n1, n0, len;
+	const char *k;
+	int quote = below(3) == 0;
+
+	if (!strcmp(kind, "dev")) {
+		kw = kw_dev;
+		kw0 = kw0_dev;
+	} else if (!strcmp(kind, "thread")) {
+		kw = kw_thread;
+		kw0 = kw0_thread;
+	} else if (!strcmp(kind, "ctrl")) {
+		kw = kw_ctrl;
+		kw0 = kw0_ctrl;
+	} else {
+		kw = kw_rx;
+		kw0 = kw0_rx;
+	}
+	n1 = list_len(kw);
+	n0 = list_len(kw0);
+
+	switch (below(8)) {
+	case 0:				/* separators only */
+		n = copy_str(out, PICK(seps));
+		n += put_seps(out + n, 4);
+		break;
+	case 1:				/* an overlong keyword */
+		k = below((uint32_t)(n1 + n0)) < n1 && n1 ? kw[below((uint32_t)n1)] :
+			kw0[below((uint32_t)n0)];
+		n = put_seps(out, 2);
+		n += copy_str(out + n, k);
+		for (len = 40 + below(200); n < len; )
+			out[n++] = 'x';
+		break;
+	case 2:				/* a value for a keyword that takes none */
+		n = put_seps(out, 2);
+		n += copy_str(out + n, kw0[below((uint32_t)n0)]);
+		n += copy_str(out + n, PICK(seps));
+		n += below(2) ? bad_value(out + n) : copy_str(out + n, "1");
+		break;
+	case 3:				/* keyword, empty value */
+		if (!n1)
+			return grammar(out, kind);
+		k = kw[below((uint32_t)n1)];
+		if (empty_ok(k))
+			return grammar(out, kind);
+		n = put_seps(out, 2);
+		n += copy_str(out + n, k);
+		n += put_seps(out + n, 3);
+		break;
+	default:			/* keyword, malformed value */
+		if (!n1)
+			return grammar(out, kind);
+		n = put_seps(out, 2);
+		if (quote)
+			out[n++] = '"';
+		n += copy_str(out + n, kw[below((uint32_t)n1)]);
+		if (quote)
+			out[n++] = '"';
+		n += copy_str(out + n, PICK(seps));
+		if (quote)
+			out[n++] = '"';
+		n += bad_value(out + n);
+		if (quote)
+			out[n++] = '"';
+		n += put_seps(out + n, 2);
+		break;
+	}
+	if (below(2))
+		out[n++] = '\n';
+	return n;
 }
 
 static void json_str(const char *s, size_t n)
@@ -264,12 +433,13 @@ int main(int argc, char **argv)
 	long n, i, accepted = 0, bad = 0;
 	char first_acc[MAXLEN], first_bad[256];
 	size_t first_acc_len = 0, first_bad_len = 0;
-	int wfd, rfd, e, comma = 0;
+	int wfd, rfd, e, comma = 0, use_grammar;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: pgfuzz PATH dev|thread|ctrl|rx N SEED\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: pgfuzz PATH dev|thread|ctrl|rx N SEED [random|grammar]\n");
 		return 2;
 	}
+	use_grammar = argc == 6 && !strcmp(argv[5], "grammar");
 	n = atol(argv[3]);
 	rng_state = (uint64_t)strtoull(argv[4], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;
 	wfd = open(argv[1], O_WRONLY);
@@ -279,7 +449,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (i = 0; i < n; i++) {
-		size_t len = malformed(buf, argv[2]);
+		size_t len = use_grammar ? grammar(buf, argv[2]) : malformed(buf, argv[2]);
 		ssize_t ret = write(wfd, buf, len);
 		ssize_t r;
 		char *res;

@@ -13,6 +13,7 @@ error codes.
 import base64
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -24,7 +25,10 @@ import pytest
 from rfc2544.ssh import put_file, quote
 
 ROOT = Path(__file__).resolve().parents[2]
-KMOD_SRC = ROOT / "pktgen-kmod"
+# RFC2544_KMOD_SRC=DIR builds the module from another tree (e.g. an older
+# commit's pktgen-kmod, to see a test fail on it); tools/ stay this tree's.
+KMOD_SRC = Path(os.environ.get("RFC2544_KMOD_SRC") or ROOT / "pktgen-kmod")
+TOOLS = ROOT / "pktgen-kmod" / "tools"
 REMOTE_KO = "/root/rfc2544_pktgen.ko"
 REMOTE_AGENT = "/root/kmod_agent.py"
 REMOTE_FUZZ = "/root/pgfuzz"
@@ -39,7 +43,7 @@ def build_fuzzer():
     """pktgen-kmod/tools/pgfuzz.c, static, for the guest."""
     out = Path(tempfile.mkdtemp(prefix="pgfuzz-")) / "pgfuzz"
     res = subprocess.run(["gcc", "-O2", "-static", "-Wall", "-Wextra", "-Werror", "-o", str(out),
-                          str(KMOD_SRC / "tools" / "pgfuzz.c")], capture_output=True, text=True)
+                          str(TOOLS / "pgfuzz.c")], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     return out
 
@@ -273,10 +277,11 @@ class KmodVM:
         return json.loads(self.run(f"python3 {REMOTE_AGENT}", stdin=json.dumps(req),
                                    timeout=timeout)[1])
 
-    def fuzz(self, path, kind, n, seed):
-        """pgfuzz in the guest: n malformed writes, each checked."""
-        status, out, err = self.run(f"{REMOTE_FUZZ} {quote(path)} {kind} {int(n)} {int(seed)}",
-                                    timeout=1200, check=False)
+    def fuzz(self, path, kind, n, seed, mode="random"):
+        """pgfuzz in the guest: n malformed writes, each checked (mode:
+        random or grammar, see tools/pgfuzz.c)."""
+        status, out, err = self.run(f"{REMOTE_FUZZ} {quote(path)} {kind} {int(n)} {int(seed)} "
+                                    f"{quote(mode)}", timeout=1200, check=False)
         assert status in (0, 1), f"pgfuzz {path}: exit {status}: {err}"
         return json.loads(out)
 

@@ -55,6 +55,20 @@ def test_intree_device_finished():
     assert st.current["started"].endswith("us") and st.current["stopped"].endswith("us")
 
 
+def test_kmod_tx_dropped_parsed():
+    """rfc2544_pktgen appends tx_dropped (frames its own driver dropped) to
+    the Current and Result lines; the in-tree format has neither."""
+    text = ("Params: count 300  min_pkt_size: 64  max_pkt_size: 64\n"
+            "Current:\n     pkts-sofar: 250  errors: 50  tx_dropped: 50\n"
+            "Result: OK: 60000(c60000+d0) usec, 250 (64byte,0frags)\n"
+            "  4166pps 2Mb/sec (2132992bps) errors: 50  tx_dropped: 50\n")
+    st = pktgen.parse_device(text)
+    assert st.tx_dropped == 50 and st.errors == 50 and st.pkts_sofar == 250
+    assert st.run.tx_dropped == 50 and st.run.errors == 50 and st.run.packets == 250
+    intree = pktgen.parse_device(captured("intree-device-finished.txt"))
+    assert intree.tx_dropped is None and intree.run.tx_dropped == 0
+
+
 def test_intree_device_ipv6():
     st = pktgen.parse_device(captured("intree-device-ipv6.txt"))
     assert st.flags == ["IPV6"]

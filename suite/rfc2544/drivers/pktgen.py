@@ -152,6 +152,9 @@ class RunResult:
     mbps: int
     bps: int
     errors: int
+    # rfc2544_pktgen only: frames our own driver/qdisc dropped (in errors,
+    # not in packets); > 0 means the tester limited the trial, not the DUT
+    tx_dropped: int = 0
 
     @property
     def elapsed_s(self):
@@ -173,6 +176,11 @@ class DeviceState:
     @property
     def errors(self):
         return _int(self.current.get("errors"))
+
+    @property
+    def tx_dropped(self):
+        """rfc2544_pktgen's driver/qdisc drops (None with the in-tree pktgen)."""
+        return _int(self.current.get("tx_dropped"))
 
     @property
     def finished(self):
@@ -199,6 +207,7 @@ _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*:$")
 _RUN_RE = re.compile(
     r"OK:\s*(\d+)\(c(\d+)\+d(\d+)\)\s*usec,\s*(\d+)\s*\((\d+)byte,(\d+)frags\)\s*"
     r"(\d+)pps\s+(\d+)Mb/sec\s+\((\d+)bps\)\s+errors:\s*(\d+)"
+    r"(?:\s+tx_dropped:\s*(\d+))?"
 )
 
 
@@ -258,7 +267,7 @@ def parse_device(text) -> DeviceState:
     state.result_text = " ".join(result_lines)
     m = _RUN_RE.search(state.result_text)
     if m:
-        state.run = RunResult(*(int(g) for g in m.groups()))
+        state.run = RunResult(*(int(g or 0) for g in m.groups()))
     return state
 
 
