@@ -42,6 +42,7 @@ class SimDevice:
         self.started = None
         self.stopped_at = None
         self.run_usec = None
+        self.dropped = 0            # frames the tester's own driver dropped
         self.writes = []
 
     def _us(self):
@@ -66,7 +67,7 @@ class SimDevice:
             "     src_mac_count: 0  dst_mac_count: 0",
             f"     Flags: {flags}",
             "Current:",
-            f"     pkts-sofar: {self.sofar}  errors: 0",
+            f"     pkts-sofar: {self.sofar}  errors: {self.dropped}  tx_dropped: {self.dropped}",
             f"     started: {self._us()[0]}us  stopped: {self._us()[1]}us idle: 0us",
             f"     seq_num: {self.sofar + 1}  cur_dst_mac_offset: 0  cur_src_mac_offset: 0",
             "     cur_saddr: 198.18.0.1  cur_daddr: 198.19.0.1",
@@ -78,7 +79,7 @@ class SimDevice:
             usec = max(self.run_usec, 1)
             pps = self.sofar * 1000000 // usec
             lines.append(f"Result: OK: {usec}(c{usec - 5}+d5) usec, {self.sofar} ({p['pkt_size']}byte,0frags)")
-            lines.append(f"  {pps}pps {pps * p['pkt_size'] * 8 // 1000000}Mb/sec ({pps * p['pkt_size'] * 8}bps) errors: 0")
+            lines.append(f"  {pps}pps {pps * p['pkt_size'] * 8 // 1000000}Mb/sec ({pps * p['pkt_size'] * 8}bps) errors: {self.dropped}  tx_dropped: {self.dropped}")
         else:
             lines.append(f"Result: {self.result or 'Idle'}")
         return "\n".join(lines) + "\n"
@@ -88,7 +89,7 @@ class SimKernel:
     """One tester host (+ a DUT that forwards its streams)."""
 
     def __init__(self, threads=2, pgrx=True, dut_capacity_fps=None, tester_ceiling_fps=None,
-                 rx_dev="rx0", noise_rx=0, loss_every=None, clock=None):
+                 rx_dev="rx0", noise_rx=0, loss_every=None, clock=None, tx_drop_every=None):
         self.clock = clock or SimClock()
         self.lock = threading.RLock()
         self.threads = {i: [] for i in range(threads)}
@@ -98,6 +99,7 @@ class SimKernel:
         self.tester_ceiling_fps = tester_ceiling_fps
         self.noise_rx = noise_rx            # extra frames the rx port counts per trial (ARP ...)
         self.loss_every = loss_every        # lose every Nth frame (DUT loss independent of rate)
+        self.tx_drop_every = tx_drop_every  # the tester's driver drops every Nth frame (never sent)
         self.rx_dev = rx_dev
         self.running = False
         self.t_start = None
@@ -191,7 +193,7 @@ class SimKernel:
             elif arg == "!IPV6":
                 p["ipv6"] = False
         elif word == "clear_counters":
-            dev.sofar, dev.run_usec = 0, None
+            dev.sofar, dev.run_usec, dev.dropped = 0, None, 0
         elif word in ("src_max", "dst_max", "udp_src_min", "udp_src_max", "udp_dst_min", "udp_dst_max",
                       "imix_weights", "min_pkt_size", "max_pkt_size"):
             pass
@@ -232,7 +234,7 @@ class SimKernel:
             self.starts += 1
             self.t_start = self.clock.monotonic()
             for d in self.devices.values():
-                d.sofar, d.run_usec, d.started = 0, None, self.t_start
+                d.sofar, d.run_usec, d.started, d.dropped = 0, None, self.t_start, 0
                 d.anchor = (self.t_start, -1)   # the first frame goes at once
                 d.result = "Starting"
             self.noise_pending = True
@@ -252,7 +254,8 @@ class SimKernel:
             rate = self._rate(d)
             t_a, n_a = d.anchor
             n = d.p["count"] if rate == float("inf") else min(d.p["count"], n_a + 1 + int((now - t_a) * rate))
-            self._deliver(d, n)
+            d.dropped = n // self.tx_drop_every if self.tx_drop_every else 0
+            self._deliver(d, n - d.dropped)
             if n >= d.p["count"]:
                 done_at = t_a + (d.p["count"] - 1 - n_a) / rate if rate != float("inf") else d.started
                 d.run_usec = max(int((done_at - d.started) * 1e6), 1)

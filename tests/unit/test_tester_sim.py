@@ -332,3 +332,16 @@ def test_idle_s_starts_the_trial_idle_after_the_previous_traffic(tmp_path):
         gaps[idle] = kernel.t_start - first
     assert gaps[0.6] >= 0.2 + 0.6
     assert gaps[None] < 0.2 + 0.6
+
+
+def test_frames_the_testers_driver_dropped_are_tester_limited_not_dut_loss(tmp_path):
+    """rfc2544_pktgen counts frames its own driver refused (NET_XMIT_DROP,
+    a full qdisc) in tx_dropped, not in pkts-sofar: they never reached the
+    DUT, so the trial is tester-limited and they are not lost frames."""
+    kernel = SimKernel(tx_drop_every=100)
+    tester, _, _ = make_tester(tmp_path, kernel)
+    r = tester.run_trial(spec(learning=False))
+    assert r.intended_frames == 400
+    assert r.tx_frames == 396 and r.rx_frames == 396 and r.lost_frames == 0
+    assert r.tester_limited
+    assert any("driver dropped 4 frames" in n for n in r.notes), r.notes

@@ -2,8 +2,9 @@
 
 Offered vs sent: a trial whose generators did not reach the intended rate
 (below `rate_tolerance` of it), sent fewer frames than asked without being
-stopped, or had to be stopped at the deadline is `tester_limited`: the
-shortfall is the tester's, never the DUT's loss.
+stopped, had frames dropped by the tester's own driver or qdisc
+(rfc2544_pktgen's tx_dropped), or had to be stopped at the deadline is
+`tester_limited`: the shortfall is the tester's, never the DUT's loss.
 """
 import math
 from dataclasses import dataclass, field
@@ -39,6 +40,12 @@ def tx_frames_of(device):
     return device.pkts_sofar or 0
 
 
+def _tx_dropped(device):
+    if device.run is not None and device.run.tx_dropped:
+        return device.run.tx_dropped
+    return device.tx_dropped or 0
+
+
 def judge(spec, readings: List[StreamReading], totals: ReceiverTotals, *, started, wall_traffic_s,
           aborted=False, deadline_hit=False, rate_tolerance=0.99, latency=None, notes=()):
     notes = list(notes) + list(totals.notes)
@@ -52,7 +59,12 @@ def judge(spec, readings: List[StreamReading], totals: ReceiverTotals, *, starte
     for r in readings:
         sent = tx_frames_of(r.device)
         label = r.plan.label
-        if r.device.errors:
+        dropped = _tx_dropped(r.device)
+        if dropped:
+            # never on the wire, so not in tx_frames: the tester's shortfall
+            limited = True
+            notes.append(f"{label}: the tester's own driver dropped {dropped} frames (not sent; not DUT loss)")
+        elif r.device.errors:
             notes.append(f"{label}: generator counted {r.device.errors} transmit errors")
         if not aborted and not deadline_hit and sent < r.count:
             limited = True
