@@ -1,17 +1,21 @@
 """setup.yml / teardown.yml against the single-topology lab (tester VM with
 the DUT in netns `dut`): bad input fails with one clear message and changes
 nothing; --check on a fresh host changes nothing; setup builds and loads the
-module; a second run reports changed=0; teardown leaves every value the
-playbooks touched as it was before. The tests run in file order and share
+module; a second run reports changed=0; the wheel, installed outside the
+checkout, runs `run --setup -p quick` from /tmp with its own Ansible;
+teardown leaves every value the playbooks touched as it was before. The tests run in file order and share
 the lab's state; the module is built inside the TCG VM once (the slow part).
 Durations go to results/ansible-lab-timings.json."""
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
 
-from test_ansible_support import ROOT, frozen_source, host_state, playbook, state_script
+from test_ansible_support import ROOT, frozen_source, host_state, playbook, state_script, wheel_venv
 
 pytestmark = pytest.mark.lab
 
@@ -164,6 +168,38 @@ def test_second_run_changes_nothing(ctx):
     assert run.rc == 0, run.output[-3000:]
     assert run.changed == 0, {h: r["changed"] for h, r in run.recap.items()}
     assert set(run.recap) == {"tester", "dut"}
+
+
+def test_wheel_runs_setup_and_the_quick_profile_from_tmp(ctx, tmp_path):
+    """The product from its wheel alone, as a pipx user has it: installed
+    with its dependencies into a fresh virtualenv outside the checkout,
+    started by full path from /tmp with PATH holding only system
+    directories, it prepares the hosts with the shipped playbooks and the
+    venv's own ansible-playbook (`run --setup`) and runs the quick profile
+    end to end with our module. It runs here, on the hosts the tests above
+    set up, so the shipped source (the same files) needs no second build in
+    the emulated VM; the teardown below then covers it too."""
+    venv = wheel_venv(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "VIRTUAL_ENV"))}
+    env["PATH"] = "/usr/bin:/bin"
+    out = tmp_path / "quick"
+    t0 = time.monotonic()
+    run = subprocess.run([str(venv / "bin" / "rfc2544"), "run", "--setup", "-i", str(ctx["inv"]), "-p", "quick",
+                          "--out", str(out), "--format", "csv"], cwd="/tmp", env=env,
+                         capture_output=True, text=True, timeout=3600)
+    ctx["timings"]["wheel_run_setup_quick_s"] = round(time.monotonic() - t0, 1)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    site = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    playbooks = site / "rfc2544" / "data" / "playbooks"
+    assert f"rfc2544: {venv / 'bin' / 'ansible-playbook'} setup.yml (ANSIBLE_CONFIG={playbooks / 'ansible.cfg'})" \
+        in run.stderr
+    assert "ETA" in run.stdout
+    data = json.loads((out / "results.json").read_text())
+    assert data["complete"]
+    assert data["conditions"]["generator"] == "rfc2544_pktgen"
+    assert {row["frame_size"] for row in data["throughput"]} == {64, 1518}
+    assert all(row["ndr_fps"] and row["ndr_fps"] > 1000 for row in data["throughput"])
+    assert (out / "trials.csv").exists()
 
 
 def test_teardown_restores_every_touched_value(ctx):

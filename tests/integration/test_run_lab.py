@@ -164,20 +164,6 @@ def test_ndr_of_a_capped_dut_within_3_percent(capped, tmp_path):
     assert abs(ndr - known) / known <= 0.03, f"{method}: NDR {ndr:.0f} fps vs {known:.0f}: {log}"
 
 
-def test_quick_profile_run_completes(lab, tmp_path):
-    out = tmp_path / "quick"
-    r = subprocess.run(RFC2544 + ["run", "-i", str(lab.inventory_path), "-p", "quick", "--out", str(out),
-                                  "--format", "csv"], capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
-    data = json.loads((out / "results.json").read_text())
-    assert data["complete"]
-    assert {row["frame_size"] for row in data["throughput"]} == {64, 1518}
-    assert all(row["ndr_fps"] and row["ndr_fps"] > 1000 for row in data["throughput"])
-    assert data["conditions"]["generator"] in ("rfc2544_pktgen", "pktgen (in-tree)")
-    assert (out / "trials.csv").exists()
-    assert "ETA" in r.stdout
-
-
 def test_killed_ssh_connection_mid_trial(capped, tmp_path):
     """The tester's SSH connection dies during a trial: the run stops with an
     infrastructure error, the generator is stopped, finished trials stay."""
