@@ -1,8 +1,9 @@
 """setup.yml / teardown.yml against the single-topology lab (tester VM with
 the DUT in netns `dut`): bad input fails with one clear message and changes
 nothing; --check on a fresh host changes nothing; setup builds and loads the
-module; a second run reports changed=0; the wheel, installed outside the
-checkout, runs `run --setup -p quick` from /tmp with its own Ansible;
+module; the wheel, installed outside the checkout, runs `run --setup -p
+quick` from /tmp with its own Ansible, and that second setup reports
+changed=0;
 teardown leaves every value the playbooks touched as it was before. The tests run in file order and share
 the lab's state; the module is built inside the TCG VM once (the slow part).
 Durations go to results/ansible-lab-timings.json."""
@@ -15,7 +16,7 @@ import time
 
 import pytest
 
-from test_ansible_support import ROOT, frozen_source, host_state, playbook, state_script, wheel_venv
+from test_ansible_support import ROOT, PlaybookRun, frozen_source, host_state, playbook, state_script, wheel_venv
 
 pytestmark = pytest.mark.lab
 
@@ -162,23 +163,16 @@ def test_modprobe_pktgen_acts_on_the_module(ctx):
     assert pktgen_modules(ssh) == [MODULE] and "pgrx" in sh(ssh, "ls /proc/net/pktgen")
 
 
-def test_second_run_changes_nothing(ctx):
-    run = playbook(ctx["inv"], "setup.yml", *ctx["src"])
-    ctx["timings"]["setup_second_s"] = run.seconds
-    assert run.rc == 0, run.output[-3000:]
-    assert run.changed == 0, {h: r["changed"] for h, r in run.recap.items()}
-    assert set(run.recap) == {"tester", "dut"}
-
-
-def test_wheel_runs_setup_and_the_quick_profile_from_tmp(ctx, tmp_path):
+def test_wheel_second_setup_changes_nothing_and_runs_the_quick_profile(ctx, tmp_path):
     """The product from its wheel alone, as a pipx user has it: installed
     with its dependencies into a fresh virtualenv outside the checkout,
     started by full path from /tmp with PATH holding only system
     directories, it prepares the hosts with the shipped playbooks and the
     venv's own ansible-playbook (`run --setup`) and runs the quick profile
     end to end with our module. It runs here, on the hosts the tests above
-    set up, so the shipped source (the same files) needs no second build in
-    the emulated VM; the teardown below then covers it too."""
+    set up: its setup is the second run, which must change nothing (the
+    shipped module source is the same files, so no second build in the
+    emulated VM); the teardown below then covers it too."""
     venv = wheel_venv(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "VIRTUAL_ENV"))}
     env["PATH"] = "/usr/bin:/bin"
@@ -189,6 +183,9 @@ def test_wheel_runs_setup_and_the_quick_profile_from_tmp(ctx, tmp_path):
                          capture_output=True, text=True, timeout=3600)
     ctx["timings"]["wheel_run_setup_quick_s"] = round(time.monotonic() - t0, 1)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    recap = PlaybookRun(run.returncode, run.stdout, 0).recap
+    assert set(recap) == {"tester", "dut"}, run.stdout[-3000:]
+    assert sum(h["changed"] for h in recap.values()) == 0, {h: r["changed"] for h, r in recap.items()}
     site = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     playbooks = site / "rfc2544" / "data" / "playbooks"
     assert f"rfc2544: {venv / 'bin' / 'ansible-playbook'} setup.yml (ANSIBLE_CONFIG={playbooks / 'ansible.cfg'})" \
