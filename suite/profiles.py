@@ -57,6 +57,15 @@ class Profile(dict):
             raise AttributeError(key)
 
     @property
+    def model(self):
+        """The typed view (profile_model.ProfileModel), built on first use;
+        the profile is not changed after validation."""
+        if "_model" not in self.__dict__:
+            from rfc2544.profile_model import ProfileModel
+            self.__dict__["_model"] = ProfileModel.from_dict(self)
+        return self.__dict__["_model"]
+
+    @property
     def frame_sizes_numeric(self):
         return [s for s in self["frame_sizes"] if s != IMIX]
 

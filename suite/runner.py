@@ -109,7 +109,7 @@ class Context:
 
     def measure(self, frame_size, ipv6, early_abort=False, test="throughput"):
         return make_measure(self.run_trial, frame_size, ipv6=ipv6, early_abort=early_abort, test=test,
-                            tester_limited_retries=self.profile["search"]["tester_limited_retries"])
+                            tester_limited_retries=self.profile.model.search.tester_limited_retries)
 
     # -- facts for procedures --------------------------------------------------
     def link_mbps(self):
@@ -143,9 +143,9 @@ class Context:
         """Highest load to offer: the profile's cap, else line rate from the
         link speed, lowered to the tester's ceiling (calibration, else a
         probe trial) when the tester cannot reach line rate."""
-        s = self.profile["search"]
-        if s["max_load_fps"]:
-            return s["max_load_fps"], "profile search.max_load_fps"
+        s = self.profile.model.search
+        if s.max_load_fps:
+            return s.max_load_fps, "profile search.max_load_fps"
         size = frame_size or imix_mean_size()
         line = theoretical_max_fps(size, self._r.link_mbps) if self._r.link_mbps else None
         if self._calibrated(frame_size) is None:

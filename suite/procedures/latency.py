@@ -18,10 +18,10 @@ def run(ctx, frame_size, ipv6):
         raise Skip(f"the receiver ({ctx.receiver_name()}) gives no latency")
     tp = needs_throughput(ctx, frame_size, ipv6)
     load = tp["ndr_fps"]
-    p = ctx.profile["latency"]
+    p = ctx.profile.model.latency
     stats, lossy = [], 0
-    for _ in range(p["repetitions"]):
-        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=load, duration_s=p["duration_s"],
+    for _ in range(p.repetitions):
+        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=load, duration_s=p.duration_s,
                                     ipv6=ipv6, latency=True, test="latency"))
         if r.lost_frames:
             lossy += 1
