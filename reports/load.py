@@ -104,9 +104,11 @@ def _check(data):
                     _check_fields(f"frame_loss[{i}].points[{j}]", point, POINT_FIELDS, ("load_pct", "loss_pct"))
     for i, item in enumerate(data.get("plan") or []):
         _check_fields(f"plan[{i}]", item, {"test": STR, "frame_size": INT}, ("test",))
-    for i, text in enumerate(data.get("deviations") or []):
+    for i, deviation in enumerate(data.get("deviations") or []):
+        # a record {code, section, asked, used, text}, or a sentence (older files)
+        text = deviation.get("text") if isinstance(deviation, dict) else deviation
         if not isinstance(text, str):
-            raise ValueError(f"deviations[{i}]: expected a string")
+            raise ValueError(f"deviations[{i}]: expected a string or a record with a text")
     conditions = data.get("conditions") or {}
     _check_fields("conditions", conditions, {"link_speed_mbps": NUM, "ip_version": INT, "hosts": DICT,
                                              "streams": LIST, "calibration": DICT, "generator": STR,

@@ -244,7 +244,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         if results is None:
             out = Path(out_dir or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
             conditions = conditions_for(tester, inventory, profile, link, calibration)
-            results = Results.create(out, profile, build_plan(profile), profiles_mod.deviations(profile),
+            results = Results.create(out, profile, build_plan(profile), profiles_mod.deviation_records(profile),
                                      conditions)
             if profile["waits"]["route_s"]:
                 time.sleep(profile["waits"]["route_s"])     # RFC 2544 23: after the routing setup

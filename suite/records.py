@@ -8,7 +8,7 @@ always used, so files stay byte-for-byte comparable). results.py writes
 through them; the document on disk is still plain JSON.
 """
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 from rfc2544.model import HookRun, LatencyStats, StreamCounts, TrialResult, TrialSpec
 from rfc2544.summaries import SUMMARY_TYPES, Summary
@@ -143,7 +143,7 @@ class ResultsDocument:
     started: str
     profile: dict
     plan: List[PlanStep]
-    deviations: List[str]
+    deviations: List[Union[dict, str]]     # deviations.Deviation dicts; sentences in older files
     conditions: dict
     tool: dict = field(default_factory=lambda: {"name": "rfc2544", "version": ""})
     schema: str = SCHEMA

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rfc2544 import __version__
+from rfc2544.deviations import as_written
 from rfc2544.errors import BadInput
 from rfc2544.model import theoretical_max_fps
 from rfc2544.records import SCHEMA, SCHEMA_VERSION, SECTIONS, PlanStep, ResultsDocument, TrialRecord
@@ -56,7 +57,7 @@ class Results:
             raise BadInput(f"{directory}: cannot create the output directory: {exc.strerror}")
         document = ResultsDocument(
             started=now_iso(), tool={"name": "rfc2544", "version": __version__}, profile=dict(profile),
-            plan=[PlanStep.from_dict(step) for step in plan], deviations=list(deviations),
+            plan=[PlanStep.from_dict(step) for step in plan], deviations=[as_written(d) for d in deviations],
             conditions=conditions)
         data = document.to_dict()
         results = cls(directory, data)

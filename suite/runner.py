@@ -10,6 +10,7 @@ trials of the step that was cut short.
 import math
 import time
 
+from rfc2544.deviations import Deviation, text_of
 from rfc2544.errors import InfraError, Rfc2544Error
 from rfc2544.measure import make_measure
 from rfc2544.model import TrialSpec, theoretical_max_fps
@@ -155,7 +156,8 @@ class Context:
             return line, f"line rate at {self._r.link_mbps:g} Mbit/s"
         self.note(f"the maximum load at {frame_size or 'IMIX'} B is the tester's ceiling "
                   f"({ceiling:.0f} fps, {source})" + (f", below line rate ({line:.0f} fps)" if line else
-                                                       ": no link speed known"))
+                                                       ": no link speed known"),
+                  code="max_load_ceiling", asked="line rate", used=f"{ceiling:.0f} fps")
         return ceiling, source
 
     def _probe(self, frame_size, ipv6, rate):
@@ -184,10 +186,11 @@ class Context:
     def burst_rate(self, frame_size, ipv6):
         return self.max_load(frame_size, ipv6)
 
-    def note(self, message):
+    def note(self, message, code="note", section=None, asked=None, used=None):
+        """Record a deviation found while running (deviations.Deviation), once."""
         devs = self._r.results.data["deviations"]
-        if message not in devs:
-            devs.append(message)
+        if message not in [text_of(d) for d in devs]:
+            devs.append(Deviation(code, section, asked, used, message).to_dict())
 
     def full_fidelity(self):
         return bool(getattr(self._r.tester, "full_fidelity", False))

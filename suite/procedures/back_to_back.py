@@ -58,7 +58,8 @@ def run(ctx, frame_size, ipv6):
                    "nothing is buffered (RFC 9004 tests only sizes below it)")
     if not source.startswith("line rate"):
         ctx.note(f"back-to-back bursts at {frame_size} B are sent at {rate:.0f} fps ({source}), "
-                 "not at line rate as RFC 9004 asks")
+                 "not at line rate as RFC 9004 asks",
+                 code="b2b_rate", section="RFC 9004", asked="line rate", used=f"{rate:.0f} fps")
     p = ctx.profile.model.back_to_back
     max_frames = max(2, round(rate * p.burst_s))
     lengths, capped = [], 0
@@ -69,7 +70,8 @@ def run(ctx, frame_size, ipv6):
     avg = statistics.fmean(lengths)
     if capped:
         ctx.note(f"back-to-back at {frame_size} B: {capped} repetition(s) forwarded the whole "
-                 f"{max_frames}-frame burst; the buffer is at least that long")
+                 f"{max_frames}-frame burst; the buffer is at least that long",
+                 code="b2b_at_cap", section="RFC 9004", used=f"{max_frames} frames")
     return {
         "frame_size": frame_size, "trials": len(lengths), "lengths": lengths,
         "avg_frames": avg, "min_frames": min(lengths), "max_frames": max(lengths),

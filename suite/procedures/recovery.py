@@ -86,7 +86,8 @@ def run(ctx, frame_size, ipv6):
     if not times:
         raise Skip(f"no frame was lost at {overload:.0f} fps: the DUT was not overloaded")
     if no_loss:
-        ctx.note(f"system recovery at {frame_size} B: {no_loss} repetition(s) lost nothing under overload")
+        ctx.note(f"system recovery at {frame_size} B: {no_loss} repetition(s) lost nothing under overload",
+                 code="recovery_no_loss", section="RFC 2544 26.5")
     return {"frame_size": frame_size, "overload_fps": overload, "recovery_fps": recovery,
             "overload_s": p.overload_s, "recovery_period_s": p.recovery_s,
             "repetitions": len(times), "recovery_time_s": statistics.fmean(times),

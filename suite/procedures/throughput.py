@@ -50,5 +50,6 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
     }
     if entry["tester_bound"]:
         ctx.note(f"throughput at {frame_size} B is tester-bound: within {TESTER_BOUND_MARGIN:.0%} of what "
-                 "the tester itself can send, so it measures the tester, not the DUT")
+                 "the tester itself can send, so it measures the tester, not the DUT",
+                 code="tester_bound")
     return entry

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from rfc2544 import profiles, simdut
+from rfc2544.deviations import Deviation
 from rfc2544.model import HookRun, LatencyStats, StreamCounts, TrialSpec
 from rfc2544.results import SECTIONS, Results
 
@@ -108,6 +109,8 @@ def test_the_schema_names_every_field_of_the_model_and_the_profile():
     for name, cls in (("trial_spec", TrialSpec), ("latency_stats", LatencyStats),
                       ("stream_counts", StreamCounts), ("hook_run", HookRun)):
         assert set(defs[name]["properties"]) == {f.name for f in dataclasses.fields(cls)}, name
+    record = defs["deviation"]["anyOf"][0]
+    assert set(record["properties"]) == {f.name for f in dataclasses.fields(Deviation)}
     prof = defs["profile"]["properties"]
     assert set(prof) == set(profiles.SCHEMA[None]) | {s for s in profiles.SCHEMA if s}
     for section, fields in profiles.SCHEMA.items():
