@@ -285,19 +285,19 @@ class Runner:
 
 def check_thresholds(data, profile):
     """Messages for every threshold of the profile a result misses."""
-    t, misses = profile["thresholds"], []
+    t, misses = profile.model.thresholds, []
     for row in data["throughput"]:
         size = row["frame_size"] or "IMIX"
         fps = row.get("ndr_fps") or 0.0
-        if t["throughput_min_fps"] and fps < t["throughput_min_fps"]:
-            misses.append(f"throughput at {size} B is {fps:.0f} fps, below {t['throughput_min_fps']:.0f}")
-        if t["throughput_min_pct"] and row.get("pct_of_max") is not None \
-                and row["pct_of_max"] < t["throughput_min_pct"]:
+        if t.throughput_min_fps and fps < t.throughput_min_fps:
+            misses.append(f"throughput at {size} B is {fps:.0f} fps, below {t.throughput_min_fps:.0f}")
+        if t.throughput_min_pct and row.get("pct_of_max") is not None \
+                and row["pct_of_max"] < t.throughput_min_pct:
             misses.append(f"throughput at {size} B is {row['pct_of_max']:.1f} % of line rate, "
-                          f"below {t['throughput_min_pct']:g} %")
+                          f"below {t.throughput_min_pct:g} %")
     for row in data["latency"]:
         size = row["frame_size"] or "IMIX"
-        for key, limit in (("p999_ns", t["latency_p999_max_us"]), ("median_ns", t["latency_median_max_us"])):
+        for key, limit in (("p999_ns", t.latency_p999_max_us), ("median_ns", t.latency_median_max_us)):
             if limit and row.get(key) is not None and row[key] / 1000 > limit:
                 misses.append(f"latency {key[:-3]} at {size} B is {row[key] / 1000:.1f} us, above {limit:g} us")
     return misses
