@@ -18,6 +18,7 @@ from rfc2544.errors import Rfc2544Error, missing_dependency
 COMMANDS = {
     "lab": "rfc2544.lab.cli:lab",
     "run": "rfc2544.commands:run",
+    "plan": "rfc2544.plan_cmd:plan",
     "calibrate": "rfc2544.commands:calibrate",
     "doctor": "rfc2544.commands:doctor",
     "setup": "rfc2544.host_setup:setup",

@@ -68,8 +68,8 @@ def load_calibration(inventory):
 
 
 def link_speed(inventory, profile):
-    if profile["link_mbps"]:
-        return profile["link_mbps"]
+    if profile.model.link_mbps:
+        return profile.model.link_mbps
     speeds = [inventory.hosts[s.tx_host].ports[s.tx_port].speed_mbps for s in inventory.streams]
     return min(speeds) if speeds and all(speeds) else None
 
@@ -79,7 +79,8 @@ def make_tester(inventory, profile):
         from rfc2544.tester import SSHTester
     except ImportError as exc:
         raise InfraError(f"the traffic drivers are not available in this build ({exc})")
-    waits = {k: profile["waits"][k] for k in ("learning_s", "residual_s", "settle_s")}
+    w = profile.model.waits
+    waits = {"learning_s": w.learning_s, "residual_s": w.residual_s, "settle_s": w.settle_s}
     return SSHTester(inventory, waits=waits)
 
 
@@ -233,10 +234,10 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         if results is None:
             out = Path(out_dir or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
             conditions = conditions_for(tester, inventory, profile, link, calibration)
-            results = Results.create(out, profile, build_plan(profile), profiles_mod.deviations(profile),
+            results = Results.create(out, profile, build_plan(profile), profiles_mod.deviation_records(profile),
                                      conditions)
-            if profile["waits"]["route_s"]:
-                time.sleep(profile["waits"]["route_s"])     # RFC 2544 23: after the routing setup
+            if profile.model.waits.route_s:
+                time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
         runner = Runner(tester, profile, results, display=_display(), link_mbps=link,
                         calibration=calibration, dut_reset=make_dut_reset(inventory))
         previous = signal.signal(signal.SIGTERM, _terminated)

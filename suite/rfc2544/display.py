@@ -11,28 +11,29 @@ from rfc2544.results import verdict
 
 def estimate_step_s(test, profile):
     """Rough seconds a plan step takes (for the ETA)."""
-    w = profile["waits"]
-    over = w["learning_s"] + w["residual_s"] + w["settle_s"] + 1.0     # + control round trips
-    s, final = profile["search"], profile["trial_duration_s"]
+    m = profile.model
+    w = m.waits
+    over = w.learning_s + w.residual_s + w.settle_s + 1.0     # + control round trips
+    s, final = m.search, m.trial_duration_s
     if test == "throughput":
-        steps = math.log2(1 / (s["resolution_pct"] / 100)) + 2
-        extra = (final + over) * (2 if s["method"] == "mlr" else 1) if final > s["initial_duration_s"] else 0
-        return steps * (s["initial_duration_s"] + over) + extra
+        steps = math.log2(1 / (s.resolution_pct / 100)) + 2
+        extra = (final + over) * (2 if s.method == "mlr" else 1) if final > s.initial_duration_s else 0
+        return steps * (s.initial_duration_s + over) + extra
     if test == "latency":
-        p = profile["latency"]
-        return p["repetitions"] * (p["duration_s"] + over)
+        p = m.latency
+        return p.repetitions * (p.duration_s + over)
     if test == "frame_loss":
-        d = profile["frame_loss"]["duration_s"] or final
-        return min(100 / profile["frame_loss"]["step_pct"], 6) * (d + over)
+        d = m.frame_loss.duration_s or final
+        return min(100 / m.frame_loss.step_pct, 6) * (d + over)
     if test == "back_to_back":
-        p = profile["back_to_back"]
-        return p["repetitions"] * (math.log2(100 / p["resolution_pct"]) + 1) * (p["burst_s"] + over)
+        p = m.back_to_back
+        return p.repetitions * (math.log2(100 / p.resolution_pct) + 1) * (p.burst_s + over)
     if test == "system_recovery":
-        p = profile["system_recovery"]
-        return p["repetitions"] * (p["overload_s"] + p["recovery_s"] + over)
+        p = m.system_recovery
+        return p.repetitions * (p.overload_s + p.recovery_s + over)
     if test == "reset":
-        p = profile["reset"]
-        return p["repetitions"] * (p["duration_s"] + over)
+        p = m.reset
+        return p.repetitions * (p.duration_s + over)
     return 0.0
 
 

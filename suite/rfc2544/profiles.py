@@ -58,6 +58,15 @@ class Profile(dict):
             raise AttributeError(key)
 
     @property
+    def model(self):
+        """The typed view (profile_model.ProfileModel), built on first use;
+        the profile is not changed after validation."""
+        if "_model" not in self.__dict__:
+            from rfc2544.profile_model import ProfileModel
+            self.__dict__["_model"] = ProfileModel.from_dict(self)
+        return self.__dict__["_model"]
+
+    @property
     def frame_sizes_numeric(self):
         return [s for s in self["frame_sizes"] if s != IMIX]
 
@@ -178,41 +187,13 @@ def _check(origin, where, kind, value):
     raise AssertionError(kind)
 
 
+def deviation_records(profile):
+    """Every departure of `profile` from RFC 2544 (and RFC 9004/8219), as
+    deviations.Deviation records (what results.json stores)."""
+    from rfc2544.deviations import profile_deviations
+    return profile_deviations(profile, RFC_FRAME_SIZES, IMIX)
+
+
 def deviations(profile):
-    """Every departure of `profile` from RFC 2544 (and RFC 9004/8219), as sentences."""
-    p, out = profile, []
-    if p["trial_duration_s"] < 60:
-        out.append(f"trial duration {p['trial_duration_s']:g} s is shorter than the 60 s of RFC 2544 section 24")
-    waits = p["waits"]
-    for key, rfc, what in (("route_s", 2, "after the routing update"), ("learning_s", 2, "after learning frames"),
-                           ("residual_s", 2, "for residual frames"), ("settle_s", 5, "for the DUT to settle")):
-        if waits[key] < rfc:
-            out.append(f"wait {what} is {waits[key]:g} s, RFC 2544 section 23 asks {rfc} s")
-    missing = [s for s in RFC_FRAME_SIZES if s not in p["frame_sizes"]]
-    if missing:
-        out.append(f"frame sizes {', '.join(map(str, missing))} of RFC 2544 section 9 not tested")
-    if IMIX in p["frame_sizes"]:
-        out.append("IMIX is not an RFC 2544 frame size (reported separately)")
-    s = p["search"]
-    if s["method"] == "mlr" and s["exceed_ratio"] > 0:
-        out.append(f"MLRsearch exceed ratio {s['exceed_ratio']:g}: some full-length trials at the NDR may have lost frames")
-    if "latency" in p["tests"]:
-        lat = p["latency"]
-        if lat["duration_s"] < 120:
-            out.append(f"latency trials last {lat['duration_s']:g} s, RFC 2544 26.2 asks at least 120 s")
-        if lat["repetitions"] < 20:
-            out.append(f"latency repeated {lat['repetitions']} times, RFC 2544 26.2 asks at least 20")
-    if "frame_loss" in p["tests"] and p["frame_loss"]["step_pct"] > 10:
-        out.append(f"frame loss steps of {p['frame_loss']['step_pct']:g} %, RFC 2544 26.3 asks 10 % or finer")
-    if "back_to_back" in p["tests"]:
-        b = p["back_to_back"]
-        if b["burst_s"] < 2:
-            out.append(f"back-to-back bursts of {b['burst_s']:g} s, RFC 2544 26.4/RFC 9004 ask at least 2 s")
-        if b["depletion_s"] < 2:
-            out.append(f"back-to-back bursts start {b['depletion_s']:g} s after the previous one, "
-                       "RFC 9004 asks at least 2 s of buffer depletion")
-        if b["repetitions"] < 50:
-            out.append(f"back-to-back repeated {b['repetitions']} times, RFC 2544 26.4 asks at least 50")
-    if "system_recovery" in p["tests"] and p["system_recovery"]["overload_s"] < 60:
-        out.append(f"system recovery overload lasts {p['system_recovery']['overload_s']:g} s, RFC 2544 26.5 asks at least 60 s")
-    return out
+    """The same departures, as sentences."""
+    return [d.text for d in deviation_records(profile)]

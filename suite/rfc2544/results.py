@@ -9,18 +9,18 @@ without sending traffic again.
 import json
 import os
 import tempfile
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
 from rfc2544 import __version__
+from rfc2544.deviations import as_written
 from rfc2544.errors import BadInput
-from rfc2544.model import HookRun, LatencyStats, StreamCounts, TrialResult, TrialSpec, theoretical_max_fps
+from rfc2544.model import theoretical_max_fps
+from rfc2544.records import SCHEMA, SCHEMA_VERSION, SECTIONS, PlanStep, ResultsDocument, TrialRecord
+from rfc2544.results_file import FILENAME, read_results
+from rfc2544.summaries import SUMMARY_TYPES
 
-SCHEMA = "rfc2544-results"
-SCHEMA_VERSION = 1
-FILENAME = "results.json"
-SECTIONS = ("throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")
+__all__ = ["Results", "SCHEMA", "SCHEMA_VERSION", "SECTIONS", "FILENAME", "trial_from_record", "unit_key", "verdict"]
 
 
 def now_iso():
@@ -55,33 +55,19 @@ class Results:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise BadInput(f"{directory}: cannot create the output directory: {exc.strerror}")
-        data = {
-            "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "complete": False,
-            "started": now_iso(), "finished": None,
-            "tool": {"name": "rfc2544", "version": __version__},
-            "profile": dict(profile), "plan": plan, "deviations": list(deviations),
-            "conditions": conditions, "interruptions": [], "trials": [],
-            **{s: [] for s in SECTIONS},
-        }
+        document = ResultsDocument(
+            started=now_iso(), tool={"name": "rfc2544", "version": __version__}, profile=dict(profile),
+            plan=[PlanStep.from_dict(step) for step in plan], deviations=[as_written(d) for d in deviations],
+            conditions=conditions)
+        data = document.to_dict()
         results = cls(directory, data)
         results.save()
         return results
 
     @classmethod
     def load(cls, directory):
-        directory = Path(directory)
-        path = directory / FILENAME if directory.is_dir() else directory
-        try:
-            data = json.loads(path.read_text())
-        except OSError as exc:
-            raise BadInput(f"{path}: cannot read results: {exc.strerror}")
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{path}: not a results file (invalid JSON: {exc.msg}, line {exc.lineno})")
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise BadInput(f"{path}: not an rfc2544 results file")
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise BadInput(f"{path}: results schema version {data.get('schema_version')!r} is not supported "
-                           f"(this rfc2544 reads version {SCHEMA_VERSION})")
+        """For --resume: the one loader (results_file), then what a replay needs."""
+        path, data = read_results(directory)
         for key in ("plan", "trials", "profile"):
             if key not in data:
                 raise BadInput(f"{path}: results file has no '{key}'")
@@ -110,31 +96,18 @@ class Results:
 
     def add_trial(self, unit, result, link_mbps=None):
         spec = result.spec
-        record = {
-            "id": len(self.data["trials"]) + 1, "unit": unit, "test": spec.test,
-            "frame_size": spec.frame_size, "ip_version": 6 if spec.ipv6 else 4,
-            "load_fps": spec.load_fps,
-            "load_pct": (spec.load_fps * 100 / theoretical_max_fps(spec.frame_size, link_mbps)
-                         if link_mbps and spec.frame_size else None),
-            "duration_s": spec.duration_s, "traffic_s": result.traffic_s,
-            "tx_frames": result.tx_frames, "rx_frames": result.rx_frames,
-            "intended_frames": result.intended_frames,
-            "lost_frames": result.lost_frames, "loss_ratio": result.loss_ratio,
-            "achieved_fps": result.achieved_fps, "verdict": verdict(result),
-            "tester_limited": result.tester_limited,
-            "aborted_early": result.aborted_early, "saved_traffic_s": result.saved_traffic_s,
-            "started": result.started,
-            "latency": asdict(result.latency) if result.latency else None,
-            "streams": [asdict(s) for s in result.streams], "notes": list(result.notes),
-            "hooks": [asdict(h) for h in result.hooks],
-            "spec": asdict(spec),
-        }
+        load_pct = (spec.load_fps * 100 / theoretical_max_fps(spec.frame_size, link_mbps)
+                    if link_mbps and spec.frame_size else None)
+        record = TrialRecord.from_result(len(self.data["trials"]) + 1, unit, result, verdict(result),
+                                         load_pct).to_dict()
         self.data["trials"].append(record)
         self.save()
         return record
 
     def set_summary(self, section, unit, entry):
-        entry = dict(entry, unit=unit)
+        # through the section's dataclass: a key it does not know is a
+        # TypeError here, in the run, not a silent gap in the report
+        entry = SUMMARY_TYPES[section].from_dict(dict(entry, unit=unit)).to_dict()
         rows = [r for r in self.data[section] if r.get("unit") != unit]
         rows.append(entry)
         self.data[section] = rows
@@ -176,8 +149,11 @@ class Results:
 
     def recorded_trials(self, unit):
         """Finished trials of `unit` (not superseded), as TrialResults, in order."""
-        return [trial_from_record(r) for r in self.data["trials"]
-                if r.get("unit") == unit and not r.get("superseded")]
+        try:
+            return [trial_from_record(r) for r in self.data["trials"]
+                    if r.get("unit") == unit and not r.get("superseded")]
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise BadInput(f"{self.path}: a recorded trial of {unit} cannot be replayed ({exc})") from None
 
     def supersede_from(self, unit, index):
         """Recorded trials of `unit` from `index` on no longer match what the
@@ -216,14 +192,4 @@ def _json_default(obj):
 
 
 def trial_from_record(record):
-    spec = TrialSpec(**record["spec"])
-    lat = record.get("latency")
-    return TrialResult(
-        spec=spec, tx_frames=record["tx_frames"], rx_frames=record["rx_frames"],
-        intended_frames=record["intended_frames"], achieved_fps=record["achieved_fps"],
-        traffic_s=record["traffic_s"], tester_limited=record["tester_limited"],
-        aborted_early=record["aborted_early"], saved_traffic_s=record["saved_traffic_s"],
-        started=record["started"], latency=LatencyStats(**lat) if lat else None,
-        streams=[StreamCounts(**s) for s in record.get("streams", [])],
-        notes=list(record.get("notes", [])),
-        hooks=[HookRun(**h) for h in record.get("hooks", [])])
+    return TrialRecord.from_dict(record).to_result()

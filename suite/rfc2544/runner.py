@@ -10,6 +10,7 @@ trials of the step that was cut short.
 import math
 import time
 
+from rfc2544.deviations import Deviation, text_of
 from rfc2544.errors import InfraError, Rfc2544Error
 from rfc2544.measure import make_measure
 from rfc2544.model import TrialSpec, theoretical_max_fps
@@ -109,7 +110,7 @@ class Context:
 
     def measure(self, frame_size, ipv6, early_abort=False, test="throughput"):
         return make_measure(self.run_trial, frame_size, ipv6=ipv6, early_abort=early_abort, test=test,
-                            tester_limited_retries=self.profile["search"]["tester_limited_retries"])
+                            tester_limited_retries=self.profile.model.search.tester_limited_retries)
 
     # -- facts for procedures --------------------------------------------------
     def link_mbps(self):
@@ -143,9 +144,9 @@ class Context:
         """Highest load to offer: the profile's cap, else line rate from the
         link speed, lowered to the tester's ceiling (calibration, else a
         probe trial) when the tester cannot reach line rate."""
-        s = self.profile["search"]
-        if s["max_load_fps"]:
-            return s["max_load_fps"], "profile search.max_load_fps"
+        s = self.profile.model.search
+        if s.max_load_fps:
+            return s.max_load_fps, "profile search.max_load_fps"
         size = frame_size or imix_mean_size()
         line = theoretical_max_fps(size, self._r.link_mbps) if self._r.link_mbps else None
         if self._calibrated(frame_size) is None:
@@ -155,7 +156,8 @@ class Context:
             return line, f"line rate at {self._r.link_mbps:g} Mbit/s"
         self.note(f"the maximum load at {frame_size or 'IMIX'} B is the tester's ceiling "
                   f"({ceiling:.0f} fps, {source})" + (f", below line rate ({line:.0f} fps)" if line else
-                                                       ": no link speed known"))
+                                                       ": no link speed known"),
+                  code="max_load_ceiling", asked="line rate", used=f"{ceiling:.0f} fps")
         return ceiling, source
 
     def _probe(self, frame_size, ipv6, rate):
@@ -184,10 +186,11 @@ class Context:
     def burst_rate(self, frame_size, ipv6):
         return self.max_load(frame_size, ipv6)
 
-    def note(self, message):
+    def note(self, message, code="note", section=None, asked=None, used=None):
+        """Record a deviation found while running (deviations.Deviation), once."""
         devs = self._r.results.data["deviations"]
-        if message not in devs:
-            devs.append(message)
+        if message not in [text_of(d) for d in devs]:
+            devs.append(Deviation(code, section, asked, used, message).to_dict())
 
     def full_fidelity(self):
         return bool(getattr(self._r.tester, "full_fidelity", False))
@@ -282,19 +285,19 @@ class Runner:
 
 def check_thresholds(data, profile):
     """Messages for every threshold of the profile a result misses."""
-    t, misses = profile["thresholds"], []
+    t, misses = profile.model.thresholds, []
     for row in data["throughput"]:
         size = row["frame_size"] or "IMIX"
         fps = row.get("ndr_fps") or 0.0
-        if t["throughput_min_fps"] and fps < t["throughput_min_fps"]:
-            misses.append(f"throughput at {size} B is {fps:.0f} fps, below {t['throughput_min_fps']:.0f}")
-        if t["throughput_min_pct"] and row.get("pct_of_max") is not None \
-                and row["pct_of_max"] < t["throughput_min_pct"]:
+        if t.throughput_min_fps and fps < t.throughput_min_fps:
+            misses.append(f"throughput at {size} B is {fps:.0f} fps, below {t.throughput_min_fps:.0f}")
+        if t.throughput_min_pct and row.get("pct_of_max") is not None \
+                and row["pct_of_max"] < t.throughput_min_pct:
             misses.append(f"throughput at {size} B is {row['pct_of_max']:.1f} % of line rate, "
-                          f"below {t['throughput_min_pct']:g} %")
+                          f"below {t.throughput_min_pct:g} %")
     for row in data["latency"]:
         size = row["frame_size"] or "IMIX"
-        for key, limit in (("p999_ns", t["latency_p999_max_us"]), ("median_ns", t["latency_median_max_us"])):
+        for key, limit in (("p999_ns", t.latency_p999_max_us), ("median_ns", t.latency_median_max_us)):
             if limit and row.get(key) is not None and row[key] / 1000 > limit:
                 misses.append(f"latency {key[:-3]} at {size} B is {row[key] / 1000:.1f} us, above {limit:g} us")
     return misses

@@ -19,7 +19,7 @@ def profile(**over):
 
 
 def start(directory, sim, prof, **kw):
-    results = Results.create(directory, prof, build_plan(prof), profiles.deviations(prof), {})
+    results = Results.create(directory, prof, build_plan(prof), profiles.deviation_records(prof), {})
     return Runner(sim, prof, results, Display(quiet=True), **kw), results
 
 

@@ -38,7 +38,7 @@ def test_tester_bound_flag_from_calibration(tmp_path):
     runner.run()
     row = results.data["throughput"][0]
     assert row["tester_bound"] is True
-    assert any("tester-bound" in d for d in results.data["deviations"])
+    assert any(d["code"] == "tester_bound" and "tester-bound" in d["text"] for d in results.data["deviations"])
 
 
 def test_frame_loss_steps_down_until_two_clean_trials(tmp_path):

@@ -89,3 +89,14 @@ def test_minimal_file_gets_empty_sections(tmp_path):
     r = load_results(_write(tmp_path, {"schema": "rfc2544-results", "schema_version": 1}))
     assert r["complete"] is False
     assert r["throughput"] == [] and r["plan"] == [] and r["conditions"] == {}
+
+
+@pytest.mark.parametrize("name", ["corrupt.json", "unknown-version.json", "no-such.json"])
+def test_resume_and_report_refuse_a_bad_file_with_the_same_line(tmp_path, name):
+    # one loader (rfc2544.results_file) behind --resume, report and compare
+    from rfc2544.results import Results
+    with pytest.raises(BadInput) as by_report:
+        load_results(DATA / name)
+    with pytest.raises(BadInput) as by_resume:
+        Results.load(DATA / name)
+    assert str(by_resume.value) == str(by_report.value)

@@ -98,12 +98,19 @@ def test_supersede_stops_replay(tmp_path):
     assert [t.spec.load_fps for t in Results.load(r.dir).recorded_trials("u")] == [1000.0]
 
 
+def throughput_entry(**figures):
+    """A whole throughput summary (the writer stores nothing less)."""
+    from rfc2544.summaries import ThroughputSummary
+    keys = [f for f in ThroughputSummary.__dataclass_fields__ if f not in ("ip_version", "unit")]
+    return {**dict.fromkeys(keys), "frame_size": 64, "fps": 0.0, **figures}
+
+
 def test_csv_export(tmp_path):
     import pandas as pd
     r = new(tmp_path)
     r.add_trial("throughput/ipv4/64", a_trial(1000.0))
     r.add_trial("throughput/ipv4/64", a_trial(2000.0))
-    r.set_summary("throughput", "throughput/ipv4/64", {"frame_size": 64, "ndr_fps": 1500.0})
+    r.set_summary("throughput", "throughput/ipv4/64", throughput_entry(ndr_fps=1500.0))
     written = r.to_csv()
     trials = pd.read_csv(written[0])
     assert list(trials["load_fps"]) == [1000.0, 2000.0]

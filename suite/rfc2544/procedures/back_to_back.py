@@ -20,14 +20,14 @@ AT_LINE_RATE = 0.99     # throughput this close to the max rate counts as line r
 
 
 def longest_burst(ctx, frame_size, ipv6, rate, max_frames, resolution):
-    retries = ctx.profile["search"]["tester_limited_retries"]
+    retries = ctx.profile.model.search.tester_limited_retries
 
     def passes(n):
         # every burst starts idle: the DUT has had `depletion_s` to empty its
         # buffer (or refill its token bucket) after the previous trial
         spec = TrialSpec(frame_size=frame_size, load_fps=rate, duration_s=n / rate,
                          ipv6=ipv6, burst_frames=n, test="back_to_back",
-                         idle_s=ctx.profile["back_to_back"]["depletion_s"])
+                         idle_s=ctx.profile.model.back_to_back.depletion_s)
         for _ in range(retries + 1):
             r = ctx.run_trial(spec)
             if r.lost_frames:
@@ -58,18 +58,20 @@ def run(ctx, frame_size, ipv6):
                    "nothing is buffered (RFC 9004 tests only sizes below it)")
     if not source.startswith("line rate"):
         ctx.note(f"back-to-back bursts at {frame_size} B are sent at {rate:.0f} fps ({source}), "
-                 "not at line rate as RFC 9004 asks")
-    p = ctx.profile["back_to_back"]
-    max_frames = max(2, round(rate * p["burst_s"]))
+                 "not at line rate as RFC 9004 asks",
+                 code="b2b_rate", section="RFC 9004", asked="line rate", used=f"{rate:.0f} fps")
+    p = ctx.profile.model.back_to_back
+    max_frames = max(2, round(rate * p.burst_s))
     lengths, capped = [], 0
-    for _ in range(p["repetitions"]):
-        n, whole = longest_burst(ctx, frame_size, ipv6, rate, max_frames, p["resolution_pct"] / 100)
+    for _ in range(p.repetitions):
+        n, whole = longest_burst(ctx, frame_size, ipv6, rate, max_frames, p.resolution_pct / 100)
         lengths.append(n)
         capped += whole
     avg = statistics.fmean(lengths)
     if capped:
         ctx.note(f"back-to-back at {frame_size} B: {capped} repetition(s) forwarded the whole "
-                 f"{max_frames}-frame burst; the buffer is at least that long")
+                 f"{max_frames}-frame burst; the buffer is at least that long",
+                 code="b2b_at_cap", section="RFC 9004", used=f"{max_frames} frames")
     return {
         "frame_size": frame_size, "trials": len(lengths), "lengths": lengths,
         "avg_frames": avg, "min_frames": min(lengths), "max_frames": max(lengths),
@@ -78,5 +80,5 @@ def run(ctx, frame_size, ipv6):
         "corrected_buffer_s": avg * (1 - throughput / rate) / rate,
         "throughput_fps": throughput, "max_rate_fps": rate, "max_rate_source": source,
         "burst_cap_frames": max_frames, "bursts_at_cap": capped,
-        "resolution_pct": p["resolution_pct"],
+        "resolution_pct": p.resolution_pct,
     }

@@ -4,8 +4,8 @@ from rfc2544.model import TrialSpec
 
 
 def run(ctx, frame_size, ipv6):
-    p = ctx.profile["frame_loss"]
-    duration = p["duration_s"] or ctx.profile["trial_duration_s"]
+    p = ctx.profile.model.frame_loss
+    duration = p.duration_s or ctx.profile.model.trial_duration_s
     max_rate, source = ctx.max_load(frame_size, ipv6)
     points, clean_in_a_row, pct = [], 0, 100.0
     while pct > 0 and clean_in_a_row < 2:
@@ -17,7 +17,7 @@ def run(ctx, frame_size, ipv6):
                        "tester_limited": r.tester_limited, "achieved_fps": r.achieved_fps})
         clean = r.lost_frames == 0 and not r.tester_limited
         clean_in_a_row = clean_in_a_row + 1 if clean else 0
-        pct = round(pct - p["step_pct"], 9)
+        pct = round(pct - p.step_pct, 9)
     return {"frame_size": frame_size, "max_rate_fps": max_rate, "max_rate_source": source,
-            "step_pct": p["step_pct"], "duration_s": duration, "points": points,
+            "step_pct": p.step_pct, "duration_s": duration, "points": points,
             "two_clean_trials": clean_in_a_row >= 2}

@@ -18,10 +18,10 @@ def run(ctx, frame_size, ipv6):
         raise Skip(f"the receiver ({ctx.receiver_name()}) gives no latency")
     tp = needs_throughput(ctx, frame_size, ipv6)
     load = tp["ndr_fps"]
-    p = ctx.profile["latency"]
+    p = ctx.profile.model.latency
     stats, lossy = [], 0
-    for _ in range(p["repetitions"]):
-        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=load, duration_s=p["duration_s"],
+    for _ in range(p.repetitions):
+        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=load, duration_s=p.duration_s,
                                     ipv6=ipv6, latency=True, test="latency"))
         if r.lost_frames:
             lossy += 1
@@ -45,7 +45,9 @@ def run(ctx, frame_size, ipv6):
         "trials_with_loss": lossy,
     }
     if entry["samples"] < 500:
-        ctx.note(f"latency at {frame_size} B from {entry['samples']} samples, RFC 8219 asks at least 500")
+        ctx.note(f"latency at {frame_size} B from {entry['samples']} samples, RFC 8219 asks at least 500",
+                 code="latency_samples", section="RFC 8219 7.2", asked="500", used=str(entry["samples"]))
     if lossy:
-        ctx.note(f"{lossy} latency trial(s) at {frame_size} B lost frames at the throughput rate")
+        ctx.note(f"{lossy} latency trial(s) at {frame_size} B lost frames at the throughput rate",
+                 code="latency_loss", section="RFC 2544 26.2", used=f"{lossy} trial(s) with loss")
     return entry

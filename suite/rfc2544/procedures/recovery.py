@@ -63,19 +63,19 @@ def run(ctx, frame_size, ipv6):
     if not ctx.supports_recovery():
         raise Skip("the tester cannot change the rate without stopping (TrialSpec.recovery_load_fps)")
     tp = needs_throughput(ctx, frame_size, ipv6)
-    p = ctx.profile["system_recovery"]
+    p = ctx.profile.model.system_recovery
     throughput = tp["ndr_fps"]
     max_rate, _ = ctx.max_load(frame_size, ipv6)
-    overload = min(throughput * p["overload_pct"] / 100, max_rate)
-    recovery = throughput * p["recovery_pct"] / 100
+    overload = min(throughput * p.overload_pct / 100, max_rate)
+    recovery = throughput * p.recovery_pct / 100
     if overload <= throughput:
         raise Skip(f"throughput {throughput:.0f} fps is at the maximum rate: the DUT cannot be overloaded")
     times, bounds, no_loss = [], [], 0
-    for _ in range(p["repetitions"]):
-        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=overload, duration_s=p["overload_s"],
+    for _ in range(p.repetitions):
+        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=overload, duration_s=p.overload_s,
                                     ipv6=ipv6, test="system_recovery", recovery_load_fps=recovery,
-                                    recovery_duration_s=p["recovery_s"]), keep_samples=True)
-        est = estimate(ctx.last_samples, overload, p["overload_s"], recovery)
+                                    recovery_duration_s=p.recovery_s), keep_samples=True)
+        est = estimate(ctx.last_samples, overload, p.overload_s, recovery)
         if r.tester_limited:
             raise Skip(f"the tester could not send the overload of {overload:.0f} fps")
         if est is None:
@@ -86,9 +86,10 @@ def run(ctx, frame_size, ipv6):
     if not times:
         raise Skip(f"no frame was lost at {overload:.0f} fps: the DUT was not overloaded")
     if no_loss:
-        ctx.note(f"system recovery at {frame_size} B: {no_loss} repetition(s) lost nothing under overload")
+        ctx.note(f"system recovery at {frame_size} B: {no_loss} repetition(s) lost nothing under overload",
+                 code="recovery_no_loss", section="RFC 2544 26.5")
     return {"frame_size": frame_size, "overload_fps": overload, "recovery_fps": recovery,
-            "overload_s": p["overload_s"], "recovery_period_s": p["recovery_s"],
+            "overload_s": p.overload_s, "recovery_period_s": p.recovery_s,
             "repetitions": len(times), "recovery_time_s": statistics.fmean(times),
             "recovery_times_s": times, "recovery_time_bounds_s": bounds,
             "method": "last sequence gap in receiver samples"}

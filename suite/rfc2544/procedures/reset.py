@@ -16,18 +16,18 @@ def run(ctx, frame_size, ipv6):
     if not ctx.can_reset_dut():
         raise Skip("the inventory gives no rfc2544_reset_cmd for the DUT")
     tp = needs_throughput(ctx, frame_size, ipv6)
-    p = ctx.profile["reset"]
+    p = ctx.profile.model.reset
     load = tp["ndr_fps"]
     times = []
-    for _ in range(p["repetitions"]):
+    for _ in range(p.repetitions):
         fired = []
 
         def progress(sample):
-            if not fired and sample["elapsed_s"] >= p["reset_after_s"]:
+            if not fired and sample["elapsed_s"] >= p.reset_after_s:
                 fired.append(sample["elapsed_s"])
                 ctx.reset_dut()
 
-        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=load, duration_s=p["duration_s"],
+        r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=load, duration_s=p.duration_s,
                                     ipv6=ipv6, test="reset", learning=True), progress=progress)
         if not fired and not ctx.last_replayed:
             raise Skip("the trial ended before the reset was due (reset.reset_after_s >= duration_s?)")

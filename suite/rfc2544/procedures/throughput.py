@@ -7,16 +7,16 @@ TESTER_BOUND_MARGIN = 0.05     # within 5 % of the tester's own ceiling
 
 
 def run(ctx, frame_size, ipv6):
-    s = ctx.profile["search"]
+    s = ctx.profile.model.search
     max_load, source = ctx.max_load(frame_size, ipv6)
-    pdr = s["pdr_loss_pct"] / 100 if s["pdr_loss_pct"] else None
+    pdr = s.pdr_loss_pct / 100 if s.pdr_loss_pct else None
     result = search(
-        s["method"], ctx.measure(frame_size, ipv6, early_abort=s["early_abort"]),
-        min_load=max_load * s["min_load_pct"] / 100, max_load=max_load,
-        resolution=s["resolution_pct"] / 100,
-        search_duration=s["initial_duration_s"], final_duration=ctx.profile["trial_duration_s"],
-        pdr_loss_ratio=pdr, duration_sum=s["duration_sum_s"], exceed_ratio=s["exceed_ratio"])
-    return summarize(ctx, frame_size, ipv6, result, max_load, source, max_load * s["min_load_pct"] / 100)
+        s.method, ctx.measure(frame_size, ipv6, early_abort=s.early_abort),
+        min_load=max_load * s.min_load_pct / 100, max_load=max_load,
+        resolution=s.resolution_pct / 100,
+        search_duration=s.initial_duration_s, final_duration=ctx.profile.model.trial_duration_s,
+        pdr_loss_ratio=pdr, duration_sum=s.duration_sum_s, exceed_ratio=s.exceed_ratio)
+    return summarize(ctx, frame_size, ipv6, result, max_load, source, max_load * s.min_load_pct / 100)
 
 
 def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
@@ -50,5 +50,6 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
     }
     if entry["tester_bound"]:
         ctx.note(f"throughput at {frame_size} B is tester-bound: within {TESTER_BOUND_MARGIN:.0%} of what "
-                 "the tester itself can send, so it measures the tester, not the DUT")
+                 "the tester itself can send, so it measures the tester, not the DUT",
+                 code="tester_bound")
     return entry

@@ -5,6 +5,7 @@ The suite lists the deviations it knows of (`deviations`); these checks are
 a second look from the numbers, so that a results file from any writer
 shows every departure prominently, even one it did not declare.
 """
+from rfc2544.deviations import code_of, text_of
 from rfc2544.reports.summary import TEST_TITLES, key_of, labeller
 
 RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)   # RFC 2544 section 9.1, Ethernet
@@ -41,8 +42,9 @@ def completeness(results):
     }
 
 
-# What a declared deviation says when it already covers a check: every
-# pattern of the check's topic appears in it (case-insensitive regex).
+# Codes of the checks (the suite's Deviation.code where both mean the same);
+# for a sentence-only deviation of an older file: every pattern of the
+# topic appears in it (case-insensitive regex).
 TOPICS = {
     "final_trial": (r"\b60 s\b", r"\b24\b"),
     "latency_duration": (r"latency", r"\b120 s\b"),
@@ -63,11 +65,16 @@ TOPICS = {
 
 
 def undeclared(found, declared):
-    """The detected deviations that no declared deviation already states."""
+    """The detected deviations that no declared deviation already states: a
+    record states the topic of the same code; a bare sentence (files written
+    before the records) is searched for the topic's words."""
     import re
 
+    codes = {code_of(d) for d in declared}
+    sentences = [text_of(d) for d in declared if code_of(d) is None]
+
     def covered(topic):
-        return any(all(re.search(p, d, re.I) for p in TOPICS[topic]) for d in declared)
+        return topic in codes or any(all(re.search(p, d, re.I) for p in TOPICS[topic]) for d in sentences)
     return [text for topic, text in found if not covered(topic)]
 
 

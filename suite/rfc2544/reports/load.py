@@ -1,4 +1,6 @@
-"""Read and check a results.json (docs/results-schema.md, version 1).
+"""Read and check a results.json (docs/results-schema.md, version 1) for the
+report and compare: the file is read by results_file.read_results, the one
+loader --resume uses too; here the fields the report shows are type-checked.
 
 Anything wrong becomes one BadInput line naming the file: the CLI prints it
 and exits 2. Missing optional fields are left missing: the templates show a
@@ -6,12 +8,11 @@ dash, so a partial file from a run cut short still renders.
 """
 import json
 from numbers import Real
-from pathlib import Path
 
 from rfc2544.errors import BadInput
+from rfc2544.results_file import SCHEMA, SUPPORTED_VERSIONS, read_results, resolve
 
-SCHEMA = "rfc2544-results"
-SUPPORTED_VERSIONS = (1,)
+__all__ = ["load_results", "resolve", "SCHEMA", "SUPPORTED_VERSIONS"]
 SECTIONS = ("trials", "throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")
 
 # Per section: field -> expected kind. Only `frame_size` is required (plus the
@@ -69,36 +70,9 @@ def _check_fields(where, obj, fields, required=()):
                              f"got {json.dumps(obj[name])[:40]}")
 
 
-def resolve(path):
-    """A results file, or a run directory holding results.json."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
-    return path
-
-
 def load_results(path):
     """Return the results as a dict with every section present (lists may be empty)."""
-    path = resolve(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such results file") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not a results file (not UTF-8 text)") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}: corrupt results file: invalid JSON at line {exc.lineno} "
-                       f"column {exc.colno} ({exc.msg})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise BadInput(f"{path}: not an rfc2544 results file (no \"schema\": \"{SCHEMA}\")")
-    version = data.get("schema_version")
-    if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
-        raise BadInput(f"{path}: results schema version {json.dumps(version)} is not supported "
-                       f"(this rfc2544 reads version {', '.join(map(str, SUPPORTED_VERSIONS))})")
+    path, data = read_results(path)
     try:
         _check(data)
     except ValueError as exc:
@@ -130,9 +104,11 @@ def _check(data):
                     _check_fields(f"frame_loss[{i}].points[{j}]", point, POINT_FIELDS, ("load_pct", "loss_pct"))
     for i, item in enumerate(data.get("plan") or []):
         _check_fields(f"plan[{i}]", item, {"test": STR, "frame_size": INT}, ("test",))
-    for i, text in enumerate(data.get("deviations") or []):
+    for i, deviation in enumerate(data.get("deviations") or []):
+        # a record {code, section, asked, used, text}, or a sentence (older files)
+        text = deviation.get("text") if isinstance(deviation, dict) else deviation
         if not isinstance(text, str):
-            raise ValueError(f"deviations[{i}]: expected a string")
+            raise ValueError(f"deviations[{i}]: expected a string or a record with a text")
     conditions = data.get("conditions") or {}
     _check_fields("conditions", conditions, {"link_speed_mbps": NUM, "ip_version": INT, "hosts": DICT,
                                              "streams": LIST, "calibration": DICT, "generator": STR,

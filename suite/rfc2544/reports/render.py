@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jinja2
 
+from rfc2544.deviations import text_of
 from rfc2544 import __version__
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.reports import checks, plots, summary
@@ -36,7 +37,7 @@ def report_context(results):
         "r": results,
         "conditions": conditions,
         "status": checks.completeness(results),
-        "declared_deviations": results["deviations"],
+        "declared_deviations": [text_of(d) for d in results["deviations"]],
         "detected_deviations": checks.undeclared(checks.detected_deviations(results), results["deviations"]),
         "headline": summary.headline(results),
         "link": summary.link_text(conditions.get("link_speed_mbps")),

@@ -1,0 +1,177 @@
+"""results.json as typed records (docs/results-schema.md, docs/results.schema.json).
+
+Dataclasses rather than a validation library: no new runtime dependency, and
+the suite already models trials with dataclasses (model.py). Each record has
+`from_dict` (a key it does not know, or a missing required one, raises
+TypeError) and `to_dict` (the JSON object, keys in the order the writer has
+always used, so files stay byte-for-byte comparable). results.py writes
+through them; the document on disk is still plain JSON.
+"""
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional, Union
+
+from rfc2544.model import HookRun, LatencyStats, StreamCounts, TrialResult, TrialSpec
+from rfc2544.summaries import SUMMARY_TYPES, Summary
+
+SCHEMA = "rfc2544-results"
+SCHEMA_VERSION = 1
+SECTIONS = tuple(SUMMARY_TYPES)
+
+
+def _plain(record, omit_when=None):
+    """asdict, minus the optional keys whose value says "absent"."""
+    out = asdict(record)
+    for key, absent in (omit_when or {}).items():
+        if out.get(key) == absent:
+            del out[key]
+    return out
+
+
+@dataclass
+class PlanStep:
+    unit: str                   # "test/ipv4/64"
+    test: str
+    frame_size: int             # 0 = IMIX
+    ip_version: int
+    state: str = "pending"      # pending | done | skipped
+    note: Optional[str] = None  # why a step was skipped
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**d)
+
+    def to_dict(self):
+        return _plain(self, {"note": None})
+
+
+@dataclass
+class Interruption:
+    at: str
+    reason: str
+    trials_kept: int
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**d)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class TrialRecord:
+    """One trial as recorded: the TrialResult's counts, derived figures, and
+    its spec so that --resume can replay it."""
+
+    id: int
+    unit: str
+    test: str
+    frame_size: int
+    ip_version: int
+    load_fps: float
+    load_pct: Optional[float]
+    duration_s: float
+    traffic_s: float
+    tx_frames: int
+    rx_frames: int
+    intended_frames: int
+    lost_frames: int
+    loss_ratio: float
+    achieved_fps: float
+    verdict: str                # pass | fail | tester-limited | aborted
+    tester_limited: bool
+    aborted_early: bool
+    saved_traffic_s: float
+    started: str
+    latency: Optional[LatencyStats]
+    streams: List[StreamCounts]
+    notes: List[str]
+    spec: TrialSpec
+    hooks: List[HookRun] = field(default_factory=list)     # absent in files written before hooks
+    samples: Optional[List[dict]] = None                   # system recovery only
+    superseded: bool = False
+
+    KEY_ORDER = ("latency", "streams", "notes", "hooks", "spec", "samples", "superseded")
+
+    @classmethod
+    def from_result(cls, record_id, unit, result, verdict, load_pct):
+        spec = result.spec
+        return cls(
+            id=record_id, unit=unit, test=spec.test, frame_size=spec.frame_size,
+            ip_version=6 if spec.ipv6 else 4, load_fps=spec.load_fps, load_pct=load_pct,
+            duration_s=spec.duration_s, traffic_s=result.traffic_s, tx_frames=result.tx_frames,
+            rx_frames=result.rx_frames, intended_frames=result.intended_frames,
+            lost_frames=result.lost_frames, loss_ratio=result.loss_ratio,
+            achieved_fps=result.achieved_fps, verdict=verdict, tester_limited=result.tester_limited,
+            aborted_early=result.aborted_early, saved_traffic_s=result.saved_traffic_s,
+            started=result.started, latency=result.latency, streams=list(result.streams),
+            notes=list(result.notes), hooks=list(result.hooks), spec=spec)
+
+    @classmethod
+    def from_dict(cls, d):
+        d = dict(d)
+        lat = d.pop("latency", None)
+        return cls(latency=LatencyStats(**lat) if lat else None,
+                   streams=[StreamCounts(**s) for s in d.pop("streams", [])],
+                   hooks=[HookRun(**h) for h in d.pop("hooks", [])],
+                   spec=TrialSpec(**d.pop("spec")), notes=list(d.pop("notes", [])), **d)
+
+    def to_dict(self):
+        out = _plain(self, {"samples": None, "superseded": False})
+        # hooks sit between notes and spec, as the writer has always put them
+        tail = {k: out.pop(k) for k in self.KEY_ORDER if k in out}
+        out.update(tail)
+        return out
+
+    def to_result(self):
+        """The TrialResult a resumed run replays."""
+        return TrialResult(
+            spec=self.spec, tx_frames=self.tx_frames, rx_frames=self.rx_frames,
+            intended_frames=self.intended_frames, achieved_fps=self.achieved_fps,
+            traffic_s=self.traffic_s, tester_limited=self.tester_limited,
+            aborted_early=self.aborted_early, saved_traffic_s=self.saved_traffic_s,
+            started=self.started, latency=self.latency, streams=list(self.streams),
+            notes=list(self.notes), hooks=list(self.hooks))
+
+
+@dataclass
+class ResultsDocument:
+    """The whole results.json. `profile` and `conditions` stay mappings: the
+    profile is validated by profiles.validate (typed view: profile_model),
+    the host facts are whatever the hosts reported."""
+
+    started: str
+    profile: dict
+    plan: List[PlanStep]
+    deviations: List[Union[dict, str]]     # deviations.Deviation dicts; sentences in older files
+    conditions: dict
+    tool: dict = field(default_factory=lambda: {"name": "rfc2544", "version": ""})
+    schema: str = SCHEMA
+    schema_version: int = SCHEMA_VERSION
+    complete: bool = False
+    finished: Optional[str] = None
+    interruptions: List[Interruption] = field(default_factory=list)
+    trials: List[TrialRecord] = field(default_factory=list)
+    sections: Dict[str, List[Summary]] = field(default_factory=lambda: {s: [] for s in SECTIONS})
+    probes: Optional[Dict[str, float]] = None      # written only once a probe trial ran
+
+    @classmethod
+    def from_dict(cls, d):
+        d = dict(d)
+        sections = {s: [SUMMARY_TYPES[s].from_dict(e) for e in d.pop(s, [])] for s in SECTIONS}
+        return cls(plan=[PlanStep.from_dict(p) for p in d.pop("plan")],
+                   interruptions=[Interruption.from_dict(i) for i in d.pop("interruptions", [])],
+                   trials=[TrialRecord.from_dict(t) for t in d.pop("trials", [])],
+                   deviations=list(d.pop("deviations", [])), sections=sections, **d)
+
+    def to_dict(self):
+        out = {"schema": self.schema, "schema_version": self.schema_version, "complete": self.complete,
+               "started": self.started, "finished": self.finished, "tool": dict(self.tool),
+               "profile": dict(self.profile), "plan": [p.to_dict() for p in self.plan],
+               "deviations": list(self.deviations), "conditions": self.conditions,
+               "interruptions": [i.to_dict() for i in self.interruptions],
+               "trials": [t.to_dict() for t in self.trials],
+               **{s: [e.to_dict() for e in self.sections[s]] for s in SECTIONS}}
+        if self.probes is not None:
+            out["probes"] = dict(self.probes)
+        return out

@@ -1,0 +1,150 @@
+"""The per-test summary entries of results.json (one section per RFC 2544
+test), as dataclasses; see docs/results-schema.md for what each figure means.
+
+Dataclasses for the reason given in records.py. Field order is the order the
+procedures have always written (then ip_version and unit, which the runner
+adds), so `to_dict` gives the same JSON object.
+"""
+from dataclasses import asdict, dataclass
+from typing import List, Optional
+
+
+class Summary:
+    @classmethod
+    def from_dict(cls, d):
+        """Every key must be a field (TypeError otherwise): a typo in a
+        procedure's summary fails where it is written, not in the report."""
+        return cls(**d)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class ThroughputSummary(Summary):
+    frame_size: int
+    fps: float                      # the NDR, 0 when not even min_load_fps passed
+    min_load_fps: float
+    mbps: Optional[float]
+    line_mbps: Optional[float]
+    pct_of_max: Optional[float]     # percent of the theoretical maximum
+    theoretical_max_fps: Optional[float]
+    max_load_fps: float
+    max_load_source: str
+    tester_bound: bool
+    tester_ceiling_fps: Optional[float]
+    search: str                     # bisection | mlr
+    ndr_fps: Optional[float]
+    ndr_upper_fps: Optional[float]
+    pdr_fps: Optional[float]
+    pdr_upper_fps: Optional[float]
+    pdr_loss_ratio: Optional[float]
+    resolution_pct: float
+    trials: int
+    traffic_s: float
+    saved_traffic_s: float
+    at_max_load: bool
+    ip_version: int = 4
+    unit: str = ""
+
+
+@dataclass
+class LatencySummary(Summary):
+    frame_size: int
+    load_fps: float
+    definition: str
+    repetitions: int
+    samples: int
+    min_ns: float
+    mean_ns: Optional[float]
+    median_ns: Optional[float]
+    p999_ns: Optional[float]
+    max_ns: float
+    worst_p999_ns: Optional[float]
+    stddev_ns: Optional[float]
+    pdv_mean_ns: Optional[float]
+    pdv_max_ns: Optional[float]
+    trials_with_loss: int
+    ip_version: int = 4
+    unit: str = ""
+
+
+@dataclass
+class FrameLossPoint:
+    load_pct: float
+    load_fps: float
+    loss_pct: float
+    tester_limited: bool
+    achieved_fps: float
+
+
+@dataclass
+class FrameLossSummary(Summary):
+    frame_size: int
+    max_rate_fps: float
+    max_rate_source: str
+    step_pct: float
+    duration_s: float
+    points: List[FrameLossPoint]
+    two_clean_trials: bool
+    ip_version: int = 4
+    unit: str = ""
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**dict(d, points=[FrameLossPoint(**p) for p in d["points"]]))
+
+
+@dataclass
+class BackToBackSummary(Summary):
+    frame_size: int
+    trials: int
+    lengths: List[int]
+    avg_frames: float
+    min_frames: int
+    max_frames: int
+    stddev_frames: float
+    implied_buffer_s: float
+    corrected_buffer_s: float
+    throughput_fps: float
+    max_rate_fps: float
+    max_rate_source: str
+    burst_cap_frames: int
+    bursts_at_cap: int
+    resolution_pct: float
+    ip_version: int = 4
+    unit: str = ""
+
+
+@dataclass
+class SystemRecoverySummary(Summary):
+    frame_size: int
+    overload_fps: float
+    recovery_fps: float
+    overload_s: float
+    recovery_period_s: float
+    repetitions: int
+    recovery_time_s: float
+    recovery_times_s: List[float]
+    recovery_time_bounds_s: List[List[float]]      # [low, high] per repetition
+    method: str
+    ip_version: int = 4
+    unit: str = ""
+
+
+@dataclass
+class ResetSummary(Summary):
+    frame_size: int
+    load_fps: float
+    repetitions: int
+    reset_time_s: float
+    reset_times_s: List[float]
+    method: str
+    ip_version: int = 4
+    unit: str = ""
+
+
+# results.json section -> its entry type
+SUMMARY_TYPES = {"throughput": ThroughputSummary, "latency": LatencySummary,
+                 "frame_loss": FrameLossSummary, "back_to_back": BackToBackSummary,
+                 "system_recovery": SystemRecoverySummary, "reset": ResetSummary}
