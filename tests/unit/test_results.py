@@ -24,7 +24,7 @@ def a_trial(load=1000.0, latency=False):
 def test_create_writes_an_incomplete_file(tmp_path):
     r = new(tmp_path)
     data = json.loads(r.path.read_text())
-    assert data["schema"] == "rfc2544-results" and data["schema_version"] == 1
+    assert data["schema"] == "rfc2544-results" and data["schema_version"] == 2
     assert data["complete"] is False and data["finished"] is None
     assert data["plan"][0]["unit"] == "throughput/ipv4/64"
     assert data["deviations"]

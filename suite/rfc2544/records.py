@@ -14,7 +14,7 @@ from rfc2544.model import HookRun, LatencyStats, StreamCounts, TrialResult, Tria
 from rfc2544.summaries import SUMMARY_TYPES, Summary
 
 SCHEMA = "rfc2544-results"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SECTIONS = tuple(SUMMARY_TYPES)
 
 

@@ -13,7 +13,7 @@ from rfc2544.errors import BadInput
 from rfc2544.records import SCHEMA, SCHEMA_VERSION
 
 FILENAME = "results.json"
-SUPPORTED_VERSIONS = (SCHEMA_VERSION,)
+SUPPORTED_VERSIONS = (1, SCHEMA_VERSION)   # 1: deviations as sentences, no trial hooks
 
 
 def resolve(path):
