@@ -19,7 +19,7 @@ APT_PACKAGES := \
 	chromium poppler-utils fonts-dejavu-core \
 	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b libharfbuzz-subset0
 
-.PHONY: all deps apt-deps venv demo test unit integration kmod clean lab-down
+.PHONY: all deps apt-deps venv demo test unit integration kmod collection clean lab-down
 
 all: deps
 
@@ -76,6 +76,11 @@ test: deps
 
 kmod:
 	$(MAKE) -C pktgen-kmod
+
+# The Ansible collection rfc2544.benchmark (collection/README.md): assembled
+# in build/collection from playbooks/roles, tarball in dist/.
+collection: venv
+	$(PY) collection/build.py build/collection dist
 
 lab-down:
 	-$(RFC2544) lab down

@@ -83,14 +83,32 @@ def setup(inventory_path, teardown, extra_vars):
 
 @click.command("init")
 @click.argument("path", type=click.Path(dir_okay=False))
-def init(path):
-    """Write a commented example inventory (a tester and a DUT) to PATH, to edit.
+@click.option("--tester", metavar="[USER@]HOST[:PORT]", help="Discover the tester's ports over SSH.")
+@click.option("--dut", metavar="[USER@]HOST[:PORT]", help="Discover the DUT's ports over SSH.")
+@click.option("--dut-netns", metavar="NS", help="The DUT is this network namespace of its host.")
+@click.option("--key", "key_file", type=click.Path(dir_okay=False), help="SSH private key for both hosts.")
+@click.option("--known-hosts", "known_hosts", type=click.Path(dir_okay=False),
+              help="known_hosts file to verify host keys against (default ~/.ssh/known_hosts).")
+@click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
+def init(path, tester, dut, dut_netns, key_file, known_hosts, force):
+    """Write a commented inventory to PATH, to edit.
 
-    Port discovery over SSH is not done yet: the file is the shipped
+    With --tester and --dut, their ports (MACs, addresses, peers from the
+    neighbour tables) are read over SSH; without, PATH is the shipped
     example-two-box.yml, whose comments say what to change."""
     target = Path(path)
-    if target.exists():
-        raise BadInput(f"{target}: exists; not overwritten (choose another path or remove it)")
+    if target.exists() and not force:
+        raise BadInput(f"{target}: exists; not overwritten (pass --force, choose another path or remove it)")
+    if tester or dut or dut_netns:
+        from rfc2544 import init_inventory
+        if not (tester and dut):
+            raise BadInput("init: --tester and --dut go together (and --dut-netns needs them)")
+        init_inventory.write_discovered(
+            target, init_inventory.parse_target(tester, "--tester"), init_inventory.parse_target(dut, "--dut"),
+            netns=dut_netns, key_file=key_file, known_hosts=known_hosts, force=force)
+        click.echo(f"wrote {target}: choose the tester ports' roles and the streams (marked CHOOSE), "
+                   f"then 'rfc2544 doctor -i {target}'")
+        return
     example = data_dir() / "inventory" / "example-two-box.yml"
     try:
         target.write_text(example.read_text())

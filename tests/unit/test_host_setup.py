@@ -102,6 +102,6 @@ def test_init_writes_the_example_inventory_once(tmp_path, capsys):
         with pytest.raises(SystemExit) as exc:
             cli.main(["init", str(target)])
         assert exc.value.code == expected
-    assert capsys.readouterr().err.strip() == f"rfc2544: {target}: exists; not overwritten (choose another path or remove it)"
+    assert capsys.readouterr().err.strip() == f"rfc2544: {target}: exists; not overwritten (pass --force, choose another path or remove it)"
     loaded = inventory.load(target)
     assert set(loaded.hosts) == {"tester", "dut"} and loaded.streams
