@@ -44,5 +44,5 @@ def read_results(path):
     version = data.get("schema_version")
     if version not in SUPPORTED_VERSIONS or isinstance(version, bool):
         raise BadInput(f"{path}: results schema version {json.dumps(version)} is not supported "
-                       f"(this rfc2544 reads version {', '.join(map(str, SUPPORTED_VERSIONS))})")
+                       f"(this rfc2544 reads versions {', '.join(map(str, SUPPORTED_VERSIONS))})")
     return path, data

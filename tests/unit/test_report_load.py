@@ -35,7 +35,7 @@ def test_run_directory_means_its_results_json(tmp_path):
 @pytest.mark.parametrize("name, expected", [
     ("corrupt.json", "corrupt.json: corrupt results file: invalid JSON at line"),
     ("unknown-version.json", "unknown-version.json: results schema version 99 is not supported "
-                             "(this rfc2544 reads version 1)"),
+                             "(this rfc2544 reads versions 1, 2)"),
     ("no-such.json", "no-such.json: no such results file"),
 ])
 def test_bad_files_are_one_clear_line(name, expected):
