@@ -112,7 +112,9 @@ def wait_for_trials(results_json, n, timeout=300, proc=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the run ended early with status {proc.returncode}")
+            stdout, stderr = proc.communicate()
+            raise AssertionError(f"the run ended early with status {proc.returncode}: "
+                                 f"{stdout[-1500:]}{stderr[-1500:]}")
         try:
             if len(json.loads(Path(results_json).read_text())["trials"]) >= n:
                 return
