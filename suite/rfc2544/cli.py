@@ -5,7 +5,6 @@ so `rfc2544 lab up` does not pay for matplotlib.
 """
 import functools
 import importlib
-import signal
 import sys
 import threading
 
@@ -13,6 +12,7 @@ import click
 
 from rfc2544 import __version__
 from rfc2544.errors import Rfc2544Error, missing_dependency
+from rfc2544.interrupts import deferred_interrupts
 
 # name -> "module:attribute" of a click command or group
 COMMANDS = {
@@ -29,19 +29,18 @@ COMMANDS = {
 
 
 def interruptible(command):
-    """Make SIGINT raise KeyboardInterrupt while `command` runs. A shell starts
-    the background jobs of a non-interactive script with SIGINT ignored, and
-    Python then installs no handler of its own: without this, an interrupt
-    sent to a run would be lost and the run would finish with exit 0."""
+    """Make SIGINT and SIGTERM raise KeyboardInterrupt while `command` runs
+    (rfc2544.interrupts: never inside paramiko or threading code). A shell
+    starts the background jobs of a non-interactive script with SIGINT
+    ignored, and Python then installs no handler of its own: without this,
+    an interrupt sent to a run would be lost and the run would finish with
+    exit 0."""
     @functools.wraps(command)
     def with_sigint(*args, **kwargs):
         if threading.current_thread() is not threading.main_thread():
             return command(*args, **kwargs)       # only the main thread may set handlers
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-        try:
+        with deferred_interrupts():
             return command(*args, **kwargs)
-        finally:
-            signal.signal(signal.SIGINT, previous)
     return with_sigint
 
 

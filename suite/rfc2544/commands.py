@@ -3,7 +3,6 @@ pieces (inventory, profile, tester, results) and hand over to the runner.
 Everything here is wiring; the work happens in runner/procedures/search."""
 import json
 import logging
-import signal
 import threading
 import time
 import traceback
@@ -240,8 +239,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
                 time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
         runner = Runner(tester, profile, results, display=_display(), link_mbps=link,
                         calibration=calibration, dut_reset=make_dut_reset(inventory))
-        previous = signal.signal(signal.SIGTERM, _terminated)
-        try:
+        try:   # SIGTERM, like Ctrl-C, is a KeyboardInterrupt here (cli.interruptible)
             misses = [] if results.complete else runner.run()
         except (Rfc2544Error, KeyboardInterrupt):
             raise
@@ -250,8 +248,6 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
             log = results.dir / "error.log"
             log.write_text(traceback.format_exc())
             raise InfraError(f"internal error ({type(exc).__name__}: {exc}); details in {log}")
-        finally:
-            signal.signal(signal.SIGTERM, previous)
     finally:
         close = getattr(tester, "close", None)
         if close:
@@ -264,10 +260,6 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         click.echo(f"report: {path}")
     if misses:
         raise ThresholdMissed("; ".join(misses))
-
-
-def _terminated(signum, frame):
-    raise KeyboardInterrupt     # SIGTERM: stop the generators and keep the results, as for Ctrl-C
 
 
 def _display():

@@ -324,4 +324,5 @@ def test_calibrate_takes_sigint_for_its_duration_only(setup, monkeypatch):
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN       # given back afterwards
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert seen == [signal.default_int_handler]
+    from rfc2544 import interrupts
+    assert seen == [interrupts._handler]
