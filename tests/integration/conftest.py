@@ -3,6 +3,8 @@
 `lab`  - the single topology (tester VM, DUT in netns `dut`), booted once per
          pytest session under the lab name `pytest<PID>-single`, torn down at the end.
 `lab2` - the two-host topology (tester VM + DUT VM), lab name `pytest<PID>-two`.
+`wheel_venv` - the product's wheel installed with its dependencies into a
+         fresh virtualenv outside the checkout, as a pipx user has it.
 
 Lab names of their own keep a developer's `default` lab untouched, and the
 pytest process id keeps two concurrent sessions (several developers on one
@@ -15,20 +17,29 @@ RFC2544_REUSE_LAB=NAME (and RFC2544_REUSE_LAB2=NAME) uses an already running
 lab of the right topology instead of booting one, and leaves it running:
 quick iterations without a boot.
 
-The single lab starts booting in a background thread as soon as the session
-knows it will need it (pytest_collection_finish): the image build and the
-VM's boot overlap the unit tests, which run first. The `lab` fixture waits
-for that boot. Tests using `lab2` run after the other lab tests.
+Host-only work overlaps the unit tests, which run first: as soon as the
+session knows what it needs (pytest_collection_finish), one background
+thread builds the wheel's virtualenv, boots the single lab with that
+wheel's own `rfc2544 lab up` (so CI boots its lab as a user would), then
+boots the two-host lab. Each fixture waits only for its own step.
+Tests using `lab2` run after the other lab tests.
 Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
 every other test of the same lab, so those still find it up.
 """
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
-_EARLY = {}     # lab name -> (thread, outcome dict) of a boot started early
+from test_ansible_support import wheel_venv as build_wheel_venv
+
+_EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log": [...]}
+_TMP = []       # the early steps' scratch dir, removed at session end
 
 
 def pytest_configure(config):
@@ -44,33 +55,91 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
-    """Start booting the single lab now if a selected test needs it, so the
-    boot runs while the unit tests do."""
-    if os.environ.get("RFC2544_REUSE_LAB") or session.config.option.collectonly:
+    """Start the selected tests' slow preparations now, in one thread, so
+    they run while the unit tests do."""
+    if session.config.option.collectonly:
         return
-    if any("lab" in getattr(item, "fixturenames", ()) for item in session.items):
-        _start_early("single", "single")
+    needs = set()
+    for item in session.items:
+        needs.update(n for n in ("lab", "lab2", "wheel_venv") if n in getattr(item, "fixturenames", ()))
+    steps = []
+    if "wheel_venv" in needs:
+        steps.append("wheel_venv")
+    if "lab" in needs and not os.environ.get("RFC2544_REUSE_LAB"):
+        steps.append("single")
+    if "lab2" in needs and not os.environ.get("RFC2544_REUSE_LAB2"):
+        steps.append("two")
+    if steps:
+        _start_early(steps)
 
 
 def _session_lab_name(name):
     return f"pytest{os.getpid()}-{name}"
 
 
-def _start_early(name, topology):
+def _start_early(steps):
     from rfc2544.lab import Lab
     _stop_orphans()
-    lab = Lab(_session_lab_name(name))
-    outcome = {"log": []}
+    tmp = Path(tempfile.mkdtemp(prefix="rfc2544-session-"))
+    _TMP.append(tmp)
+    for step in steps:
+        _EARLY[step] = {"done": threading.Event(), "log": []}
 
-    def boot():
-        try:
-            lab.up(topology, log=outcome["log"].append)
-        except BaseException as exc:     # re-raised in the test that needs the lab
-            outcome["error"] = exc
+    def run(step):
+        outcome = _EARLY[step]
+        if step == "wheel_venv":
+            outcome["value"] = build_wheel_venv(tmp)
+        elif step == "single" and "wheel_venv" in _EARLY:
+            outcome["value"] = _wheel_lab_up(_EARLY["wheel_venv"], _session_lab_name("single"), outcome["log"])
+        else:
+            lab = Lab(_session_lab_name(step))
+            outcome["value"] = lab
+            lab.up({"single": "single", "two": "two-host"}[step], log=outcome["log"].append)
 
-    thread = threading.Thread(target=boot, name=f"lab-boot-{name}", daemon=True)
-    thread.start()
-    _EARLY[name] = (thread, outcome, lab)
+    def prepare():
+        for step in steps:
+            outcome = _EARLY[step]
+            try:
+                run(step)
+            except BaseException as exc:     # re-raised in the test that needs it
+                outcome["error"] = exc
+            finally:
+                outcome["done"].set()
+
+    threading.Thread(target=prepare, name="session-prepare", daemon=True).start()
+
+
+def _wheel_lab_up(wheel_step, name, log):
+    """Boot the single lab with the wheel's CLI, from /tmp with PATH holding
+    only system directories: the `rfc2544 lab up` a pipx user runs."""
+    from rfc2544.lab import Lab
+    wheel_step["done"].wait()
+    if "error" in wheel_step:
+        raise RuntimeError(f"no wheel virtualenv to boot the lab with: {wheel_step['error']!r}")
+    venv = wheel_step["value"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "VIRTUAL_ENV"))}
+    env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"
+    run = subprocess.run([str(venv / "bin" / "rfc2544"), "lab", "up", "--name", name], cwd="/tmp", env=env,
+                         capture_output=True, text=True, timeout=1800)
+    log.extend(run.stderr.splitlines())
+    lab = Lab(name)
+    if run.returncode != 0 or run.stdout.strip() != str(lab.inventory_path):
+        raise RuntimeError(f"{venv}/bin/rfc2544 lab up exited {run.returncode}: "
+                           f"{run.stdout[-1000:]}{run.stderr[-2000:]}")
+    return lab
+
+
+def _wait_early(request, step):
+    """The early step's value, or None if it was not started early."""
+    outcome = _EARLY.get(step)
+    if outcome is None:
+        return None
+    outcome["done"].wait()
+    for line in outcome["log"]:
+        print(line, flush=True)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _boot(request, name, topology, reuse_env):
@@ -81,22 +150,16 @@ def _boot(request, name, topology, reuse_env):
         if lab.is_up() and lab.status().get("topology") == topology:
             return lab
         pytest.fail(f"{reuse_env}={reuse}: no running {topology} lab of that name")
-    early = _EARLY.pop(name, None)
-    if early:
-        thread, outcome, lab = early
-        thread.join()
-        for line in outcome["log"]:
-            print(line, flush=True)
+    if name in _EARLY:
         if not os.environ.get("RFC2544_KEEP_LAB"):
+            lab = Lab(_session_lab_name(name))
             request.addfinalizer(lambda: lab.down(log=lambda m: None))
-        if "error" in outcome:
-            raise outcome["error"]
-        return lab
+        return _wait_early(request, name)
     _stop_orphans()
     lab = Lab(_session_lab_name(name))
-    lab.up(topology, log=lambda m: print(m, flush=True))
     if not os.environ.get("RFC2544_KEEP_LAB"):
         request.addfinalizer(lambda: lab.down(log=lambda m: None))
+    lab.up(topology, log=lambda m: print(m, flush=True))
     return lab
 
 
@@ -125,6 +188,12 @@ def lab2(request):
     return _boot(request, "two", "two-host", "RFC2544_REUSE_LAB2")
 
 
+@pytest.fixture(scope="session")
+def wheel_venv(request, tmp_path_factory):
+    """Path of a fresh virtualenv holding the wheel and its dependencies."""
+    return _wait_early(request, "wheel_venv") or build_wheel_venv(tmp_path_factory.mktemp("wheel"))
+
+
 @pytest.fixture
 def tester(lab):
     host = lab.connect("tester")
@@ -133,9 +202,13 @@ def tester(lab):
 
 
 def pytest_sessionfinish(session):
-    """A lab booted early that no test ended up using is taken down too."""
-    for name, (thread, _, lab) in list(_EARLY.items()):
-        thread.join()
-        if not os.environ.get("RFC2544_KEEP_LAB"):
-            lab.down(log=lambda m: None)
-        _EARLY.pop(name, None)
+    """Early steps no test ended up waiting for are finished and undone
+    (a lab booted early that no test used is taken down)."""
+    from rfc2544.lab import Lab
+    for step, outcome in list(_EARLY.items()):
+        outcome["done"].wait()
+        if step in ("single", "two") and not os.environ.get("RFC2544_KEEP_LAB"):
+            Lab(_session_lab_name(step)).down(log=lambda m: None)
+    _EARLY.clear()
+    for tmp in _TMP:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from test_ansible_support import ROOT, PlaybookRun, frozen_source, host_state, playbook, state_script, wheel_venv
+from test_ansible_support import ROOT, PlaybookRun, frozen_source, host_state, playbook, state_script
 
 pytestmark = pytest.mark.lab
 
@@ -163,24 +163,31 @@ def test_modprobe_pktgen_acts_on_the_module(ctx):
     assert pktgen_modules(ssh) == [MODULE] and "pgrx" in sh(ssh, "ls /proc/net/pktgen")
 
 
-def test_wheel_second_setup_changes_nothing_and_runs_the_quick_profile(ctx, tmp_path):
+def test_wheel_second_setup_changes_nothing_and_runs_the_quick_profile(ctx, wheel_venv, tmp_path):
     """The product from its wheel alone, as a pipx user has it: installed
-    with its dependencies into a fresh virtualenv outside the checkout,
-    started by full path from /tmp with PATH holding only system
-    directories, it prepares the hosts with the shipped playbooks and the
-    venv's own ansible-playbook (`run --setup`) and runs the quick profile
-    end to end with our module. It runs here, on the hosts the tests above
-    set up: its setup is the second run, which must change nothing (the
-    shipped module source is the same files, so no second build in the
-    emulated VM); the teardown below then covers it too."""
-    venv = wheel_venv(tmp_path)
+    with its dependencies into a fresh virtualenv outside the checkout
+    (the `wheel_venv` fixture; the session's lab was booted with its
+    `rfc2544 lab up`), started by full path from /tmp with PATH holding
+    only system directories, it prepares the hosts with the shipped
+    playbooks and the venv's own ansible-playbook (`run --setup`), runs the
+    quick profile end to end with our module and reports it. It runs here,
+    on the hosts the tests above set up: its setup is the second run, which
+    must change nothing (the shipped module source is the same files, so no
+    second build in the emulated VM); the teardown below then covers it too."""
+    venv = wheel_venv
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "VIRTUAL_ENV"))}
     env["PATH"] = "/usr/bin:/bin"
+
+    def rfc2544(*args, timeout=300):
+        return subprocess.run([str(venv / "bin" / "rfc2544"), *args], cwd="/tmp", env=env,
+                              capture_output=True, text=True, timeout=timeout)
+
+    version = rfc2544("--version")
+    assert version.returncode == 0 and version.stdout.startswith("rfc2544, version "), version.stdout + version.stderr
     out = tmp_path / "quick"
     t0 = time.monotonic()
-    run = subprocess.run([str(venv / "bin" / "rfc2544"), "run", "--setup", "-i", str(ctx["inv"]), "-p", "quick",
-                          "--out", str(out), "--format", "csv"], cwd="/tmp", env=env,
-                         capture_output=True, text=True, timeout=3600)
+    run = rfc2544("run", "--setup", "-i", str(ctx["inv"]), "-p", "quick", "--out", str(out), "--format", "csv",
+                  timeout=3600)
     ctx["timings"]["wheel_run_setup_quick_s"] = round(time.monotonic() - t0, 1)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     recap = PlaybookRun(run.returncode, run.stdout, 0).recap
@@ -197,6 +204,10 @@ def test_wheel_second_setup_changes_nothing_and_runs_the_quick_profile(ctx, tmp_
     assert {row["frame_size"] for row in data["throughput"]} == {64, 1518}
     assert all(row["ndr_fps"] and row["ndr_fps"] > 1000 for row in data["throughput"])
     assert (out / "trials.csv").exists()
+    report = rfc2544("report", str(out), "--format", "html", "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stdout + report.stderr
+    html, = (tmp_path / "report").glob("*.html")
+    assert "Throughput" in html.read_text()
 
 
 def test_teardown_restores_every_touched_value(ctx):

@@ -173,3 +173,30 @@ def test_module_built_on_host_with_kdir_loads_in_lab_kernel(lab, tester, tmp_pat
         assert "labhello" in tester.run("lsmod")[1]
     finally:
         tester.run("rmmod labhello", check=False)
+
+
+def test_init_discovers_the_labs_ports(lab, tmp_path):
+    """`rfc2544 init` over SSH against the lab's tester and DUT namespace
+    finds exactly the test ports `lab up` wired, with their MACs, addresses
+    and peers (from the static neighbour entries); the management port,
+    which carries the SSH connection, is left out."""
+    inv = inventory.load(lab.inventory_path)
+    tester = inv.hosts["tester"]
+    target = tmp_path / "init.yml"
+    where = f"root@{tester.address}:{tester.port}"
+    run = subprocess.run([sys.executable, "-m", "rfc2544", "init", str(target), "--tester", where, "--dut", where,
+                          "--dut-netns", "dut", "--key", tester.key_file, "--known-hosts", tester.known_hosts],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    import yaml
+    written = yaml.safe_load(target.read_text())["all"]["children"]
+    for group, host in (("testers", "tester"), ("duts", "dut")):
+        found = {p["name"]: p for p in written[group]["hosts"][host]["rfc2544_ports"]}
+        wired = inv.hosts[host].ports
+        assert set(found) == set(wired), (host, sorted(found))
+        for name, port in wired.items():
+            got = found[name]
+            assert (got["mac"], got["ipv4"], got["ipv6"]) == (port.mac, port.ipv4, port.ipv6), got
+            assert (got["peer_mac"], got["peer_ipv4"], got["peer_ipv6"]) == \
+                (port.peer_mac, port.peer_ipv4, port.peer_ipv6), got
+    assert "# mgmt0: left out, carries this SSH connection (10.0.2.15)" in target.read_text()
