@@ -5,6 +5,7 @@
 `lab2` - the two-host topology (tester VM + DUT VM), lab name `pytest<PID>-two`.
 `wheel_venv` - the product's wheel installed with its dependencies into a
          fresh virtualenv outside the checkout, as a pipx user has it.
+`early_result` - early_result(step): what an early step observed (below).
 
 Lab names of their own keep a developer's `default` lab untouched, and the
 pytest process id keeps two concurrent sessions (several developers on one
@@ -21,7 +22,11 @@ Host-only work overlaps the unit tests, which run first: as soon as the
 session knows what it needs (pytest_collection_finish), one background
 thread builds the wheel's virtualenv, boots the single lab with that
 wheel's own `rfc2544 lab up` (so CI boots its lab as a user would), then
-boots the two-host lab. Each fixture waits only for its own step.
+boots the two-host lab and runs the tuning test's lab work on it
+(test_ansible_tuning_lab.exercise: it touches only that lab, and its
+minutes of emulated Ansible would otherwise run alone at the end). Each
+fixture waits only for its own step; `lab2` also waits for that lab work,
+so no other test uses the two-host lab while it runs.
 Tests using `lab2` run after the other lab tests.
 Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
 every other test of the same lab, so those still find it up.
@@ -29,7 +34,6 @@ every other test of the same lab, so those still find it up.
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -69,6 +73,9 @@ def pytest_collection_finish(session):
         steps.append("single")
     if "lab2" in needs and not os.environ.get("RFC2544_REUSE_LAB2"):
         steps.append("two")
+        if any(getattr(getattr(item, "module", None), "__name__", "") == "test_ansible_tuning_lab"
+               for item in session.items):
+            steps.append("tuning")
     if steps:
         _start_early(steps)
 
@@ -89,6 +96,12 @@ def _start_early(steps):
         outcome = _EARLY[step]
         if step == "wheel_venv":
             outcome["value"] = build_wheel_venv(tmp)
+        elif step == "tuning":
+            import test_ansible_tuning_lab
+            two = _EARLY["two"]
+            if "error" in two:
+                raise RuntimeError(f"the two-host lab did not boot: {two['error']!r}")
+            outcome["value"] = test_ansible_tuning_lab.exercise(two["value"])
         elif step == "single" and "wheel_venv" in _EARLY:
             outcome["value"] = _wheel_lab_up(_EARLY["wheel_venv"], _session_lab_name("single"), outcome["log"])
         else:
@@ -185,13 +198,23 @@ def lab(request):
 @pytest.fixture(scope="session")
 def lab2(request):
     """The two-host lab (Lab object), up for the whole session."""
-    return _boot(request, "two", "two-host", "RFC2544_REUSE_LAB2")
+    lab = _boot(request, "two", "two-host", "RFC2544_REUSE_LAB2")
+    if "tuning" in _EARLY:
+        _EARLY["tuning"]["done"].wait()      # its lab work is over: the lab is free
+    return lab
 
 
 @pytest.fixture(scope="session")
 def wheel_venv(request, tmp_path_factory):
     """Path of a fresh virtualenv holding the wheel and its dependencies."""
     return _wait_early(request, "wheel_venv") or build_wheel_venv(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture
+def early_result(request):
+    """early_result(step): what early step `step` returned, or None if the
+    session did not start it."""
+    return lambda step: _wait_early(request, step)
 
 
 @pytest.fixture
