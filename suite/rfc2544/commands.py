@@ -126,7 +126,7 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
         "latency_definition": getattr(tester, "latency_definition", None)
         or "software timestamps, generator header at transmit to receiver hook at arrival (bit-forwarding, RFC 1242)",
         "link_speed_mbps": link_mbps,
-        "ip_versions": profile["ip_versions"],
+        "ip_versions": list(profile.model.ip_versions),
         "inventory": str(Path(inventory.path).resolve()),     # absolute: --resume may start elsewhere
         "streams": [{"tx": f"{s.tx_host}:{s.tx_port}", "rx": f"{s.rx_host}:{s.rx_port}"} for s in inventory.streams],
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
@@ -135,8 +135,7 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
 
 
 def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort):
-    raw = dict(profile)
-    raw["search"] = dict(profile["search"])
+    raw = profile.model.to_dict()       # a copy, sections too: edited and validated again
     if search:
         raw["search"]["method"] = search
     if early_abort is not None:
