@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the known results files the report, compare and load tests read.
 
-    python tests/data/results/generate.py     # rewrites the *.json beside it
+    python tests/data/results/generate.py     # rewrites the *.json beside it (rfc2544 installed, e.g. -e .)
 
 SIMULATED, by the suite's own code path: profile.yml loaded by
 rfc2544.profiles, rfc2544.runner.Runner and rfc2544.results.Results writing
