@@ -1,8 +1,10 @@
 """Click commands `run`, `calibrate` and `doctor`: parse options, build the
 pieces (inventory, profile, tester, results) and hand over to the runner.
 Everything here is wiring; the work happens in runner/procedures/search."""
+import functools
 import json
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -124,7 +126,7 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
         "latency_definition": getattr(tester, "latency_definition", None)
         or "software timestamps, generator header at transmit to receiver hook at arrival (bit-forwarding, RFC 1242)",
         "link_speed_mbps": link_mbps,
-        "ip_versions": profile["ip_versions"],
+        "ip_versions": list(profile.model.ip_versions),
         "inventory": str(Path(inventory.path).resolve()),     # absolute: --resume may start elsewhere
         "streams": [{"tx": f"{s.tx_host}:{s.tx_port}", "rx": f"{s.rx_host}:{s.rx_port}"} for s in inventory.streams],
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
@@ -133,8 +135,7 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
 
 
 def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort):
-    raw = dict(profile)
-    raw["search"] = dict(profile["search"])
+    raw = profile.model.to_dict()       # a copy, sections too: edited and validated again
     if search:
         raw["search"]["method"] = search
     if early_abort is not None:
@@ -205,10 +206,14 @@ def write_csv(results_path, out_dir):
 @click.option("--early-abort/--no-early-abort", default=None, help="Override search.early_abort.")
 @click.option("--format", "formats", multiple=True, type=click.Choice(REPORT_FORMATS),
               help="Report formats to write at the end [default: html, csv].")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the run's summary as JSON on stdout (as `report --json`, plus results_dir, reports "
+                   "and threshold_misses); progress goes to stderr.")
 @interruptible
 def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests, frame_sizes,
-        ip_versions, early_abort, formats):
+        ip_versions, early_abort, formats, as_json):
     """Run the RFC 2544 tests of a profile against the inventory's DUT."""
+    say = functools.partial(click.echo, err=as_json)      # --json: stdout holds the document only
     if resume_dir:
         if out_dir or profile_name or search or tests or frame_sizes or ip_versions or early_abort is not None:
             raise BadInput("--resume continues a run as it was planned: drop -p/--out/--search/--test/"
@@ -216,16 +221,30 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         results = Results.load(resume_dir)
         profile = profiles_mod.validate(results.data["profile"], f"{results.path} profile")
         if results.complete:
-            click.echo(f"{results.path}: the run is already complete")
+            say(f"{results.path}: the run is already complete")
+        inventory_path = resumed_inventory(results, inventory_path)
     else:
         profile = profiles_mod.load(profile_name or "rfc2544")
         profile = apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort)
         results = None
-    if resume_dir:
-        inventory_path = resumed_inventory(results, inventory_path)
     inventory = resolve_inventory(inventory_path)
     if setup:
         run_setup(inventory.path)
+    results, misses = _run_tests(inventory, profile, results, out_dir, _display(sys.stderr if as_json else None))
+    if results.complete and not misses:
+        from rfc2544.runner import check_thresholds
+        misses = check_thresholds(results.data, profile)
+    written = write_outputs(results.path, results.dir, formats or ("html", "csv"))
+    for path in written:
+        say(f"report: {path}")
+    if as_json:
+        click.echo(json.dumps(run_document(results, written, misses), indent=1))
+    if misses:
+        raise ThresholdMissed("; ".join(misses))
+
+
+def _run_tests(inventory, profile, results, out_dir, display):
+    """Create the results (unless resuming) and run the plan: (results, threshold misses)."""
     link = link_speed(inventory, profile)
     calibration = load_calibration(inventory)
     tester = make_tester(inventory, profile)
@@ -237,7 +256,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
                                      conditions)
             if profile.model.waits.route_s:
                 time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
-        runner = Runner(tester, profile, results, display=_display(), link_mbps=link,
+        runner = Runner(tester, profile, results, display=display, link_mbps=link,
                         calibration=calibration, dut_reset=make_dut_reset(inventory))
         try:   # SIGTERM, like Ctrl-C, is a KeyboardInterrupt here (cli.interruptible)
             misses = [] if results.complete else runner.run()
@@ -252,19 +271,20 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         close = getattr(tester, "close", None)
         if close:
             close()
-    misses = misses or []
-    if results.complete and not misses:
-        from rfc2544.runner import check_thresholds
-        misses = check_thresholds(results.data, profile)
-    for path in write_outputs(results.path, results.dir, formats or ("html", "csv")):
-        click.echo(f"report: {path}")
-    if misses:
-        raise ThresholdMissed("; ".join(misses))
+    return results, misses or []
 
 
-def _display():
+def run_document(results, written, misses):
+    """What `run --json` prints: `report --json`'s summary of the results file,
+    plus where the run's files are and the thresholds it missed."""
+    from rfc2544.reports.cli import summary_document
+    return {**summary_document(results.path), "results_dir": str(results.dir),
+            "reports": [str(p) for p in written], "threshold_misses": list(misses)}
+
+
+def _display(stream=None):
     from rfc2544.display import Display
-    return Display()
+    return Display(stream=stream)
 
 
 @click.command("calibrate")

@@ -46,64 +46,65 @@ RFC_WAITS = (("route_s", 2, "after the routing update"), ("learning_s", 2, "afte
              ("residual_s", 2, "for residual frames"), ("settle_s", 5, "for the DUT to settle"))
 
 
-def profile_deviations(p, rfc_frame_sizes, imix):
-    """Every departure of the validated profile `p` from the RFCs, in the
+def profile_deviations(profile, rfc_frame_sizes, imix):
+    """Every departure of the validated profile from the RFCs, in the
     order (and with the sentences) profiles.deviations has always given."""
-    out = []
+    out, m = [], profile.model
 
     def add(code, section, asked, used, text):
         out.append(Deviation(code, section, asked, used, text))
 
-    if p["trial_duration_s"] < 60:
-        add("final_trial", "RFC 2544 24", "60 s", f"{p['trial_duration_s']:g} s",
-            f"trial duration {p['trial_duration_s']:g} s is shorter than the 60 s of RFC 2544 section 24")
+    if m.trial_duration_s < 60:
+        add("final_trial", "RFC 2544 24", "60 s", f"{m.trial_duration_s:g} s",
+            f"trial duration {m.trial_duration_s:g} s is shorter than the 60 s of RFC 2544 section 24")
     for key, rfc, what in RFC_WAITS:
-        if p["waits"][key] < rfc:
-            add(f"wait_{key[:-2]}", "RFC 2544 23", f"{rfc} s", f"{p['waits'][key]:g} s",
-                f"wait {what} is {p['waits'][key]:g} s, RFC 2544 section 23 asks {rfc} s")
-    missing = [s for s in rfc_frame_sizes if s not in p["frame_sizes"]]
+        wait = getattr(m.waits, key)
+        if wait < rfc:
+            add(f"wait_{key[:-2]}", "RFC 2544 23", f"{rfc} s", f"{wait:g} s",
+                f"wait {what} is {wait:g} s, RFC 2544 section 23 asks {rfc} s")
+    missing = [s for s in rfc_frame_sizes if s not in m.frame_sizes]
     if missing:
         add("frame_sizes_missing", "RFC 2544 9", ", ".join(map(str, rfc_frame_sizes)),
-            ", ".join(map(str, p["frame_sizes"])),
+            ", ".join(map(str, m.frame_sizes)),
             f"frame sizes {', '.join(map(str, missing))} of RFC 2544 section 9 not tested")
-    if imix in p["frame_sizes"]:
+    if imix in m.frame_sizes:
         add("imix", "RFC 2544 9", None, "IMIX", "IMIX is not an RFC 2544 frame size (reported separately)")
-    s = p["search"]
-    if s["method"] == "mlr" and s["exceed_ratio"] > 0:
-        add("mlr_exceed_ratio", "RFC 2544 26.1", "0", f"{s['exceed_ratio']:g}",
-            f"MLRsearch exceed ratio {s['exceed_ratio']:g}: some full-length trials at the NDR may have lost frames")
-    out += _test_deviations(p)
+    s = m.search
+    if s.method == "mlr" and s.exceed_ratio > 0:
+        add("mlr_exceed_ratio", "RFC 2544 26.1", "0", f"{s.exceed_ratio:g}",
+            f"MLRsearch exceed ratio {s.exceed_ratio:g}: some full-length trials at the NDR may have lost frames")
+    out += _test_deviations(m)
     return out
 
 
-def _test_deviations(p):
-    """The deviations of the per-test sections, for the tests the profile runs."""
-    out, tests = [], p["tests"]
+def _test_deviations(m):
+    """The deviations of the per-test sections (of the ProfileModel `m`), for the tests it runs."""
+    out, tests = [], m.tests
 
     def add(code, section, asked, used, text):
         out.append(Deviation(code, section, asked, used, text))
 
-    lat, b2b, rec = p["latency"], p["back_to_back"], p["system_recovery"]
-    if "latency" in tests and lat["duration_s"] < 120:
-        add("latency_duration", "RFC 2544 26.2", "120 s", f"{lat['duration_s']:g} s",
-            f"latency trials last {lat['duration_s']:g} s, RFC 2544 26.2 asks at least 120 s")
-    if "latency" in tests and lat["repetitions"] < 20:
-        add("latency_repetitions", "RFC 2544 26.2", "20", str(lat["repetitions"]),
-            f"latency repeated {lat['repetitions']} times, RFC 2544 26.2 asks at least 20")
-    if "frame_loss" in tests and p["frame_loss"]["step_pct"] > 10:
-        add("loss_step", "RFC 2544 26.3", "10 %", f"{p['frame_loss']['step_pct']:g} %",
-            f"frame loss steps of {p['frame_loss']['step_pct']:g} %, RFC 2544 26.3 asks 10 % or finer")
-    if "back_to_back" in tests and b2b["burst_s"] < 2:
-        add("b2b_burst", "RFC 9004", "2 s", f"{b2b['burst_s']:g} s",
-            f"back-to-back bursts of {b2b['burst_s']:g} s, RFC 2544 26.4/RFC 9004 ask at least 2 s")
-    if "back_to_back" in tests and b2b["depletion_s"] < 2:
-        add("b2b_depletion", "RFC 9004", "2 s", f"{b2b['depletion_s']:g} s",
-            f"back-to-back bursts start {b2b['depletion_s']:g} s after the previous one, "
+    lat, b2b, rec, step = m.latency, m.back_to_back, m.system_recovery, m.frame_loss.step_pct
+    if "latency" in tests and lat.duration_s < 120:
+        add("latency_duration", "RFC 2544 26.2", "120 s", f"{lat.duration_s:g} s",
+            f"latency trials last {lat.duration_s:g} s, RFC 2544 26.2 asks at least 120 s")
+    if "latency" in tests and lat.repetitions < 20:
+        add("latency_repetitions", "RFC 2544 26.2", "20", str(lat.repetitions),
+            f"latency repeated {lat.repetitions} times, RFC 2544 26.2 asks at least 20")
+    if "frame_loss" in tests and step > 10:
+        add("loss_step", "RFC 2544 26.3", "10 %", f"{step:g} %",
+            f"frame loss steps of {step:g} %, RFC 2544 26.3 asks 10 % or finer")
+    if "back_to_back" in tests and b2b.burst_s < 2:
+        add("b2b_burst", "RFC 9004", "2 s", f"{b2b.burst_s:g} s",
+            f"back-to-back bursts of {b2b.burst_s:g} s, RFC 2544 26.4/RFC 9004 ask at least 2 s")
+    if "back_to_back" in tests and b2b.depletion_s < 2:
+        add("b2b_depletion", "RFC 9004", "2 s", f"{b2b.depletion_s:g} s",
+            f"back-to-back bursts start {b2b.depletion_s:g} s after the previous one, "
             "RFC 9004 asks at least 2 s of buffer depletion")
-    if "back_to_back" in tests and b2b["repetitions"] < 50:
-        add("b2b_trials", "RFC 2544 26.4", "50", str(b2b["repetitions"]),
-            f"back-to-back repeated {b2b['repetitions']} times, RFC 2544 26.4 asks at least 50")
-    if "system_recovery" in tests and rec["overload_s"] < 60:
-        add("recovery_overload_s", "RFC 2544 26.5", "60 s", f"{rec['overload_s']:g} s",
-            f"system recovery overload lasts {rec['overload_s']:g} s, RFC 2544 26.5 asks at least 60 s")
+    if "back_to_back" in tests and b2b.repetitions < 50:
+        add("b2b_trials", "RFC 2544 26.4", "50", str(b2b.repetitions),
+            f"back-to-back repeated {b2b.repetitions} times, RFC 2544 26.4 asks at least 50")
+    if "system_recovery" in tests and rec.overload_s < 60:
+        add("recovery_overload_s", "RFC 2544 26.5", "60 s", f"{rec.overload_s:g} s",
+            f"system recovery overload lasts {rec.overload_s:g} s, RFC 2544 26.5 asks at least 60 s")
     return out

@@ -77,7 +77,7 @@ class Display:
         self._profile = profile
         self._remaining = [s for s in plan if s.get("state") not in ("done", "skipped")]
         done = len(plan) - len(self._remaining)
-        self._out(f"plan: {len(plan)} steps ({done} already done), profile '{profile['name']}', "
+        self._out(f"plan: {len(plan)} steps ({done} already done), profile '{profile.model.name}', "
                   f"ETA ~{_eta(self.eta_s())}")
 
     def step(self, step):

@@ -68,7 +68,7 @@ class Profile(dict):
 
     @property
     def frame_sizes_numeric(self):
-        return [s for s in self["frame_sizes"] if s != IMIX]
+        return [s for s in self.model.frame_sizes if s != IMIX]
 
 
 def builtin_names():

@@ -35,11 +35,12 @@ DEFAULT_LATENCY_DEFINITION = (
 
 
 def build_plan(profile):
-    sizes = [0 if s == IMIX else s for s in profile["frame_sizes"]]
+    m = profile.model
+    sizes = [0 if s == IMIX else s for s in m.frame_sizes]
     numeric = [s for s in sizes if s]
     plan = []
-    for v in profile["ip_versions"]:
-        for test in profile["tests"]:
+    for v in m.ip_versions:
+        for test in m.tests:
             if test == "reset":
                 chosen = [min(numeric)] if numeric else []
             elif test in ("back_to_back", "system_recovery"):
@@ -228,7 +229,7 @@ class Runner:
         self.profile = profile
         self.results = results
         self.display = display
-        self.link_mbps = profile["link_mbps"] or link_mbps
+        self.link_mbps = profile.model.link_mbps or link_mbps
         self.calibration = calibration
         self.dut_reset = dut_reset
         self.trials_run = 0

@@ -25,7 +25,7 @@ class SimDUT:
                  loss_above_fps=None, loss_above_ratio=0.0,
                  random_loss_ratio=0.0, tester_ceiling_fps=math.inf,
                  recovery_s=0.0, reset_s=0.0, latency_ns=20000.0,
-                 sample_interval_s=0.1, seed=1, time_scale=0.0, fail_at=None):
+                 sample_interval_s=0.1, seed=1, time_scale=0.0, fail_at=None, clock=None):
         self.capacity_fps = capacity_fps
         self.buffer_frames = buffer_frames
         self.loss_above_fps = loss_above_fps
@@ -38,6 +38,7 @@ class SimDUT:
         self.sample_interval_s = sample_interval_s
         self.time_scale = time_scale          # >0: sleep traffic_s * time_scale per trial
         self.fail_at = dict(fail_at or {})    # trial number -> exception raised mid-trial
+        self.clock = clock or (lambda: datetime.now(timezone.utc))   # a trial's `started`: pinnable
         self.rng = random.Random(seed)
         self.trials_run = 0
         self.running = False                  # a "generator" is sending
@@ -117,7 +118,7 @@ class SimDUT:
             achieved_fps=tx / elapsed if elapsed else 0.0, traffic_s=elapsed,
             tester_limited=ceiling_limited, aborted_early=aborted,
             saved_traffic_s=max(planned - elapsed, 0.0) if aborted else 0.0,
-            started=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            started=self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
             streams=[StreamCounts("sim:tx0", "sim:rx0", tx_i, rx_i, lost=tx_i - rx_i)],
         )
         if spec.latency and rx_i:

@@ -326,3 +326,41 @@ def test_calibrate_takes_sigint_for_its_duration_only(setup, monkeypatch):
         signal.signal(signal.SIGINT, previous)
     from rfc2544 import interrupts
     assert seen == [interrupts._handler]
+
+
+def test_run_json_prints_the_summary_on_stdout_and_progress_on_stderr(setup, capsys):
+    """--json against the simulated DUT (capacity 40,000 frames/s): stdout is
+    one JSON document, the same summary as `report --json` plus the run's paths."""
+    from rfc2544.reports.cli import summary_document
+    tmp, inv, prof, _ = setup
+    out = tmp / "out"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--json") == 0
+    printed = capsys.readouterr()
+    doc = json.loads(printed.out)
+    written = doc.pop("reports")
+    assert doc == {**summary_document(out / "results.json"), "results_dir": str(out), "threshold_misses": []}
+    # every file the run wrote beside results.json: the CSVs and the report
+    assert sorted(written) == sorted(str(p) for p in out.iterdir() if p.name != "results.json")
+    assert str(out / "trials.csv") in written and str(out / "report.html") in written
+    assert doc["complete"] and 40_000 * 0.99 <= doc["throughput"][0]["ndr_fps"] <= 40_000
+    assert [r["frame_size"] for r in doc["frame_loss"]] == [64] and "trials" not in doc
+    assert "NDR" in printed.err and "report: " in printed.err      # progress, for a person
+
+
+def test_run_json_with_a_missed_threshold_still_prints_and_exits_1(setup, capsys):
+    tmp, inv, prof, _ = setup
+    prof.write_text(PROFILE + "thresholds: {throughput_min_fps: 60000}\n")
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o"), "--format", "csv", "--json") == 1
+    printed = capsys.readouterr()
+    doc = json.loads(printed.out)
+    assert len(doc["threshold_misses"]) == 1 and doc["threshold_misses"][0].startswith("throughput at 64 B is")
+    assert str(tmp / "o" / "trials.csv") in doc["reports"] and not [p for p in doc["reports"] if p.endswith(".html")]
+    assert printed.err.strip().splitlines()[-1].startswith("rfc2544: throughput at 64 B is")
+
+
+def test_run_json_interrupted_prints_no_document(setup, capsys):
+    tmp, inv, prof, testers = setup
+    testers.append(simdut.SimDUT(capacity_fps=40_000, fail_at={2: KeyboardInterrupt()}))
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o"), "--json") == 130
+    printed = capsys.readouterr()
+    assert printed.out == "" and "interrupted" in printed.err

@@ -1,18 +1,21 @@
-"""`rfc2544 compare OLD NEW`: the gate for pipelines."""
+"""`rfc2544 compare OLD NEW`: the gate for pipelines. The known files are a
+simulated run (tests/data/results/generate.py)."""
 import copy
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
 from rfc2544 import cli
 from rfc2544.errors import BadInput
-from rfc2544.reports.compare import compare, parse_threshold, text_table
+from rfc2544.reports import fmt
+from rfc2544.reports.compare import METRICS, compare, parse_threshold, text_table
 from rfc2544.reports.load import load_results
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+from known_results import DATA, raw, row, sizes
+
 COMPLETE = DATA / "complete.json"
+LATENCY_FIGURES = 5     # latency figures compared per frame size: min, mean, median, 99.9th, max
 
 
 def variant(tmp_path, name, change):
@@ -54,7 +57,9 @@ def test_same_run_has_no_change():
     result = compare(r, r, 5.0)
     assert result["failures"] == []
     assert {row["status"] for row in result["rows"]} == {"ok"}
-    assert len(result["rows"]) == 7 + 7 * 5   # throughput and five latency figures per frame size
+    data = raw("complete.json")
+    # throughput and five latency figures per frame size
+    assert len(result["rows"]) == len(data["throughput"]) + LATENCY_FIGURES * len(data["latency"])
 
 
 def test_throughput_drop_past_threshold_regresses(tmp_path):
@@ -70,20 +75,22 @@ def test_throughput_drop_past_threshold_regresses(tmp_path):
 
 def test_latency_rise_regresses_but_max_is_not_gated(tmp_path):
     def change(data):
-        scale("latency", 256, "p999_ns", 1.2)(data)
-        scale("latency", 512, "max_ns", 3.0)(data)
+        scale("latency", 64, "p999_ns", 1.2)(data)
+        scale("latency", 128, "max_ns", 3.0)(data)
         scale("latency", 1518, "median_ns", 0.5)(data)   # better: fine
     result = compare(load_results(COMPLETE), load_results(variant(tmp_path, "new.json", change)), 5.0)
-    assert [(f["metric"], f["frame_size"]) for f in result["failures"]] == [("latency 99.9th (µs)", 256)]
+    assert [(f["metric"], f["frame_size"]) for f in result["failures"]] == [("latency 99.9th (µs)", 64)]
     statuses = {(r["metric"], r["frame_size"]): r["status"] for r in result["rows"]}
-    assert statuses[("latency max (µs)", 512)] == "worse (not gated)"
+    assert statuses[("latency max (µs)", 128)] == "worse (not gated)"
     assert statuses[("latency median (µs)", 1518)] == "better"
 
 
 def test_measurement_missing_in_new_fails_the_gate():
     result = compare(load_results(COMPLETE), load_results(DATA / "partial.json"), 5.0)
     missing = {(f["metric"], f["frame_size"]) for f in result["failures"]}
-    assert ("throughput (frames/s)", 1024) in missing
+    unmeasured = set(sizes(raw("complete.json"), "throughput")) - set(sizes(raw("partial.json"), "throughput"))
+    assert unmeasured == {1518}
+    assert ("throughput (frames/s)", 1518) in missing
     assert ("latency mean (µs)", 64) in missing
     assert all(f["status"] == "missing" for f in result["failures"])
     assert "NEW is an incomplete run" in result["notes"]
@@ -102,7 +109,8 @@ def test_text_table_lines_up():
     r = load_results(COMPLETE)
     table = text_table(compare(r, r, 5.0)).splitlines()
     assert table[0].split() == ["frame", "metric", "OLD", "NEW", "change", "verdict"]
-    assert table[2].split()[:5] == ["64", "B", "throughput", "(frames/s)", "819,615"]
+    fps = fmt.fps(row(raw("complete.json"), "throughput", 64)["fps"])
+    assert table[2].split()[:5] == ["64", "B", "throughput", "(frames/s)", fps]
     assert len({len(line) for line in table[:3]}) <= 2
 
 
@@ -121,7 +129,12 @@ def test_cli_exit_1_on_regression_with_junit_and_html(capsys, tmp_path):
     assert "throughput (frames/s) at 128 B -50.0 %" in err
     assert "REGRESSION" in out
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite.get("tests") == "28" and suite.get("failures") == "1"
+    data = raw("complete.json")
+    # one test case per gated figure (compare.METRICS): throughput and three latency figures per size
+    gated = sum(len(data[section]) for section, _, _, is_gated in METRICS.values() if is_gated)
+    assert gated == len(data["throughput"]) + 3 * len(data["latency"])
+    assert suite.get("tests") == str(gated)
+    assert suite.get("failures") == "1"
     failed = [c for c in suite.iter("testcase") if c.find("failure") is not None]
     assert [c.get("name") for c in failed] == ["throughput (frames/s) at 128 B"]
     page = html.read_text()

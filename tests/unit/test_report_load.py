@@ -1,21 +1,23 @@
-"""Reading results files: the known good ones load; bad ones give one clear line."""
+"""Reading results files: the known good ones load; bad ones give one clear line.
+The known files come from a simulated run (tests/data/results/generate.py)."""
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from rfc2544.errors import BadInput
 from rfc2544.reports.load import load_results
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+from known_results import DATA, gen, raw, sizes
 
 
 def test_complete_file_loads_with_every_section():
     r = load_results(DATA / "complete.json")
+    profile = gen.profiles.load(str(gen.PROFILE))
     assert r["complete"] is True
-    assert [t["frame_size"] for t in r["throughput"]] == [64, 128, 256, 512, 1024, 1280, 1518]
-    assert len(r["trials"]) == 183
+    assert sizes(r, "throughput") == profile["frame_sizes"]
+    assert all(r[s] for s in profile["tests"])
+    assert len(r["trials"]) == len(raw("complete.json")["trials"]) > 0
     assert r["source"].endswith("complete.json")
 
 
@@ -23,8 +25,10 @@ def test_partial_file_loads_and_says_incomplete():
     r = load_results(DATA / "partial.json")
     assert r["complete"] is False
     assert r["finished"] is None
-    assert [t["frame_size"] for t in r["throughput"]] == [64, 128, 256, 512]
-    assert r["latency"] == [] and r["trials"][-1]["verdict"] == "aborted"
+    # cut during the trial INTERRUPT_AT_TRIAL, in throughput at the largest size
+    assert len(r["trials"]) == gen.INTERRUPT_AT_TRIAL - 1
+    assert sizes(r, "throughput") == gen.profiles.load(str(gen.PROFILE))["frame_sizes"][:-1]
+    assert r["latency"] == [] and r["interruptions"][0]["trials_kept"] == len(r["trials"])
 
 
 def test_run_directory_means_its_results_json(tmp_path):

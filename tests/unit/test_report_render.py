@@ -1,33 +1,28 @@
-"""Rendering: the HTML and PDF of the known results files, and `rfc2544 report`."""
+"""Rendering: the HTML and PDF of the known results files (a simulated run,
+tests/data/results/generate.py), and `rfc2544 report`."""
+import html
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from rfc2544 import cli
+from rfc2544.deviations import text_of
 from rfc2544.reports.load import load_results
 from rfc2544.reports.render import parse_formats, render_html, write_reports
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+from known_results import DATA, gen, headline, key_figures, raw, row
 
-# Key figures of complete.json, as a reader sees them.
-KEY_FIGURES = [
-    "819,615",        # throughput at 64 B, frames/s
-    "419.6",          # ... Mbit/s
-    "55.1",           # ... % of the theoretical maximum
-    "1,488,095",      # theoretical maximum at 64 B on 1 GbE
-    "828,099",        # throughput at 128 B (tester-bound)
-    "81,274",         # throughput at 1518 B (line rate)
-    "13.7",           # latency median at 64 B, µs
-    "57.3",           # latency 99.9th percentile at 64 B, µs
-    "4,099.4",        # back-to-back average at 64 B, frames
-    "41.7",           # reset time, s
-    "bit-forwarding",
-    "tester-bound",
-    "Deviations from RFC 2544 (5)",
-]
+
+def test_key_figures_are_the_simulated_dut_s():
+    # the figures the report tests look for measure the simulated DUT, not just the file
+    data = raw("complete.json")
+    assert row(data, "throughput", 64)["fps"] == pytest.approx(gen.DUT_CAPACITY_FPS[64], rel=0.01)
+    assert row(data, "throughput", 128)["fps"] == pytest.approx(gen.TESTER_CEILING_FPS)
+    assert row(data, "reset", 64)["reset_time_s"] == pytest.approx(gen.SIM["reset_s"], rel=0.05)
+    assert row(data, "system_recovery", 64)["recovery_time_s"] == pytest.approx(gen.SIM["recovery_s"], abs=0.2)
+    assert row(data, "latency", 128)["median_ns"] == pytest.approx(gen.SIM["latency_ns"], rel=0.05)
 
 
 def visible_text(html):
@@ -47,9 +42,9 @@ def partial_html():
 
 def test_html_has_the_key_figures(complete_html):
     text = visible_text(complete_html)
-    for figure in KEY_FIGURES:
+    for figure in key_figures():
         assert figure in text, figure
-    assert "Throughput: 819,615 frames/s" in text
+    assert headline() in text
     assert "with 64 B frames, IPv4 over 1 Gbit/s Ethernet" in text
 
 
@@ -59,22 +54,28 @@ def test_html_shows_every_section_and_condition(complete_html):
                     "Back-to-back frames (RFC 2544 26.4, RFC 9004)", "System recovery and reset", "Test conditions",
                     "Trial log"):
         assert heading in text, heading
-    for fact in ("6.1.0-50-amd64", "igb", "1.63, 0x800009fa", "rfc2544_pktgen 0.1.0", "cpu_governor=performance",
-                 "pgrx", "rfc2544-1g", "Intel(R) Atom(TM) C3558"):
+    hosts = raw("complete.json")["conditions"]["hosts"]
+    tester_nic = hosts["tester"]["nics"][0]
+    for fact in (hosts["tester"]["kernel"], tester_nic["driver"], tester_nic["firmware"],
+                 hosts["tester"]["module_version"], "cpu_governor=performance", raw("complete.json")["profile"]["name"],
+                 hosts["dut"]["cpu"], raw("complete.json")["conditions"]["receiver"]):
         assert fact in text, fact
     # Every declared deviation is shown, in the banner near the top.
     data = load_results(DATA / "complete.json")
     banner = complete_html[complete_html.index('class="banner deviations"'):complete_html.index('id="summary"')]
+    banner_text = html.unescape(visible_text(banner))
     for deviation in data["deviations"]:
-        assert deviation in banner
+        assert text_of(deviation) in banner_text
     assert "INCOMPLETE" not in text
 
 
 def test_trial_log_has_every_trial(complete_html):
     log = complete_html[complete_html.index('<table class="log">'):]
     rows = re.findall(r"<tr[^>]*><td class=\"n\">(\d+)</td>", log)
-    assert [int(n) for n in rows] == list(range(1, 184))
-    assert log.count("badge v-tester-limited") == 4
+    trials = raw("complete.json")["trials"]
+    assert [int(n) for n in rows] == [t["id"] for t in trials] == list(range(1, len(trials) + 1))
+    for verdict in ("pass", "fail"):
+        assert log.count(f"badge v-{verdict}") == sum(t["verdict"] == verdict for t in trials) > 0
 
 
 def test_html_is_self_contained(complete_html):
@@ -100,18 +101,21 @@ def test_svg_plots_keep_text_and_axes(complete_html):
 
 def test_partial_report_has_the_incomplete_banner(partial_html):
     text = visible_text(partial_html)
+    data = raw("partial.json")
+    done = [p for p in data["plan"] if p["state"] == "done"]
     assert "INCOMPLETE RUN" in text
-    assert "4 of 26 planned tests have a result" in text
-    assert "Throughput (26.1): 1024 B, 1280 B, 1518 B" in text
+    assert f"{len(done)} of {len(data['plan'])} planned tests have a result" in text
+    assert "Throughput (26.1): 1518 B" in text
     assert "interrupted by the user (Ctrl-C)" in text
-    assert "819,615" in text and "234,962" in text        # what was measured is still reported
+    for figure in key_figures("partial.json"):       # what was measured is still reported
+        assert figure in text, figure
     assert "Planned, but no result" in text
     assert "<title>" in partial_html and "[INCOMPLETE]" in partial_html
 
 
 def test_results_from_html_are_escaped(tmp_path):
     data = (DATA / "complete.json").read_text().replace(
-        "latency is measured in software", "<script>alert(1)</script> latency is measured in software")
+        '"receiver": "simulated receiver"', '"receiver": "<script>alert(1)</script> receiver"')
     path = tmp_path / "results.json"
     path.write_text(data)
     html = render_html(load_results(path))
@@ -177,9 +181,9 @@ def test_pdf_contains_the_key_figures(complete_pdf):
     text = subprocess.run(["pdftotext", "-layout", str(complete_pdf), "-"], capture_output=True, text=True,
                           check=True).stdout
     flat = re.sub(r"\s+", " ", text)
-    for figure in KEY_FIGURES:
+    for figure in key_figures():
         assert figure in flat, figure
-    assert "Throughput: 819,615 frames/s" in flat
+    assert headline() in flat
     assert "page 1 of" in flat                      # print CSS: page numbers in the margin
     assert "INCOMPLETE" not in flat
 
