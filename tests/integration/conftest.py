@@ -31,6 +31,8 @@ Tests using `lab2` run after the other lab tests.
 Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
 every other test of the same lab, so those still find it up.
 """
+import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -208,6 +210,30 @@ def lab2(request):
 def wheel_venv(request, tmp_path_factory):
     """Path of a fresh virtualenv holding the wheel and its dependencies."""
     return _wait_early(request, "wheel_venv") or build_wheel_venv(tmp_path_factory.mktemp("wheel"))
+
+
+def _schema_check():
+    """tests/unit/schema_check.py, loaded by path (a second `conftest`-style
+    directory on sys.path would shadow this one's modules)."""
+    path = Path(__file__).resolve().parents[1] / "unit" / "schema_check.py"
+    spec = importlib.util.spec_from_file_location("rfc2544_tests_schema_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(autouse=True)
+def results_match_the_schema(request):
+    """Every results.json a lab test leaves in its tmp_path (written by the
+    CLI in a child process or by Results in this one) matches the published
+    schema (docs/results.schema.json), as the unit tests' files do."""
+    yield
+    if "tmp_path" not in request.fixturenames:
+        return
+    check = None
+    for path in request.getfixturevalue("tmp_path").rglob("results.json"):
+        check = check or _schema_check()
+        check.assert_valid(json.loads(path.read_text()), str(path))
 
 
 @pytest.fixture

@@ -81,112 +81,137 @@ def undeclared(found, declared):
 def detected_deviations(results):
     """Departures from RFC 2544 (and RFC 8219 / 9004) visible in the data,
     as (topic, sentence) pairs; see `undeclared` for the ones to add."""
-    label = labeller(results)
-
-    def sizes(rows):
-        return ", ".join(dict.fromkeys(label(r) for r in sorted(rows, key=lambda r: key_of(results, r))))
-
+    ctx = _Context(results)
     found = []
+    for check in (_final_trial, _latency, _frame_loss, _back_to_back, _recovery, _frame_sizes, _tester):
+        found.extend(check(ctx))
+    return found
 
-    def add(topic, text):
-        found.append((topic, text))
 
-    trials = [t for t in results["trials"] if not t.get("superseded")]
-    conditions = results["conditions"]
+class _Context:
+    """What every check needs: the results, the trials that count, and
+    labels for rows."""
 
+    def __init__(self, results):
+        self.results = results
+        self.label = labeller(results)
+        self.trials = [t for t in results["trials"] if not t.get("superseded")]
+
+    def key(self, row):
+        return key_of(self.results, row)
+
+    def sizes(self, rows):
+        return ", ".join(dict.fromkeys(self.label(r) for r in sorted(rows, key=self.key)))
+
+
+def _final_trial(ctx):
     # Section 24: the final determination uses trials of at least 60 s.
     short, longest = [], 0
-    for t in results["throughput"]:
-        durations = [x.get("duration_s") or 0 for x in trials
-                     if x.get("test") == "throughput" and key_of(results, x) == key_of(results, t)
-                     and x.get("verdict") == "pass"]
+    for t in ctx.results["throughput"]:
+        durations = [x.get("duration_s") or 0 for x in ctx.trials
+                     if x.get("test") == "throughput" and ctx.key(x) == ctx.key(t) and x.get("verdict") == "pass"]
         if durations and max(durations) < FINAL_TRIAL_S:
             short.append(t)
             longest = max(longest, max(durations))
     if short:
-        add("final_trial", f"throughput at {sizes(short)}: the longest passing trial lasted {longest:g} s, "
-                           f"shorter than the {FINAL_TRIAL_S} s final trial of RFC 2544 section 24")
+        yield ("final_trial", f"throughput at {ctx.sizes(short)}: the longest passing trial lasted {longest:g} s, "
+                              f"shorter than the {FINAL_TRIAL_S} s final trial of RFC 2544 section 24")
 
+
+def _latency(ctx):
     # Section 26.2: latency trials of 120 s, 20 repetitions; RFC 8219: 500 samples.
-    lat_trials = [x for x in trials if x.get("test") == "latency" and x.get("duration_s") is not None]
+    lat_trials = [x for x in ctx.trials if x.get("test") == "latency" and x.get("duration_s") is not None]
     if lat_trials:
         shortest = min(x["duration_s"] for x in lat_trials)
         if shortest < LATENCY_TRIAL_S:
-            add("latency_duration", f"latency trials of {shortest:g} s, shorter than the {LATENCY_TRIAL_S} s "
-                                    f"of RFC 2544 section 26.2")
-    few = [r for r in results["latency"] if r.get("repetitions") is not None
-           and r["repetitions"] < LATENCY_REPETITIONS]
+            yield ("latency_duration", f"latency trials of {shortest:g} s, shorter than the {LATENCY_TRIAL_S} s "
+                                       f"of RFC 2544 section 26.2")
+    rows = ctx.results["latency"]
+    few = [r for r in rows if r.get("repetitions") is not None and r["repetitions"] < LATENCY_REPETITIONS]
     if few:
-        add("latency_repetitions", f"latency at {sizes(few)}: {min(r['repetitions'] for r in few)} "
-                                   f"repetitions, fewer than the {LATENCY_REPETITIONS} of RFC 2544 section 26.2")
-    sparse = [r for r in results["latency"] if r.get("samples") is not None and r["samples"] < LATENCY_SAMPLES]
+        yield ("latency_repetitions", f"latency at {ctx.sizes(few)}: {min(r['repetitions'] for r in few)} "
+                                      f"repetitions, fewer than the {LATENCY_REPETITIONS} of RFC 2544 section 26.2")
+    sparse = [r for r in rows if r.get("samples") is not None and r["samples"] < LATENCY_SAMPLES]
     if sparse:
-        add("latency_samples", f"latency at {sizes(sparse)}: fewer than {LATENCY_SAMPLES} timestamped frames "
-                               f"(RFC 8219 section 7.2)")
+        yield ("latency_samples", f"latency at {ctx.sizes(sparse)}: fewer than {LATENCY_SAMPLES} timestamped "
+                                  f"frames (RFC 8219 section 7.2)")
 
+
+def _frame_loss(ctx):
     # Section 26.3: start at 100 %, steps of at most 10 %, end on two zero-loss trials.
-    for r in results["frame_loss"]:
+    for r in ctx.results["frame_loss"]:
         points = sorted(r["points"], key=lambda p: -p["load_pct"])
         if not points:
             continue
+        label = ctx.label(r)
         if points[0]["load_pct"] < 99.5:
-            add("loss_start", f"frame loss at {label(r)} started at {points[0]['load_pct']:g} % of the "
-                              f"maximum rate, not 100 % (RFC 2544 section 26.3)")
+            yield ("loss_start", f"frame loss at {label} started at {points[0]['load_pct']:g} % of the "
+                                 f"maximum rate, not 100 % (RFC 2544 section 26.3)")
         steps = [a["load_pct"] - b["load_pct"] for a, b in zip(points, points[1:])]
         if steps and max(steps) > 10.5:
-            add("loss_step", f"frame loss at {label(r)} stepped by up to {max(steps):g} %, coarser than the "
-                             f"10 % of RFC 2544 section 26.3")
+            yield ("loss_step", f"frame loss at {label} stepped by up to {max(steps):g} %, coarser than the "
+                                f"10 % of RFC 2544 section 26.3")
         clean_end = len(points) >= 2 and all(p["loss_pct"] == 0 and not p.get("tester_limited")
                                              for p in points[-2:])
         if not clean_end:
-            add("loss_end", f"frame loss at {label(r)} did not end on two successive trials without loss "
-                            f"(RFC 2544 section 26.3)")
+            yield ("loss_end", f"frame loss at {label} did not end on two successive trials without loss "
+                               f"(RFC 2544 section 26.3)")
 
+
+def _back_to_back(ctx):
     # Section 26.4 / RFC 9004.
-    few = [r for r in results["back_to_back"] if r.get("trials") is not None and r["trials"] < B2B_TRIALS]
+    rows = ctx.results["back_to_back"]
+    few = [r for r in rows if r.get("trials") is not None and r["trials"] < B2B_TRIALS]
     if few:
-        add("b2b_trials", f"back-to-back at {sizes(few)}: {min(r['trials'] for r in few)} trials, fewer than "
-                          f"the {B2B_TRIALS} of RFC 2544 section 26.4")
-    b2b_keys = {key_of(results, b) for b in results["back_to_back"]}
-    at_max = [t for t in results["throughput"] if t.get("theoretical_max_fps")
-              and t["fps"] >= t["theoretical_max_fps"] * 0.999 and key_of(results, t) in b2b_keys]
+        yield ("b2b_trials", f"back-to-back at {ctx.sizes(few)}: {min(r['trials'] for r in few)} trials, "
+                             f"fewer than the {B2B_TRIALS} of RFC 2544 section 26.4")
+    b2b_keys = {ctx.key(b) for b in rows}
+    at_max = [t for t in ctx.results["throughput"] if t.get("theoretical_max_fps")
+              and t["fps"] >= t["theoretical_max_fps"] * 0.999 and ctx.key(t) in b2b_keys]
     if at_max:
-        add("b2b_at_max", f"back-to-back measured at {sizes(at_max)} where throughput is already the "
-                          f"theoretical maximum (RFC 9004 tests only frame sizes below it)")
+        yield ("b2b_at_max", f"back-to-back measured at {ctx.sizes(at_max)} where throughput is already the "
+                             f"theoretical maximum (RFC 9004 tests only frame sizes below it)")
 
+
+def _recovery(ctx):
     # Section 26.5: overload at 110 % of throughput.
-    tput = {key_of(results, t): t["fps"] for t in results["throughput"]}
-    for r in results["system_recovery"]:
-        base = tput.get(key_of(results, r))
+    tput = {ctx.key(t): t["fps"] for t in ctx.results["throughput"]}
+    for r in ctx.results["system_recovery"]:
+        base = tput.get(ctx.key(r))
         if base and r.get("overload_fps") and abs(r["overload_fps"] / base - RECOVERY_OVERLOAD) > 0.01:
-            add("recovery_overload", f"system recovery at {label(r)}: overload at "
-                                     f"{r['overload_fps'] / base * 100:.0f} % of throughput, not 110 % "
-                                     f"(RFC 2544 section 26.5)")
+            yield ("recovery_overload", f"system recovery at {ctx.label(r)}: overload at "
+                                        f"{r['overload_fps'] / base * 100:.0f} % of throughput, not 110 % "
+                                        f"(RFC 2544 section 26.5)")
 
+
+def _frame_sizes(ctx):
     # Section 9.1: the standard Ethernet frame sizes.
-    tested = {p.get("frame_size") for p in results["plan"] if p.get("test") == "throughput"}
-    tested |= {t["frame_size"] for t in results["throughput"]}
-    if tested:
-        absent = [s for s in RFC_FRAME_SIZES if s not in tested]
-        odd = sorted(s for s in tested if s and s not in RFC_FRAME_SIZES)
-        if absent:
-            add("frame_sizes_missing", f"frame sizes {', '.join(map(str, absent))} B of RFC 2544 section 9.1 "
-                                       f"not tested")
-        if odd:
-            add("frame_sizes_odd", f"frame sizes {', '.join(map(str, odd))} B are not among those of "
-                                   f"RFC 2544 section 9.1")
+    tested = {p.get("frame_size") for p in ctx.results["plan"] if p.get("test") == "throughput"}
+    tested |= {t["frame_size"] for t in ctx.results["throughput"]}
+    if not tested:
+        return
+    absent = [s for s in RFC_FRAME_SIZES if s not in tested]
+    odd = sorted(s for s in tested if s and s not in RFC_FRAME_SIZES)
+    if absent:
+        yield ("frame_sizes_missing", f"frame sizes {', '.join(map(str, absent))} B of RFC 2544 section 9.1 "
+                                      f"not tested")
+    if odd:
+        yield ("frame_sizes_odd", f"frame sizes {', '.join(map(str, odd))} B are not among those of "
+                                  f"RFC 2544 section 9.1")
 
+
+def _tester(ctx):
     # Fidelity and tester limits: not RFC sections, but they change what a figure means.
+    conditions = ctx.results["conditions"]
     if conditions.get("fidelity") and conditions["fidelity"] != "full":
-        add("fidelity", f"{conditions['fidelity']}-fidelity measurement: the receiver is "
-                        f"{conditions.get('receiver') or 'unknown'}; loss is counted per interface rather "
-                        f"than per test stream")
-    bound = [t for t in results["throughput"] if t.get("tester_bound")]
+        yield ("fidelity", f"{conditions['fidelity']}-fidelity measurement: the receiver is "
+                           f"{conditions.get('receiver') or 'unknown'}; loss is counted per interface rather "
+                           f"than per test stream")
+    bound = [t for t in ctx.results["throughput"] if t.get("tester_bound")]
     if bound:
-        add("tester_bound", f"throughput at {sizes(bound)} is tester-bound (within 5 % of the tester's own "
-                            f"ceiling): the DUT may be faster than shown")
-    limited = [x for x in trials if x.get("verdict") == "tester-limited"]
+        yield ("tester_bound", f"throughput at {ctx.sizes(bound)} is tester-bound (within 5 % of the tester's own "
+                               f"ceiling): the DUT may be faster than shown")
+    limited = [x for x in ctx.trials if x.get("verdict") == "tester-limited"]
     if limited:
-        add("tester_limited", f"{len(limited)} trial(s) could not be sent at the intended load "
-                              f"(verdict tester-limited)")
-    return found
+        yield ("tester_limited", f"{len(limited)} trial(s) could not be sent at the intended load "
+                                 f"(verdict tester-limited)")
