@@ -37,8 +37,8 @@ def installed(tmp_path_factory):
     # outputs there cannot end up in the wheel.
     src = tmp / "src"
     shutil.copytree(ROOT, src, symlinks=True, ignore=NOT_SOURCE)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True, text=True)
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
+                            "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True, text=True)
     wheel, = (tmp / "dist").glob("rfc2544-*.whl")
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -50,7 +50,17 @@ def installed(tmp_path_factory):
     (site / "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     package = Path(subprocess.run([str(py), "-c", "import rfc2544; print(rfc2544.__file__)"], cwd=tmp,
                                   check=True, capture_output=True, text=True).stdout.strip()).parent
-    return {"venv": venv, "package": package, "cwd": tmp, "wheel": wheel}
+    return {"venv": venv, "package": package, "cwd": tmp, "wheel": wheel, "build_log": build.stdout + build.stderr}
+
+
+def test_the_build_prints_no_setuptools_warning(installed):
+    # -v shows setuptools' own output, where "Package would be ignored" and
+    # other packaging mistakes appear as warnings.
+    log = installed["build_log"]
+    assert "running bdist_wheel" in log, log[-2000:]
+    warnings = [line for line in log.splitlines() if ("warning" in line.lower() or "would be ignored" in line)
+                and "byte-compiling is disabled" not in line]      # pip compiles on install
+    assert warnings == [], warnings
 
 
 def rfc2544(installed, *args):
