@@ -36,6 +36,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -44,6 +45,8 @@ import pytest
 
 from test_ansible_support import wheel_venv as build_wheel_venv
 
+BACKGROUND_NICE = 19
+_BACKGROUND = {"nodeids": [], "proc": None}    # the Ansible tests run by a child pytest
 _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log": [...]}
 _TMP = []       # the early steps' scratch dir, removed at session end
 
@@ -53,11 +56,75 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    # Order: lab tests, lab tests marked lab_down_last, lab2 tests, lab2
-    # tests marked lab_down_last. (Both labs stay up to the session's end:
-    # tests may request `lab` dynamically, so its last user is not known.)
+    _run_ansible_tests_in_background(config, items)
+    # Order: lab tests, lab tests marked lab_down_last, the background Ansible
+    # tests' results, lab2 tests, lab2 tests marked lab_down_last. (Both labs
+    # stay up to the session's end: tests may request `lab` dynamically, so
+    # its last user is not known.)
     items.sort(key=lambda item: ("lab2" in getattr(item, "fixturenames", ()),
+                                 item.nodeid in _BACKGROUND["nodeids"],
                                  item.get_closest_marker("lab_down_last") is not None))
+
+
+def _run_ansible_tests_in_background(config, items):
+    """The Ansible lab tests (test_ansible_lab.py: minutes of emulated
+    Ansible and a module build, nothing timing-sensitive) run in a child
+    pytest, niced, against a single lab of their own, while this session's
+    tests use the other: the single lab's tests leave a core idle. Each is
+    replaced here by a stand-in that waits for the child and reports the
+    test's own outcome (its failure text included). Only when other lab
+    tests are selected too, and not with RFC2544_REUSE_LAB."""
+    if config.option.collectonly or os.environ.get("RFC2544_REUSE_LAB"):
+        return
+    ansible = [i for i in items if _module_name(i) == "test_ansible_lab"]
+    others = [i for i in items if "lab" in getattr(i, "fixturenames", ()) and _module_name(i) != "test_ansible_lab"]
+    if not ansible or not others:
+        return
+    for n, item in enumerate(items):
+        if _module_name(item) == "test_ansible_lab":
+            stand_in = pytest.Function.from_parent(item.parent, name=item.name,
+                                                   callobj=_background_outcome(item.name))
+            stand_in.own_markers.extend(item.own_markers)
+            items[n] = stand_in
+            _BACKGROUND["nodeids"].append(item.nodeid)
+
+
+def _module_name(item):
+    return getattr(getattr(item, "module", None), "__name__", "")
+
+
+def _background_outcome(name):
+    def ran_in_the_background_pytest():
+        step = _EARLY.get("ansible")
+        if step is None:
+            pytest.fail("the background Ansible tests were not started")
+        step["done"].wait()
+        if "error" in step:
+            raise step["error"]
+        proc, junit, log = step["value"]
+        proc.wait()
+        case = _junit_case(junit, name)
+        if case is None:
+            pytest.fail(f"the background pytest (exit {proc.returncode}) did not report {name}; "
+                        f"its output ends:\n{log.read_text()[-3000:]}", pytrace=False)
+        for tag in ("failure", "error"):
+            found = case.find(tag)
+            if found is not None:
+                pytest.fail(f"in the background pytest: {found.get('message', '')}\n{found.text or ''}",
+                            pytrace=False)
+        skipped = case.find("skipped")
+        if skipped is not None:
+            pytest.skip(skipped.get("message", "skipped in the background pytest"))
+    return ran_in_the_background_pytest
+
+
+def _junit_case(path, name):
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    return next((c for c in root.iter("testcase") if c.get("name") == name), None)
 
 
 def pytest_collection_finish(session):
@@ -69,10 +136,14 @@ def pytest_collection_finish(session):
     for item in session.items:
         needs.update(n for n in ("lab", "lab2", "wheel_venv") if n in getattr(item, "fixturenames", ()))
     steps = []
-    if "wheel_venv" in needs:
+    if "wheel_venv" in needs and not os.environ.get("RFC2544_WHEEL_VENV"):
         steps.append("wheel_venv")
+    if _BACKGROUND["nodeids"] and "wheel_venv" not in steps and not os.environ.get("RFC2544_WHEEL_VENV"):
+        steps.append("wheel_venv")       # the background pytest's wheel test uses it
     if "lab" in needs and not os.environ.get("RFC2544_REUSE_LAB"):
         steps.append("single")
+    if _BACKGROUND["nodeids"]:
+        steps.append("ansible")
     if "lab2" in needs and not os.environ.get("RFC2544_REUSE_LAB2"):
         steps.append("two")
         if any(getattr(getattr(item, "module", None), "__name__", "") == "test_ansible_tuning_lab"
@@ -103,13 +174,18 @@ def _start_early(steps):
             two = _EARLY["two"]
             if "error" in two:
                 raise RuntimeError(f"the two-host lab did not boot: {two['error']!r}")
-            outcome["value"] = test_ansible_tuning_lab.exercise(two["value"])
+            outcome["value"] = test_ansible_tuning_lab.exercise(two["value"], nice=BACKGROUND_NICE)
+        elif step == "ansible":
+            outcome["value"] = _start_background_pytest(tmp)
         elif step == "single" and "wheel_venv" in _EARLY:
             outcome["value"] = _wheel_lab_up(_EARLY["wheel_venv"], _session_lab_name("single"), outcome["log"])
         else:
             lab = Lab(_session_lab_name(step))
             outcome["value"] = lab
-            lab.up({"single": "single", "two": "two-host"}[step], log=outcome["log"].append)
+            # The two-host lab and its tuning work are niced: they fill the
+            # CPU time the single lab's tests leave idle instead of slowing them.
+            lab.up({"single": "single", "two": "two-host"}[step], log=outcome["log"].append,
+                   nice=BACKGROUND_NICE if step == "two" else 0)
 
     def prepare():
         for step in steps:
@@ -122,6 +198,29 @@ def _start_early(steps):
                 outcome["done"].set()
 
     threading.Thread(target=prepare, name="session-prepare", daemon=True).start()
+
+
+def _start_background_pytest(tmp):
+    """Boot a niced single lab and start the child pytest of the Ansible
+    tests on it (niced too). -> (process, junit path, log path)."""
+    from rfc2544.lab import Lab
+    lab = Lab(_session_lab_name("ansible"))
+    lab.up("single", log=lambda m: None, nice=BACKGROUND_NICE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env["RFC2544_REUSE_LAB"] = lab.name
+    wheel = _EARLY.get("wheel_venv")
+    if wheel is not None:
+        wheel["done"].wait()
+        if "value" in wheel:
+            env["RFC2544_WHEEL_VENV"] = str(wheel["value"])
+    junit, log = tmp / "ansible-tests.xml", tmp / "ansible-tests.log"
+    root = Path(__file__).resolve().parents[2]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(["nice", "-n", str(BACKGROUND_NICE), sys.executable, "-m", "pytest", "-q",
+                                 "-p", "no:cacheprovider", f"--junitxml={junit}", *_BACKGROUND["nodeids"]],
+                                cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    _BACKGROUND["proc"] = proc
+    return proc, junit, log
 
 
 def _wheel_lab_up(wheel_step, name, log):
@@ -208,7 +307,10 @@ def lab2(request):
 
 @pytest.fixture(scope="session")
 def wheel_venv(request, tmp_path_factory):
-    """Path of a fresh virtualenv holding the wheel and its dependencies."""
+    """Path of a fresh virtualenv holding the wheel and its dependencies
+    (RFC2544_WHEEL_VENV: one the parent session built)."""
+    if os.environ.get("RFC2544_WHEEL_VENV"):
+        return Path(os.environ["RFC2544_WHEEL_VENV"])
     return _wait_early(request, "wheel_venv") or build_wheel_venv(tmp_path_factory.mktemp("wheel"))
 
 
@@ -254,9 +356,16 @@ def pytest_sessionfinish(session):
     """Early steps no test ended up waiting for are finished and undone
     (a lab booted early that no test used is taken down)."""
     from rfc2544.lab import Lab
+    proc = _BACKGROUND["proc"]
+    if proc is not None and proc.poll() is None:      # the session ended early (Ctrl-C, -x)
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
     for step, outcome in list(_EARLY.items()):
         outcome["done"].wait()
-        if step in ("single", "two") and not os.environ.get("RFC2544_KEEP_LAB"):
+        if step in ("single", "two", "ansible") and not os.environ.get("RFC2544_KEEP_LAB"):
             Lab(_session_lab_name(step)).down(log=lambda m: None)
     _EARLY.clear()
     for tmp in _TMP:

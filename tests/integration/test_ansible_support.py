@@ -40,11 +40,12 @@ class PlaybookRun:
         return re.findall(r"^fatal: \[[^\]]+\]: FAILED! =>.*?^\s+msg: (.*?)(?=^\S|^\s*$)", self.output, re.M | re.S)
 
 
-def playbook(inventory, name, *args, timeout=1800):
+def playbook(inventory, name, *args, timeout=1800, nice=0):
     env = dict(os.environ, ANSIBLE_CONFIG=str(PLAYBOOKS / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0", ANSIBLE_CALLBACK_RESULT_FORMAT="yaml")
     t0 = time.monotonic()
-    run = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOKS / name), *args],
+    run = subprocess.run((["nice", "-n", str(nice)] if nice else []) +
+                         [str(BIN / "ansible-playbook"), "-i", str(inventory), str(PLAYBOOKS / name), *args],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     return PlaybookRun(run.returncode, run.stdout + run.stderr, round(time.monotonic() - t0, 1))
 

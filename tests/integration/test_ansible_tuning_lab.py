@@ -22,9 +22,10 @@ TUNE = ("--tags", "host_tuning", "--skip-tags", "pktgen_kmod", "-e", "host_tunin
 HOSTS = ("tester", "dut")
 
 
-def exercise(lab2):
+def exercise(lab2, nice=0):
     """Tune, tune again, tear down; the hosts' state read before, after each
-    step and the snapshot files. Returns what was observed (no asserts)."""
+    step and the snapshot files. Returns what was observed (no asserts).
+    `nice`: the playbooks' niceness (run in the session's background)."""
     from rfc2544 import inventory
     inv = lab2.inventory_path
     hosts = inventory.load(inv).hosts
@@ -34,15 +35,16 @@ def exercise(lab2):
         states = lambda: {name: host_state(ssh, script) for name, (ssh, script) in sessions.items()}
         seen["before"] = states()
         try:
-            seen["tune"] = playbook(inv, "setup.yml", *TUNE)
+            seen["tune"] = playbook(inv, "setup.yml", *TUNE, nice=nice)
             if seen["tune"].rc == 0:
                 seen["tuned"] = states()
                 seen["snapshots"] = {name: json.loads(ssh.run(f"cat /var/lib/rfc2544/tuning-{name}.json")[1])
                                      for name, (ssh, _) in sessions.items()}
-                seen["again"] = playbook(inv, "setup.yml", *TUNE)
+                seen["again"] = playbook(inv, "setup.yml", *TUNE, nice=nice)
                 seen["again_state"] = states()
         finally:
-            seen["down"] = playbook(inv, "teardown.yml", "--tags", "host_tuning", "--skip-tags", "pktgen_kmod")
+            seen["down"] = playbook(inv, "teardown.yml", "--tags", "host_tuning", "--skip-tags", "pktgen_kmod",
+                                    nice=nice)
         seen["after"] = states()
     finally:
         for ssh, _ in sessions.values():

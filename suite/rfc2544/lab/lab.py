@@ -112,7 +112,10 @@ class Lab:
         return bool(self.running_vms())
 
     # ---- up / down ----------------------------------------------------------
-    def up(self, topology_name="single", log=print):
+    def up(self, topology_name="single", log=print, nice=0):
+        """Build the image if needed, boot the topology's VMs, write the
+        inventory. `nice`: the QEMU processes' niceness (a background lab
+        that should only use CPU time others leave idle)."""
         topo = topology.get(topology_name)
         qemu.qemu_binary()
         with self._lock():
@@ -150,7 +153,7 @@ class Lab:
                         initrd=img.initrd, accel_name=accel, ssh_port=ports[vm.name],
                         mgmt_mac=vm.mgmt_mac, links=udp.get(vm.name, ()))
                     (vm_dir / "qemu.cmdline").write_text(" ".join(cmd) + "\n")
-                    pid = qemu.start(cmd, vm_dir)
+                    pid = qemu.start(cmd, vm_dir, nice=nice)
                     state["vms"][vm.name] = {"pid": pid, "ssh_port": ports[vm.name],
                                              "console": str(vm_dir / "console.log")}
                     self._save(state)

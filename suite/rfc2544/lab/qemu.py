@@ -130,11 +130,13 @@ def make_overlay(base: Path, overlay: Path):
         raise InfraError(f"lab: qemu-img create failed: {r.stderr.strip()}")
 
 
-def start(cmd, vm_dir: Path) -> int:
-    """Start a daemonized QEMU; returns its pid."""
+def start(cmd, vm_dir: Path, nice=0) -> int:
+    """Start a daemonized QEMU (at niceness `nice`); returns its pid."""
     log = vm_dir / "qemu.log"
     with open(log, "w") as out:
-        r = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # nice(1) execs QEMU, so the pid file and argv stay QEMU's
+        r = subprocess.run((["nice", "-n", str(nice)] if nice else []) + list(cmd), stdout=out,
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if r.returncode != 0:
         msg = log.read_text().strip().splitlines()
         raise InfraError(f"lab: QEMU failed to start: {msg[-1] if msg else 'exit %d' % r.returncode}")
