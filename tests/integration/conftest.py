@@ -329,11 +329,13 @@ def results_match_the_schema(request):
     """Every results.json a lab test leaves in its tmp_path (written by the
     CLI in a child process or by Results in this one) matches the published
     schema (docs/results.schema.json), as the unit tests' files do."""
+    # tmp_path is looked up now: after the test it may be torn down already
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     yield
-    if "tmp_path" not in request.fixturenames:
+    if tmp is None:
         return
     check = None
-    for path in request.getfixturevalue("tmp_path").rglob("results.json"):
+    for path in tmp.rglob("results.json"):
         check = check or _schema_check()
         check.assert_valid(json.loads(path.read_text()), str(path))
 
