@@ -18,10 +18,11 @@ RFC2544_REUSE_LAB=NAME (and RFC2544_REUSE_LAB2=NAME) uses an already running
 lab of the right topology instead of booting one, and leaves it running:
 quick iterations without a boot.
 
-Host-only work overlaps the unit tests, which run first: as soon as the
-session knows what it needs (pytest_collection_finish), one background
-thread builds the wheel's virtualenv, boots the single lab with that
-wheel's own `rfc2544 lab up` (so CI boots its lab as a user would), then
+The slow preparations run in one background thread, started with the
+first integration test (not during the unit tests, which patch process-wide
+state the thread reads): it builds the wheel's virtualenv, boots the single
+lab with that wheel's own `rfc2544 lab up` (so CI boots its lab as a user
+would), boots a niced single lab for the Ansible tests' child pytest, then
 boots the two-host lab and runs the tuning test's lab work on it
 (test_ansible_tuning_lab.exercise: it touches only that lab, and its
 minutes of emulated Ansible would otherwise run alone at the end). Each
@@ -47,6 +48,7 @@ from test_ansible_support import wheel_venv as build_wheel_venv
 
 BACKGROUND_NICE = 19
 _BACKGROUND = {"nodeids": [], "proc": None}    # the Ansible tests run by a child pytest
+_PENDING = []   # early steps to start with the first integration test
 _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log": [...]}
 _TMP = []       # the early steps' scratch dir, removed at session end
 
@@ -150,6 +152,17 @@ def pytest_collection_finish(session):
                for item in session.items):
             steps.append("tuning")
     if steps:
+        _PENDING.extend(steps)
+
+
+def pytest_runtest_setup(item):
+    """The preparations start with the first lab-directory test, not during
+    the unit tests: some unit tests patch process-wide state (os.environ's
+    RFC2544_CACHE, module attributes) that this thread's Lab objects and
+    child processes read, and a run lost its labs to that race."""
+    if _PENDING and Path(str(item.fspath)).parent == Path(__file__).parent:
+        steps = list(_PENDING)
+        _PENDING.clear()
         _start_early(steps)
 
 
