@@ -138,10 +138,9 @@ def pytest_collection_finish(session):
     for item in session.items:
         needs.update(n for n in ("lab", "lab2", "wheel_venv") if n in getattr(item, "fixturenames", ()))
     steps = []
-    if "wheel_venv" in needs and not os.environ.get("RFC2544_WHEEL_VENV"):
+    # (the background pytest's wheel test uses the wheel too)
+    if ("wheel_venv" in needs or _BACKGROUND["nodeids"]) and not os.environ.get("RFC2544_WHEEL_VENV"):
         steps.append("wheel_venv")
-    if _BACKGROUND["nodeids"] and "wheel_venv" not in steps and not os.environ.get("RFC2544_WHEEL_VENV"):
-        steps.append("wheel_venv")       # the background pytest's wheel test uses it
     if "lab" in needs and not os.environ.get("RFC2544_REUSE_LAB"):
         steps.append("single")
     if _BACKGROUND["nodeids"]:
