@@ -17,6 +17,7 @@ class TrafficWatch:
     `base`: interface counter baselines; `progress(dict)` or None."""
 
     def __init__(self, engine, spec, schedule, starts, base, t0, progress):
+        self.engine = engine
         self.transport, self.reader, self.plans = engine.transport, engine.reader, engine.plans
         self.clock, self.settings = engine.clock, engine.settings
         self.spec, self.schedule, self.starts, self.base, self.t0 = spec, schedule, starts, base, t0
@@ -133,6 +134,7 @@ class TrafficWatch:
             for p in self.plans:
                 if p.tx_host == host:
                     b.write(pktgen.device_path(p.device), f"ratep {rates[p.index]}")
+                    self.engine.note_write(p.device, f"ratep {rates[p.index]}")
         for host, b in self.reader.batches("switch", with_rx=False).items():
             batches[host].extend(b)
         tx, _ = self.reader.parse(self.transport.run_batches(batches), "switch")
