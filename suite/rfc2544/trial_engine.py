@@ -353,6 +353,8 @@ class TrialEngine:
             self.setup()   # again only if a check below found the receiver or a device changed
             tx0, rx0, base, fulls = self._configure_and_zero(configs, level, full)
             if self._verify(configs, tx0, fulls):
+                if attempt == 3:
+                    raise InfraError("the generator's devices do not read back as written: " + self.mismatch_detail)
                 full = True
                 continue       # devices re-added: write everything again at once
             problems = self._zero_problems(configs, tx0, rx0, base)
@@ -381,9 +383,10 @@ class TrialEngine:
             own = pktgen.verify_device(cfg, st)
             problems = pktgen.verify_device(cfg, st, ref) if ref is not None else own
             if whole and own:
+                if self._verifiable:      # counted once: from now on full writes, as before
+                    self.control_counts["unverifiable"] += 1
+                    self.mismatch_detail = f"{p.tx_host}:{p.device}: " + "; ".join(own[:4])
                 self._verifiable = False
-                self.control_counts["unverifiable"] += 1
-                self.mismatch_detail = f"{p.tx_host}:{p.device}: " + "; ".join(own[:4])
             elif problems:
                 mismatch = True
                 self.mismatch_detail = f"{p.tx_host}:{p.device}: " + "; ".join(problems[:4])

@@ -108,3 +108,24 @@ def test_a_start_that_returns_before_the_traffic_ends_is_not_believed(tmp_path):
     finally:
         pktgen_sim.SimStart.done = real_done
     assert r.tx_frames == r.rx_frames == r.intended_frames == 1000
+
+
+
+def test_a_generator_whose_read_out_is_not_as_modelled_gets_full_writes(tmp_path):
+    """A value the config sets reads back differently even after a full
+    write (another generator's read-out): diff writes are turned off for the
+    session, counted, and trials run with every command written, as before."""
+    import pktgen_sim
+    tester, kernel, _ = make_tester(tmp_path, waits={"learning_s": 0, "residual_s": 0, "learning_frames": 0})
+    real_text = pktgen_sim.SimDevice.text
+    pktgen_sim.SimDevice.text = lambda self: real_text(self).replace("delay: ", "delay: 1")
+    try:
+        for load in (2000, 1000, 2000):
+            kernel.devices.get("tx0") and kernel.devices["tx0"].writes.clear()
+            r = tester.run_trial(spec(load_fps=load, learning=False))
+            assert r.tx_frames == r.rx_frames == r.intended_frames
+            assert len(dev_writes(kernel)) >= 15
+    finally:
+        pktgen_sim.SimDevice.text = real_text
+    c = tester.engine.control_counts
+    assert c["unverifiable"] == 1 and c["mismatches"] == 0 and c["full_writes"] == 3
