@@ -17,9 +17,23 @@ Goals (issue 5): driver overhead <= 20 ms and >= 10x better than baseline.
 Note: the in-tree pktgen's `pgctrl start` sleeps ~125 ms before its
 threads run and polls for their end every 100 ms; both sides pay that.
 
-Usage: bench/control_overhead.py [--lab NAME] [--trials N] [--module]
+Before/after (issue 12), interleaved in the same run on the same lab:
+  before    every device command written each trial, a start shell spawned
+            per trial whose exit reports the end (TrialSettings.diff_writes
+            and Transport.loop_starts off)
+  after     only changed commands written, the whole device state verified
+            on read-back in the same batch; one looping start shell whose
+            PGDONE line reports the end the moment pgctrl's wait returns
+Trials alternate between two rates, as a search does, so every trial
+changes count and rate. Phases (median ms): configure; start/end = the
+traffic phase minus the generator's own sending time; read; other
+(setup, settle, residual, start channel exit). Floors measured between the
+trials: an empty batch round trip on the persistent shell, one /proc write
+(clear_counters) in a batch, and one read of the trial's counter files.
+
+Usage: bench/control_overhead.py [--lab NAME] [--trials N] [--baseline]
 (`--lab` names a running lab; without it a lab `bench-overhead` is brought
-up and down again.)
+up and down again; `--baseline` adds the one-ssh-per-command rows, slow.)
 """
 import argparse
 import statistics
@@ -30,10 +44,12 @@ import time
 from rfc2544 import inventory
 from rfc2544.drivers import pktgen
 from rfc2544.drivers.plan import device_configs
+from rfc2544.drivers.script import Batch
 from rfc2544.model import TrialSpec
 from rfc2544.tester import SSHTester
 
-RATE, DURATION = 1000, 0.5
+RATES, DURATION = (1000, 800), 0.5
+PHASES = ("configure", "start/end", "read", "other", "total")
 
 
 def baseline_trial(host, tester, spec):
@@ -67,10 +83,57 @@ def ssh(host, command):
     return r.stdout
 
 
+_STASH = {}
+
+
+def set_mode(tester, mode):
+    """Switch the tester between the old and the new control; the looping
+    start shell of the `after` trials is set aside during `before` trials
+    (it would otherwise be closed and spawned again in every `after` one)."""
+    after = mode == "after"
+    tr = tester.transport
+    tester.engine.settings.diff_writes = after
+    if tr.loop_starts != after:
+        tr.loop_starts = after
+        if after:
+            tr.drop_spares()
+            tr._spare_starts.update(_STASH)
+            _STASH.clear()
+        else:
+            _STASH.update(tr._spare_starts)
+            tr._spare_starts.clear()
+
+
+def phase_row(phases, wall, traffic_s):
+    ph = dict(phases)
+    row = {"configure": ph.pop("configure", 0.0), "start/end": ph.pop("traffic", 0.0) - traffic_s,
+           "read": ph.pop("read", 0.0)}
+    row["other"] = sum(ph.values())
+    row["total"] = wall - traffic_s
+    return {k: v * 1000 for k, v in row.items()}
+
+
+def floors(tester):
+    """An empty round trip, one /proc write and one counter read, each in
+    a batch on the persistent shell (ms)."""
+    host = tester.plans[0].tx_host
+    session = tester.transport.session(host)
+    dev = pktgen.device_path(tester.plans[0].device)
+    reads = tester.engine.reader.batches("floor")[host]
+    out = {}
+    for name, batch in (("empty round trip", Batch()), ("one /proc write", Batch().write(dev, "clear_counters")),
+                        ("one counter read", reads)):
+        t0 = time.monotonic()
+        session.run_batch(batch)
+        out[name] = (time.monotonic() - t0) * 1000
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lab", help="a running lab's name (default: bring up 'bench-overhead')")
-    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--trials", type=int, default=7, help="trials per mode")
+    ap.add_argument("--baseline", action="store_true", help="also one ssh per command (slow)")
     a = ap.parse_args()
     from rfc2544.lab import Lab
     lab = Lab(a.lab or "bench-overhead")
@@ -82,35 +145,53 @@ def main():
     try:
         inv = inventory.load(lab.inventory_path)
         tester = SSHTester(inv, waits={"learning_s": 0, "residual_s": 0, "learning_frames": 0})
-        spec = TrialSpec(frame_size=64, load_fps=RATE, duration_s=DURATION, learning=False, test="bench")
-        tester.run_trial(spec)          # setup (device added) outside the measurement
+        specs = [TrialSpec(frame_size=64, load_fps=r, duration_s=DURATION, learning=False, test="bench")
+                 for r in RATES]
+        for sp in specs:
+            tester.run_trial(sp)        # setup (device added, start shell) outside the measurement
         host = inv.hosts[tester.plans[0].tx_host]
-        rows = {"driver": [], "baseline": []}
-        phases = []
+        rows = {"before": [], "after": []}
+        writes = {"before": [], "after": []}
+        floor_rows = []
+        baseline = []
+        k = 0
         for _ in range(a.trials):       # interleaved: both see the same lab load
-            t0 = time.monotonic()
-            r = tester.run_trial(spec)
-            rows["driver"].append((time.monotonic() - t0, r.traffic_s))
-            phases.append(dict(tester.last_phases))
-            rows["baseline"].append(baseline_trial(host, tester, spec))
+            for mode in ("before", "after"):
+                set_mode(tester, mode)
+                n0 = tester.engine.control_counts["writes"]
+                t0 = time.monotonic()
+                r = tester.run_trial(specs[k % 2])
+                wall = time.monotonic() - t0
+                k += 1
+                writes[mode].append(tester.engine.control_counts["writes"] - n0)
+                rows[mode].append(phase_row(tester.last_phases, wall, r.traffic_s))
+            floor_rows.append(floors(tester))
+            if a.baseline:
+                baseline.append(baseline_trial(host, tester, specs[0]))
+        counts = dict(tester.engine.control_counts)
         tester.close()
     finally:
         if own:
             lab.down()
-    print(f"control overhead per trial: {a.trials} trials each, {RATE} frames/s x {DURATION} s, "
-          f"generator {tester.generator_name}, receiver {tester.receiver_name}")
-    print(f"{'method':<10} {'wall s':>8} {'traffic s':>10} {'overhead ms':>12} {'min ms':>8} {'max ms':>8}")
-    med = {}
-    for name, vals in rows.items():
-        over = [(w - t) * 1000 for w, t in vals]
-        med[name] = statistics.median(over)
-        print(f"{name:<10} {statistics.median(w for w, _ in vals):>8.3f} {statistics.median(t for _, t in vals):>10.3f} "
-              f"{med[name]:>12.1f} {min(over):>8.1f} {max(over):>8.1f}")
-    ratio = med["baseline"] / med["driver"] if med["driver"] > 0 else float("inf")
-    print(f"baseline / driver = {ratio:.1f}x (goal >= 10x); driver overhead {med['driver']:.1f} ms (goal <= 20 ms)")
-    keys = sorted({k for p in phases for k in p})
-    print("driver phases (median ms): " + ", ".join(
-        f"{k} {statistics.median(p.get(k, 0) for p in phases) * 1000:.1f}" for k in keys))
+    print(f"control overhead per trial: {a.trials} trials per mode, {'/'.join(map(str, RATES))} frames/s "
+          f"alternating x {DURATION} s, generator {tester.generator_name}, receiver {tester.receiver_name}")
+    print(f"{'phase (median ms)':<20} {'before':>9} {'after':>9}")
+    for ph in PHASES:
+        b, af = (statistics.median(r[ph] for r in rows[m]) for m in ("before", "after"))
+        print(f"{ph:<20} {b:>9.1f} {af:>9.1f}")
+    print(f"{'device writes/trial':<20} {statistics.median(writes['before']):>9.0f} "
+          f"{statistics.median(writes['after']):>9.0f}")
+    print("floor (median ms, same run)")
+    for name in floor_rows[0]:
+        print(f"  {name:<18} {statistics.median(f[name] for f in floor_rows):>9.1f}")
+    print(f"verified configures {counts['configures']}, full writes {counts['full_writes']}, "
+          f"mismatches {counts['mismatches']}, unverifiable {counts['unverifiable']}")
+    after = statistics.median(r["total"] for r in rows["after"])
+    print(f"after: overhead {after:.1f} ms median (goal <= 20 ms)")
+    if baseline:
+        over = [(w - t) * 1000 for w, t in baseline]
+        print(f"baseline (one ssh per command): overhead {statistics.median(over):.1f} ms median, "
+              f"{statistics.median(over) / after:.1f}x the driver's")
     return 0
 
 

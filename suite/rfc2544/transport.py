@@ -29,6 +29,7 @@ class Transport:
         self._sessions = dict(sessions) if sessions else {}
         self._can_reconnect = not sessions
         self.connections = {}
+        self.loop_starts = True      # start channels serve trial after trial (False: one per trial)
         self.running_starts = []     # start channels of the traffic now running
         self._spare_starts = {}      # host -> a channel pre-opened for the next trial
 
@@ -63,7 +64,25 @@ class Transport:
             return pre
         if pre is not None:
             pre.close()
-        return self.session(host).open_start()
+        return self._open_start(host)
+
+    def _open_start(self, host):
+        session = self.session(host)
+        return session.open_start() if self.loop_starts else session.open_start(loop=False)
+
+    def keep_start(self, host, start):
+        """After a trial: the start channel waits for the next trigger
+        (its shell loops) and becomes `host`'s spare; one that cannot
+        (exited, or never saw the end of its run) is closed."""
+        old = self._spare_starts.pop(host, None)
+        if old is not None and old is not start:
+            old.close()
+        reusable = getattr(start, "reusable", None)
+        if self.loop_starts and reusable is not None and reusable():
+            start.rearm()
+            self._spare_starts[host] = start
+        else:
+            start.close()
 
     def preopen_starts(self):
         """Open the next trial's start channels now: the remote shell that
@@ -72,7 +91,7 @@ class Transport:
         for host in self.tx_hosts:
             if host not in self._spare_starts:
                 try:
-                    self._spare_starts[host] = self.session(host).open_start()
+                    self._spare_starts[host] = self._open_start(host)
                 except InfraError:
                     break  # the next trial opens its own (and reports the failure)
 

@@ -3,7 +3,10 @@
   pre hooks (DUT hosts, if the inventory has any);
   learning frames (a few per stream, so the DUT learns addresses) + wait;
   configure the generators and reset the receivers in one batch per host,
-  with every counter CHECKED ZERO in the same batch;
+  with every counter CHECKED ZERO in the same batch; only the device
+  commands that changed since the last trial are written, and the whole
+  device state read back in that batch is VERIFIED against the intended
+  one (any difference: devices re-added, everything rewritten, counted);
   traffic: `pgctrl start` on its own pre-opened channel per host, the rate
   schedule's segments sent without stopping (TrafficWatch);
   residual wait, then one read of all final counters; post hooks.
@@ -35,6 +38,7 @@ class TrialSettings:
     abort_lag_s: float = 1.0
     rate_tolerance: float = 0.99
     quiet_window_s: float = 0.2
+    diff_writes: bool = True      # write only changed device commands (verified on read-back)
 
 
 @dataclass
@@ -90,6 +94,16 @@ class TrialEngine:
         self._last_traffic_end = None
         self._imix_set = False
         self.last_phases = {}
+        # Verified diff writes: device -> {command key: command} last written
+        # (pktgen.command_key), device -> the view read back after the last
+        # verified configure (pktgen.device_view). Cleared whenever devices
+        # are (re-)added or a write batch fails.
+        self._written = {}
+        self._reference = {}
+        self._verifiable = True       # False: the generator's read-out is not what we model
+        self.mismatch_detail = None   # what the last mismatch was
+        self.control_counts = {"configures": 0, "writes": 0, "full_writes": 0,
+                               "mismatches": 0, "unverifiable": 0}
 
     @property
     def reader(self):
@@ -135,7 +149,56 @@ class TrialEngine:
                 pgrx_mod.enable_batch(det["rx_ports"][host][0], "basic", batches.setdefault(host, Batch()))
             self._rx_level = "basic"
         self.transport.run_batches(batches, timeout=30)
+        self._forget()   # fresh devices: every command is written again
         self.ready = True
+
+    # ------------------------------------------------------------ device writes
+    def _forget(self):
+        self._written = {}
+        self._reference = {}
+
+    def _write_configs(self, configs, batches, full=False):
+        """Add the device commands of `configs` to the host batches: only
+        those that differ from the last written (all of them with `full`,
+        without diff writes, for an IMIX or a device not yet written).
+        `clear_counters` always. -> {device: True if written in full}."""
+        fulls = {}
+        for cfg, p in zip(configs, self.plans):
+            cmds = cfg.commands()
+            last = self._written.get(cfg.device)
+            whole = (full or last is None or cfg.imix is not None
+                     or not (self.settings.diff_writes and self._verifiable))
+            todo = cmds if whole else [c for c in cmds if pktgen.command_key(c) in pktgen.ALWAYS_WRITTEN
+                                       or last.get(pktgen.command_key(c)) != c]
+            b = batches.setdefault(p.tx_host, Batch())
+            for c in todo:
+                b.write(pktgen.device_path(cfg.device), c)
+            self.control_counts["writes"] += len(todo)
+            self.control_counts["full_writes"] += int(whole)
+            fulls[cfg.device] = whole
+            if cfg.imix is not None:
+                self._written.pop(cfg.device, None)
+            else:
+                written = {} if whole else dict(last)
+                written.update((pktgen.command_key(c), c) for c in cmds
+                               if pktgen.command_key(c) not in pktgen.ALWAYS_WRITTEN)
+                self._written[cfg.device] = written
+        return fulls
+
+    def note_write(self, device, command):
+        """A device command written outside a configure (a rate change
+        while sending)."""
+        if device in self._written:
+            self._written[device][pktgen.command_key(command)] = command
+
+    def _run_writes(self, batches, timeout=30):
+        """run_batches for batches with device writes: a failure leaves the
+        devices in an unknown state, so nothing written is remembered."""
+        try:
+            return self.transport.run_batches(batches, timeout=timeout)
+        except BaseException:
+            self._forget()
+            raise
 
     def _learn(self, spec):
         w = self.settings.waits
@@ -144,11 +207,10 @@ class TrialEngine:
         n = len(self.plans)
         configs = device_configs(self.plans, spec, [w.learning_frames] * n, [w.learning_fps] * n)
         batches = {}
+        self._write_configs(configs, batches)
         for host in self.tx_hosts:
-            b = batches.setdefault(host, Batch())
-            pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host], b)
-            b.write(pktgen.PGCTRL, "start")  # short: inline and blocking
-        self.transport.run_batches(batches, timeout=30 + w.learning_frames / w.learning_fps)
+            batches.setdefault(host, Batch()).write(pktgen.PGCTRL, "start")  # short: inline and blocking
+        self._run_writes(batches, timeout=30 + w.learning_frames / w.learning_fps)
         if w.learning_s:
             self.clock.sleep(w.learning_s)
 
@@ -170,8 +232,9 @@ class TrialEngine:
         configs = device_configs(self.plans, spec, [10**12] * n, [None] * n,
                                  dst_mac_override=(lambda p: p.tx_mac) if to_self else None)
         starts = {h: self.transport.session(h).open_start() for h in self.tx_hosts}
-        self.transport.run_batches({h: pktgen.configure_batch(
-            [c for c, p in zip(configs, self.plans) if p.tx_host == h]) for h in self.tx_hosts})
+        batches = {}
+        self._write_configs(configs, batches)
+        self._run_writes(batches)
         for s in starts.values():
             s.trigger()
         self.transport.running_starts = list(starts.values())
@@ -269,20 +332,31 @@ class TrialEngine:
                 self.transport.stop_generators()
                 status = s.wait(5.0)
             err = s.stderr()
-            s.close()
             if status is None:
+                s.close()
                 raise InfraError(f"{host}: the generator did not stop")
-            if status != 0 and not stopped:
-                raise InfraError(f"{host}: 'pgctrl start' failed (status {status}): {err or 'no detail'}")
+            if status != 0:
+                s.close()
+                if not stopped:
+                    raise InfraError(f"{host}: 'pgctrl start' failed (status {status}): {err or 'no detail'}")
+                continue
+            self.transport.keep_start(host, s)   # its shell waits for the next trial's trigger
         self.transport.running_starts = []
 
     def _configure_checked(self, spec, configs):
         """Configure and zero until every counter reads zero (frames of the
         learning may still drain). -> counter baselines."""
         level = "time" if spec.latency else "basic"
+        full = False
+        self.control_counts["configures"] += 1
         for attempt in range(4):
-            self.setup()   # again only if a check below found the receiver changed
-            tx0, rx0, base = self._configure_and_zero(configs, level)
+            self.setup()   # again only if a check below found the receiver or a device changed
+            tx0, rx0, base, fulls = self._configure_and_zero(configs, level, full)
+            if self._verify(configs, tx0, fulls):
+                if attempt == 3:
+                    raise InfraError("the generator's devices do not read back as written: " + self.mismatch_detail)
+                full = True
+                continue       # devices re-added: write everything again at once
             problems = self._zero_problems(configs, tx0, rx0, base)
             if not problems:
                 return base
@@ -290,9 +364,44 @@ class TrialEngine:
                 raise InfraError("counters not zero before the trial: " + "; ".join(problems))
             self.clock.sleep(0.2)  # frames still in flight (learning): let them drain
 
-    def _configure_and_zero(self, configs, level):
+    def _verify(self, configs, tx, fulls):
+        """Check every device's read-back against its config and the
+        reference view (the read-back after the last verified configure).
+        Any difference means the devices are not what we last wrote (a stale
+        cache, a write behind our back): counted, the devices are re-added
+        and everything is rewritten (-> True). After a full write, a
+        difference in a value the config itself sets means the generator's
+        read-out is not the one modelled: diff writes are turned off for the
+        session (full writes as before; counted as unverifiable)."""
+        mismatch = False
+        for cfg, p in zip(configs, self.plans):
+            st = tx.get(p.index)
+            if st is None:
+                continue
+            whole = fulls.get(cfg.device, True)
+            ref = self._reference.get(cfg.device)
+            own = pktgen.verify_device(cfg, st)
+            problems = pktgen.verify_device(cfg, st, ref) if ref is not None else own
+            if whole and own:
+                if self._verifiable:      # counted once: from now on full writes, as before
+                    self.control_counts["unverifiable"] += 1
+                    self.mismatch_detail = f"{p.tx_host}:{p.device}: " + "; ".join(own[:4])
+                self._verifiable = False
+            elif problems:
+                mismatch = True
+                self.mismatch_detail = f"{p.tx_host}:{p.device}: " + "; ".join(problems[:4])
+            elif cfg.imix is None:
+                self._reference[cfg.device] = pktgen.device_view(st)
+        if mismatch:
+            self.control_counts["mismatches"] += 1
+            self.ready = False
+            self._forget()
+        return mismatch
+
+    def _configure_and_zero(self, configs, level, full=False):
         """One batch per host: reset receivers, configure generators, read all
-        counters back. Returns (tx states, rx readings, counter baselines).
+        counters back. Returns (tx states, rx readings, counter baselines,
+        {device: written in full}).
 
         Interface counters cannot be reset: their baseline is read first, in
         its own round trip, and they must be unchanged after
@@ -308,17 +417,15 @@ class TrialEngine:
         if not counters:
             for host in self.rx_hosts:
                 pgrx_mod.reset_batch(level if level != self._rx_level else None, batches.setdefault(host, Batch()))
-        for host in self.tx_hosts:
-            pktgen.configure_batch([c for c, p in zip(configs, self.plans) if p.tx_host == host],
-                                   batches.setdefault(host, Batch()))
+        fulls = self._write_configs(configs, batches, full)
         if counters:
             self.clock.sleep(max(0.0, t_base + self.settings.quiet_window_s - self.clock.monotonic()))
         for host, b in self.reader.batches("zero").items():
             batches.setdefault(host, Batch()).extend(b)
-        outputs = self.transport.run_batches(batches)
+        outputs = self._run_writes(batches)
         self._rx_level = level
         tx, rx = self.reader.parse(outputs, "zero")
-        return tx, rx, base
+        return tx, rx, base, fulls
 
     def _zero_problems(self, configs, tx, rx, base):
         problems = []

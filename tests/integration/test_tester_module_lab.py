@@ -105,3 +105,32 @@ def test_rate_change_without_stopping(tlab, tester):  # noqa: F811
         # which the trial then reports as tester-limited)
         late = [s["lost_frames"] for s in samples if s["elapsed_s"] > 2.0]
         assert late and late[-1] - late[0] <= 50
+
+
+def test_diff_writes_verified_on_the_real_read_out(tlab, tester):  # noqa: F811
+    """Issue 12: after the first trial only changed commands are written,
+    the module's read-out verifies (IPv4, IPv6, frame size changes: no
+    mismatch, nothing unverifiable); a value written behind the tester's
+    back is caught on the next trial's read-back, counted, and the devices
+    are re-added and rewritten (the stray value is gone); one start shell
+    serves all trials."""
+    c = tester.engine.control_counts
+    for fps, size, v6 in ((1000, 64, False), (800, 64, False), (800, 128, False), (1000, 128, True),
+                          (800, 64, False)):
+        r = tester.run_trial(TrialSpec(frame_size=size, load_fps=fps, duration_s=0.3, ipv6=v6))
+        assert r.tx_frames == r.rx_frames == r.intended_frames, r.notes
+    assert (c["mismatches"], c["unverifiable"], c["full_writes"]) == (0, 0, 1), c
+    host = tlab.connect("tester")
+    try:
+        dev = f"/proc/net/pktgen/{tester.plans[0].device}"
+        host.run(f"echo 'queue_map_max 1' > {dev}; echo 'vlan_id 7' > {dev}", check=True)
+        r = tester.run_trial(TrialSpec(frame_size=64, load_fps=800, duration_s=0.3))
+        assert r.tx_frames == r.rx_frames == r.intended_frames, r.notes
+        assert c["mismatches"] == 1 and c["full_writes"] == 2, c
+        assert "vlan_id" in tester.engine.mismatch_detail or "queue_map_max" in tester.engine.mismatch_detail
+        text = host.run(f"cat {dev}", check=True)[1]
+        assert "vlan_id" not in text and "queue_map_max: 0" in text
+    finally:
+        host.close()
+    spares = list(tester.transport._spare_starts.values())
+    assert len(spares) == 1 and spares[0].loop and not spares[0].done()

@@ -9,6 +9,7 @@ time and rate the tests assert on is exact, however fast the machine runs. `SimS
 SSHTester uses and answers batches with the same text the real batch script
 prints, so the real output parser runs on it.
 """
+import ipaddress
 import threading
 
 from rfc2544.drivers.script import parse_output
@@ -36,7 +37,10 @@ class SimDevice:
         self.name = name
         self.clock = clock
         self.p = {"count": 1000, "pkt_size": 60, "delay": 0, "dst_mac": "00:00:00:00:00:00",
-                  "src_min": "", "dst_min": "", "src6": "", "dst6": "", "ipv6": False, "clone_skb": 0}
+                  "src_min": "", "dst_min": "", "src_max": "", "dst_max": "", "src6": "::", "dst6": "::",
+                  "ipv6": False, "clone_skb": 0, "udp_src_min": 9, "udp_src_max": 9,
+                  "udp_dst_min": 9, "udp_dst_max": 9}
+        self.extra = {}             # other Params lines (e.g. vlan_id) written behind the tester's back
         self.result = ""
         self.sofar = 0
         self.started = None
@@ -60,11 +64,20 @@ class SimDevice:
             f"     frags: 0  delay: {p['delay']}  clone_skb: {p['clone_skb']}  ifname: {self.name.split('@')[0]}",
             "     flows: 0 flowlen: 0",
             "     queue_map_min: 0  queue_map_max: 0",
-            f"     dst_min: {p['dst_min']}  dst_max: {p['dst_min']}",
-            f"     src_min: {p['src_min']}  src_max: {p['src_min']}",
+        ]
+        if p["ipv6"]:
+            src6, dst6 = (ipaddress.IPv6Address(p[k]).compressed for k in ("src6", "dst6"))
+            lines += [f"     saddr: {src6}  min_saddr: {src6}  max_saddr: {src6}",
+                      f"     daddr: {dst6}  min_daddr: ::  max_daddr: ::"]
+        else:
+            lines += [f"     dst_min: {p['dst_min']}  dst_max: {p['dst_max']}",
+                      f"     src_min: {p['src_min']}  src_max: {p['src_max']}"]
+        lines += [
             f"     src_mac: 52:54:00:00:00:01 dst_mac: {p['dst_mac']}",
-            "     udp_src_min: 9  udp_src_max: 9  udp_dst_min: 9  udp_dst_max: 9",
+            f"     udp_src_min: {p['udp_src_min']}  udp_src_max: {p['udp_src_max']}  "
+            f"udp_dst_min: {p['udp_dst_min']}  udp_dst_max: {p['udp_dst_max']}",
             "     src_mac_count: 0  dst_mac_count: 0",
+        ] + [f"     {k}: {v}" for k, v in self.extra.items()] + [
             f"     Flags: {flags}",
             "Current:",
             f"     pkts-sofar: {self.sofar}  errors: {self.dropped}  tx_dropped: {self.dropped}",
@@ -111,6 +124,7 @@ class SimKernel:
         self.rx_gap = {}
         self.starts = 0
         self.resets = 0
+        self.start_channels = []            # every SimStart opened, in order
         self.log = []
         self.fail_on = None                 # (path, command prefix) that the kernel refuses
 
@@ -173,7 +187,8 @@ class SimKernel:
         word, _, arg = cmd.partition(" ")
         p = dev.p
         dev.writes.append(cmd)
-        if word in ("count", "pkt_size", "delay", "clone_skb"):
+        if word in ("count", "pkt_size", "delay", "clone_skb", "udp_src_min", "udp_src_max",
+                    "udp_dst_min", "udp_dst_max"):
             p[word] = int(arg)
         elif word == "ratep":
             with self.lock:
@@ -183,7 +198,7 @@ class SimKernel:
                 p["delay"] = 10**9 // int(arg)
         elif word == "dst_mac":
             p["dst_mac"] = arg
-        elif word in ("src_min", "dst_min", "src6", "dst6"):
+        elif word in ("src_min", "dst_min", "src_max", "dst_max", "src6", "dst6"):
             p[word] = arg
             if word == "dst6":
                 p["ipv6"] = True
@@ -194,8 +209,7 @@ class SimKernel:
                 p["ipv6"] = False
         elif word == "clear_counters":
             dev.sofar, dev.run_usec, dev.dropped = 0, None, 0
-        elif word in ("src_max", "dst_max", "udp_src_min", "udp_src_max", "udp_dst_min", "udp_dst_max",
-                      "imix_weights", "min_pkt_size", "max_pkt_size"):
+        elif word in ("imix_weights", "min_pkt_size", "max_pkt_size"):
             pass
         else:
             dev.result = f'No such parameter "{word}"'
@@ -339,13 +353,16 @@ class SimKernel:
 
 
 class SimStart:
-    def __init__(self, kernel):
+    def __init__(self, kernel, loop=True):
         self.kernel = kernel
+        self.loop = loop
         self.triggered = False
         self.closed = False
+        kernel.start_channels.append(self)
 
     def trigger(self):
         self.triggered = True
+        self.triggers = getattr(self, "triggers", 0) + 1
         self.kernel.start()
 
     def done(self):
@@ -371,6 +388,12 @@ class SimStart:
 
     def stderr(self):
         return ""
+
+    def reusable(self):
+        return self.loop and self.triggered and not self.closed and self.done()
+
+    def rearm(self):
+        self.triggered = False
 
     def close(self):
         self.closed = True
@@ -431,10 +454,10 @@ class SimSession:
         self.send_batch(batch)
         return self.collect_batch(timeout)
 
-    def open_start(self):
+    def open_start(self, loop=True):
         if self.dead:
             raise InfraError(f"{self.name}: connection lost")
-        return SimStart(self.kernel)
+        return SimStart(self.kernel, loop)
 
     def run(self, command, timeout=None, check=False):
         self.commands.append(command)

@@ -98,7 +98,81 @@ def test_pgrx_batches():
 
 
 def test_start_command_waits_for_the_trigger():
-    assert pktgen.start_command() == 'read go && [ "$go" = start ] && echo start > /proc/net/pktgen/pgctrl'
+    assert pktgen.start_command(loop=False) == \
+        'read go && [ "$go" = start ] && echo start > /proc/net/pktgen/pgctrl'
+
+
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+def test_start_loop_runs_once_per_trigger_and_reports_each_end(tmp_path, shell):
+    """The looping start shell: one blocking write and one PGDONE line per
+    'start' line; any other line (or EOF) ends it without a write; a failed
+    write reports its status and the loop goes on."""
+    ctl = tmp_path / "pgctrl"
+    cmd = pktgen.start_command().replace(pktgen.PGCTRL, str(ctl))
+    r = subprocess.run([shell, "-c", cmd], input="start\nstart\nstop\nstart\n",
+                       capture_output=True, text=True, timeout=30)
+    assert r.stdout.splitlines() == ["PGDONE 0", "PGDONE 0"]
+    assert ctl.read_text() == "start\n"
+    r = subprocess.run([shell, "-c", cmd], input="", capture_output=True, text=True, timeout=30)
+    assert (r.returncode, r.stdout) == (0, "")
+    bad = pktgen.start_command().replace(pktgen.PGCTRL, str(tmp_path / "no" / "pgctrl"))
+    r = subprocess.run([shell, "-c", bad], input="start\nstart\n", capture_output=True, text=True, timeout=30)
+    assert [l.split()[0] for l in r.stdout.splitlines()] == ["PGDONE", "PGDONE"]
+    assert all(int(l.split()[1]) != 0 for l in r.stdout.splitlines())
+
+
+def _state(text):
+    return pktgen.parse_device(text)
+
+
+DEV_V4 = """Params: count 500  min_pkt_size: 60  max_pkt_size: 60
+     frags: 0  delay: 1000000  clone_skb: 0  ifname: tx0
+     flows: 0 flowlen: 0
+     queue_map_min: 0  queue_map_max: 0
+     dst_min: 198.19.0.1  dst_max: 198.19.0.1
+     src_min: 198.18.0.1  src_max: 198.18.0.1
+     src_mac: 52:54:00:00:00:01 dst_mac: 52:54:00:00:00:02
+     udp_src_min: 9  udp_src_max: 9  udp_dst_min: 9  udp_dst_max: 9
+     src_mac_count: 0  dst_mac_count: 0
+     Flags: 
+Current:
+     pkts-sofar: 0  errors: 0  tx_dropped: 0
+Result: OK: clear_counters=0
+"""
+
+
+def test_verify_device_checks_every_value_the_config_sets_and_all_others():
+    c = cfg(count=500, ratep=1000)
+    st = _state(DEV_V4)
+    assert pktgen.verify_device(c, st) == []
+    ref = pktgen.device_view(st)
+    assert pktgen.verify_device(c, st, ref) == []
+    # a value the config sets, changed
+    assert any("delay" in p for p in pktgen.verify_device(cfg(count=500, ratep=999), st))
+    assert any("count" in p for p in pktgen.verify_device(cfg(count=501, ratep=1000), st))
+    # a value the config does not set, changed or added behind our back
+    other = _state(DEV_V4.replace("queue_map_max: 0", "queue_map_max: 3"))
+    assert pktgen.verify_device(c, other) == []
+    assert any("queue_map_max" in p for p in pktgen.verify_device(c, other, ref))
+    vlan = _state(DEV_V4.replace("     Flags:", "     vlan_id: 5  vlan_p: 0  vlan_cfi: 0\n     Flags:"))
+    assert any("vlan_id" in p for p in pktgen.verify_device(c, vlan, ref))
+    flag = _state(DEV_V4.replace("Flags: ", "Flags: UDPCSUM  "))
+    assert any("flags" in p for p in pktgen.verify_device(c, flag, ref))
+    v6 = _state(DEV_V4.replace("Flags: ", "Flags: IPV6  "))
+    assert any("IPV6" in p for p in pktgen.verify_device(c, v6))
+    # an IPv6 config on an IPv4 reference: the other mode's address lines are not compared
+    c6 = cfg(count=500, ratep=1000, ipv6=True, src_ip="2001:db8::1", dst_ip="2001:db8:1::1")
+    text6 = DEV_V4.replace("     dst_min: 198.19.0.1  dst_max: 198.19.0.1\n     src_min: 198.18.0.1  src_max: 198.18.0.1",
+                           "     saddr: 2001:db8::1  min_saddr: 2001:db8::1  max_saddr: 2001:db8::1\n"
+                           "     daddr: 2001:db8:1::1  min_daddr: ::  max_daddr: ::").replace("Flags: ", "Flags: IPV6  ")
+    assert pktgen.verify_device(c6, _state(text6), ref) == []
+    assert pktgen.verify_device(c6, _state(text6.replace("daddr: 2001:db8:1::1", "daddr: 2001:db8:1::2")), ref)
+
+
+def test_command_keys_pair_commands_that_overwrite_each_other():
+    assert pktgen.command_key("ratep 100") == pktgen.command_key("delay 0") == "delay"
+    assert pktgen.command_key("flag IPV6") == pktgen.command_key("flag !IPV6")
+    assert pktgen.command_key("count 5") == "count"
 
 
 # ---- the rendered script, run by the local shell against plain files ----

@@ -6,6 +6,7 @@ devices and configure a trial, the command that starts traffic, and parses
 the device files (Params / Current / Result, pktgen-interface.md section B).
 Everything here is pure: no I/O.
 """
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -129,11 +130,104 @@ def stop_batch() -> Batch:
     return Batch().write(PGCTRL, "stop")
 
 
-def start_command():
-    """Shell command for the start channel: waits for one 'start' line on
-    stdin, then makes the blocking write. Pre-opened so that starting traffic
-    costs one packet, and closing stdin without the line cancels it."""
-    return f'read go && [ "$go" = start ] && echo start > {PGCTRL}'
+def start_command(loop=True):
+    """Shell command for the start channel: waits for a 'start' line on
+    stdin, then makes the blocking write, which returns the moment the
+    module's last device stops (pgctrl's in-kernel wait), and prints
+    `PGDONE <status>`; then waits for the next line. One shell serves every
+    trial of a session: no process is spawned per trial, and the end of the
+    traffic reaches the tester as one line, not as a process exit. Closing
+    stdin (or any line but 'start') ends it without traffic; closing the
+    channel while a write blocks kills the shell, and the signal stops the
+    generators. `loop=False`: the single-use form (one run, its end is the
+    shell's exit), kept for comparison (bench/control_overhead.py)."""
+    if not loop:
+        return f'read go && [ "$go" = start ] && echo start > {PGCTRL}'
+    return (f'while read go && [ "$go" = start ]; do echo start > {PGCTRL}; '
+            f'echo "{START_DONE} $?"; done')
+
+
+START_DONE = "PGDONE"
+
+
+# ---------------------------------------------------------------- verified diff writes
+# Params keys that show the addresses, per mode (IPv4, IPv6): only the
+# current mode's are printed.
+ADDRESS_KEYS = {
+    False: frozenset({"dst_min", "dst_max", "src_min", "src_max"}),
+    True: frozenset({"saddr", "min_saddr", "max_saddr", "daddr", "min_daddr", "max_daddr"}),
+}
+ALWAYS_WRITTEN = frozenset({"clear_counters"})
+
+
+def command_key(cmd):
+    """What a device command sets: commands with the same key overwrite
+    each other (`ratep` and `delay` both set the delay; `flag X` and
+    `flag !X` the flag X)."""
+    words = cmd.split()
+    if words[0] == "flag":
+        return "flag " + words[1].lstrip("!")
+    return {"ratep": "delay", "rate": "delay"}.get(words[0], words[0])
+
+
+def expected_params(cfg: "DeviceConfig"):
+    """The Params values `cfg`'s commands leave in the device read-out
+    (pktgen-interface.md B), or None for an IMIX (not modelled: always
+    written in full)."""
+    if cfg.imix:
+        return None
+    size = str(cfg.pkt_size)
+    exp = {"count": str(cfg.count), "min_pkt_size": size, "max_pkt_size": size,
+           "delay": "0" if cfg.ratep is None else str(10**9 // cfg.ratep), "clone_skb": "0",
+           "dst_mac": cfg.dst_mac.lower(),
+           "udp_src_min": str(cfg.udp_src), "udp_src_max": str(cfg.udp_src),
+           "udp_dst_min": str(cfg.udp_dst), "udp_dst_max": str(cfg.udp_dst)}
+    if cfg.ipv6:
+        exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed
+        exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed
+    else:
+        exp.update(dst_min=cfg.dst_ip, dst_max=cfg.dst_ip, src_min=cfg.src_ip, src_max=cfg.src_ip)
+    return exp
+
+
+def device_view(state: "DeviceState"):
+    """A device's whole configuration as read back: every Params value and
+    the flag set (the Current and Result sections are left out)."""
+    view = dict(state.params)
+    view["Flags"] = " ".join(sorted(state.flags))
+    return view
+
+
+def verify_device(cfg, state, reference=None):
+    """Problems (strings) where the read-back `state` differs from what
+    `cfg` sets, and, given the `reference` view of an earlier verified
+    read-back, where any value `cfg` does not set has changed since (a
+    value written behind our back). Empty: the device is exactly as
+    intended."""
+    exp = expected_params(cfg)
+    if exp is None:
+        return []
+    view = device_view(state)
+    problems = [f"{k}={view.get(k)!r} (expected {v!r})" for k, v in exp.items()
+                if (view.get(k) or "").lower() != v.lower()]
+    flags = set(state.flags)
+    if ("IPV6" in flags) != bool(cfg.ipv6):
+        problems.append(f"flag IPV6 {'set' if 'IPV6' in flags else 'clear'} (expected the other)")
+    for flag in cfg.flags:
+        if (flag.lstrip("!") in flags) == flag.startswith("!"):
+            problems.append(f"flag {flag} not in effect")
+    if reference is not None:
+        ref_flags = set(reference.get("Flags", "").split())
+        skip = set(exp) | {"Flags"}
+        if ("IPV6" in ref_flags) != bool(cfg.ipv6):
+            skip |= ADDRESS_KEYS[False] | ADDRESS_KEYS[True]   # the other mode's lines
+        for k in sorted((set(reference) | set(view)) - skip):
+            if reference.get(k) != view.get(k):
+                problems.append(f"{k}={view.get(k)!r} (was {reference.get(k)!r})")
+        set_by_cfg = {"IPV6"} | {f.lstrip("!") for f in cfg.flags}
+        if (ref_flags - set_by_cfg) != (flags - set_by_cfg):
+            problems.append(f"flags {' '.join(sorted(flags))} (were {' '.join(sorted(ref_flags))})")
+    return problems
 
 
 # ---------------------------------------------------------------- parsing
