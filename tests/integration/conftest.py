@@ -18,9 +18,10 @@ RFC2544_REUSE_LAB=NAME (and RFC2544_REUSE_LAB2=NAME) uses an already running
 lab of the right topology instead of booting one, and leaves it running:
 quick iterations without a boot.
 
-The slow preparations run in one background thread, started with the
-first integration test (not during the unit tests, which patch process-wide
-state the thread reads): it builds the wheel's virtualenv, boots the single
+The slow preparations run in one process of their own (session_prep.py),
+started when collection ends so they overlap the unit tests, with the
+environment of that moment (a process: unit tests patch process-wide state a
+thread would read): it builds the wheel's virtualenv, boots the single
 lab with that wheel's own `rfc2544 lab up` (so CI boots its lab as a user
 would), boots a niced single lab for the Ansible tests' child pytest, then
 boots the two-host lab and runs the tuning test's lab work on it
@@ -47,8 +48,7 @@ import pytest
 from test_ansible_support import wheel_venv as build_wheel_venv
 
 BACKGROUND_NICE = 19
-_BACKGROUND = {"nodeids": [], "proc": None}    # the Ansible tests run by a child pytest
-_PENDING = []   # early steps to start with the first integration test
+_BACKGROUND = {"nodeids": [], "proc": None}    # the Ansible tests run by a child pytest; session_prep.py
 _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log": [...]}
 _TMP = []       # the early steps' scratch dir, removed at session end
 
@@ -103,12 +103,11 @@ def _background_outcome(name):
         step["done"].wait()
         if "error" in step:
             raise step["error"]
-        proc, junit, log = step["value"]
-        proc.wait()
+        code, junit, log = step["value"]
         case = _junit_case(junit, name)
         if case is None:
-            pytest.fail(f"the background pytest (exit {proc.returncode}) did not report {name}; "
-                        f"its output ends:\n{log.read_text()[-3000:]}", pytrace=False)
+            pytest.fail(f"the background pytest (exit {code}) did not report {name}; "
+                        f"its output ends:\n{Path(log).read_text()[-3000:]}", pytrace=False)
         for tag in ("failure", "error"):
             found = case.find(tag)
             if found is not None:
@@ -130,8 +129,8 @@ def _junit_case(path, name):
 
 
 def pytest_collection_finish(session):
-    """Start the selected tests' slow preparations now, in one thread, so
-    they run while the unit tests do."""
+    """Start the selected tests' slow preparations now, in a process of
+    their own (session_prep.py), so they run while the unit tests do."""
     if session.config.option.collectonly:
         return
     needs = set()
@@ -147,21 +146,9 @@ def pytest_collection_finish(session):
         steps.append("ansible")
     if "lab2" in needs and not os.environ.get("RFC2544_REUSE_LAB2"):
         steps.append("two")
-        if any(getattr(getattr(item, "module", None), "__name__", "") == "test_ansible_tuning_lab"
-               for item in session.items):
+        if any(_module_name(item) == "test_ansible_tuning_lab" for item in session.items):
             steps.append("tuning")
     if steps:
-        _PENDING.extend(steps)
-
-
-def pytest_runtest_setup(item):
-    """The preparations start with the first lab-directory test, not during
-    the unit tests: some unit tests patch process-wide state (os.environ's
-    RFC2544_CACHE, module attributes) that this thread's Lab objects and
-    child processes read, and a run lost its labs to that race."""
-    if _PENDING and Path(str(item.fspath)).parent == Path(__file__).parent:
-        steps = list(_PENDING)
-        _PENDING.clear()
         _start_early(steps)
 
 
@@ -170,89 +157,50 @@ def _session_lab_name(name):
 
 
 def _start_early(steps):
-    from rfc2544.lab import Lab
+    """Start session_prep.py with this moment's environment (before any unit
+    test patches it) and a thread that turns its reports into _EARLY's
+    outcomes."""
     _stop_orphans()
     tmp = Path(tempfile.mkdtemp(prefix="rfc2544-session-"))
     _TMP.append(tmp)
     for step in steps:
         _EARLY[step] = {"done": threading.Event(), "log": []}
+    read_fd, write_fd = os.pipe()
+    spec = {"steps": steps, "tmp": str(tmp), "nice": BACKGROUND_NICE, "report_fd": write_fd,
+            "names": {s: _session_lab_name(s) for s in ("single", "two", "ansible")},
+            "ansible_tests": _BACKGROUND["nodeids"]}
+    with open(tmp / "prep.log", "w") as out:
+        proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("session_prep.py")), json.dumps(spec)],
+                                env=dict(os.environ), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, pass_fds=(write_fd,))
+    os.close(write_fd)
+    _BACKGROUND["proc"] = proc
 
-    def run(step):
-        outcome = _EARLY[step]
-        if step == "wheel_venv":
-            outcome["value"] = build_wheel_venv(tmp)
-        elif step == "tuning":
-            import test_ansible_tuning_lab
-            two = _EARLY["two"]
-            if "error" in two:
-                raise RuntimeError(f"the two-host lab did not boot: {two['error']!r}")
-            outcome["value"] = test_ansible_tuning_lab.exercise(two["value"], nice=BACKGROUND_NICE)
-        elif step == "ansible":
-            outcome["value"] = _start_background_pytest(tmp)
-        elif step == "single" and "wheel_venv" in _EARLY:
-            outcome["value"] = _wheel_lab_up(_EARLY["wheel_venv"], _session_lab_name("single"), outcome["log"])
-        else:
-            lab = Lab(_session_lab_name(step))
-            outcome["value"] = lab
-            # The two-host lab and its tuning work are niced: they fill the
-            # CPU time the single lab's tests leave idle instead of slowing them.
-            lab.up({"single": "single", "two": "two-host"}[step], log=outcome["log"].append,
-                   nice=BACKGROUND_NICE if step == "two" else 0)
-
-    def prepare():
-        for step in steps:
-            outcome = _EARLY[step]
-            try:
-                run(step)
-            except BaseException as exc:     # re-raised in the test that needs it
-                outcome["error"] = exc
-            finally:
+    def collect():
+        with os.fdopen(read_fd) as reports:
+            for line in reports:
+                _take_report(tmp, line.strip())
+        proc.wait()
+        for step, outcome in _EARLY.items():
+            if not outcome["done"].is_set():
+                log = (tmp / "prep.log").read_text()[-3000:]
+                outcome["error"] = RuntimeError(f"session_prep.py exited {proc.returncode} before step {step} "
+                                                f"ended; its output ends:\n{log}")
                 outcome["done"].set()
 
-    threading.Thread(target=prepare, name="session-prepare", daemon=True).start()
+    threading.Thread(target=collect, name="session-prep-reports", daemon=True).start()
 
 
-def _start_background_pytest(tmp):
-    """Boot a niced single lab and start the child pytest of the Ansible
-    tests on it (niced too). -> (process, junit path, log path)."""
-    from rfc2544.lab import Lab
-    lab = Lab(_session_lab_name("ansible"))
-    lab.up("single", log=lambda m: None, nice=BACKGROUND_NICE)
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    env["RFC2544_REUSE_LAB"] = lab.name
-    wheel = _EARLY.get("wheel_venv")
-    if wheel is not None:
-        wheel["done"].wait()
-        if "value" in wheel:
-            env["RFC2544_WHEEL_VENV"] = str(wheel["value"])
-    junit, log = tmp / "ansible-tests.xml", tmp / "ansible-tests.log"
-    root = Path(__file__).resolve().parents[2]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(["nice", "-n", str(BACKGROUND_NICE), sys.executable, "-m", "pytest", "-q",
-                                 "-p", "no:cacheprovider", f"--junitxml={junit}", *_BACKGROUND["nodeids"]],
-                                cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    _BACKGROUND["proc"] = proc
-    return proc, junit, log
-
-
-def _wheel_lab_up(wheel_step, name, log):
-    """Boot the single lab with the wheel's CLI, from /tmp with PATH holding
-    only system directories: the `rfc2544 lab up` a pipx user runs."""
-    from rfc2544.lab import Lab
-    wheel_step["done"].wait()
-    if "error" in wheel_step:
-        raise RuntimeError(f"no wheel virtualenv to boot the lab with: {wheel_step['error']!r}")
-    venv = wheel_step["value"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "VIRTUAL_ENV"))}
-    env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin"
-    run = subprocess.run([str(venv / "bin" / "rfc2544"), "lab", "up", "--name", name], cwd="/tmp", env=env,
-                         capture_output=True, text=True, timeout=1800)
-    log.extend(run.stderr.splitlines())
-    lab = Lab(name)
-    if run.returncode != 0 or run.stdout.strip() != str(lab.inventory_path):
-        raise RuntimeError(f"{venv}/bin/rfc2544 lab up exited {run.returncode}: "
-                           f"{run.stdout[-1000:]}{run.stderr[-2000:]}")
-    return lab
+def _take_report(tmp, step):
+    import pickle
+    outcome = _EARLY[step]
+    report = pickle.loads((tmp / f"{step}.pickle").read_bytes())
+    outcome["log"].extend(report["log"])
+    if report["error"]:
+        outcome["error"] = RuntimeError(f"session preparation {step!r} failed:\n{report['error']}")
+    else:
+        outcome["value"] = report["value"]     # a lab's name: its Lab is made when a test asks
+    outcome["done"].set()
 
 
 def _wait_early(request, step):
@@ -265,6 +213,9 @@ def _wait_early(request, step):
         print(line, flush=True)
     if "error" in outcome:
         raise outcome["error"]
+    if step in ("single", "two"):
+        from rfc2544.lab import Lab
+        return Lab(outcome["value"])
     return outcome["value"]
 
 
@@ -372,9 +323,9 @@ def pytest_sessionfinish(session):
     from rfc2544.lab import Lab
     proc = _BACKGROUND["proc"]
     if proc is not None and proc.poll() is None:      # the session ended early (Ctrl-C, -x)
-        proc.terminate()
+        proc.terminate()                              # (it ends the Ansible tests' pytest too)
         try:
-            proc.wait(timeout=60)
+            proc.wait(timeout=90)
         except subprocess.TimeoutExpired:
             proc.kill()
     for step, outcome in list(_EARLY.items()):
