@@ -4,7 +4,6 @@ of the roles' own modules). No tests here."""
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -99,21 +98,13 @@ def host_state(ssh, script):
     return {k: "\n".join(v) for k, v in sections.items()}
 
 
-# The checkout as a source tree for `pip wheel` (no build outputs, no tests).
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "results", "*.egg-info", "__pycache__",
-                                    ".pytest_cache", "*.o", "*.ko", "*.mod", "*.mod.c", ".*.cmd", "*.order",
-                                    "*.symvers", "tests")
-
-
 def wheel_venv(tmp):
-    src = tmp / "src"
-    shutil.copytree(ROOT, src, symlinks=True, ignore=NOT_SOURCE)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True, text=True)
-    wheel, = (tmp / "dist").glob("rfc2544-*.whl")
-    venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    # The dependencies as a user gets them (pip's cache makes this quick).
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    str(wheel)], check=True, capture_output=True, text=True, timeout=900)
-    return venv
+    """A fresh virtualenv with the wheel and its dependencies (pip's cache
+    makes this quick): tests/unit/wheel_build.py, loaded by path (a second
+    test directory on sys.path would shadow this one's modules)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("rfc2544_tests_wheel_build", ROOT / "tests" / "unit" / "wheel_build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    wheel, _ = build.build_wheel(tmp)
+    return build.install_in_new_venv(tmp, wheel, with_dependencies=True)

@@ -7,19 +7,16 @@ The fresh virtualenv gets the wheel alone (--no-deps); the dependencies are
 borrowed from the test's own environment through a .pth line (no download),
 and that line does not process the editable install's own .pth, so
 `rfc2544` can only come from the wheel."""
-import shutil
 import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 
 import pytest
 
+from wheel_build import build_wheel, install_in_new_venv
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "results"
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "results", "*.egg-info", "__pycache__",
-                                    ".pytest_cache", "*.o", "*.ko", "*.mod", "*.mod.c", ".*.cmd", "*.order",
-                                    "*.symvers", "tests")
 
 
 def git_files(*folders):
@@ -33,24 +30,15 @@ def git_files(*folders):
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
-    # A copy, so the build leaves no build/ in the checkout and stale build
-    # outputs there cannot end up in the wheel.
-    src = tmp / "src"
-    shutil.copytree(ROOT, src, symlinks=True, ignore=NOT_SOURCE)
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
-                            "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True, text=True)
-    wheel, = (tmp / "dist").glob("rfc2544-*.whl")
-    venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    wheel, build_log = build_wheel(tmp, verbose=True)
+    venv = install_in_new_venv(tmp, wheel, with_dependencies=False)
     py = venv / "bin" / "python"
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", "--no-index",
-                    str(wheel)], check=True, capture_output=True, text=True)
     site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                check=True, capture_output=True, text=True).stdout.strip())
     (site / "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     package = Path(subprocess.run([str(py), "-c", "import rfc2544; print(rfc2544.__file__)"], cwd=tmp,
                                   check=True, capture_output=True, text=True).stdout.strip()).parent
-    return {"venv": venv, "package": package, "cwd": tmp, "wheel": wheel, "build_log": build.stdout + build.stderr}
+    return {"venv": venv, "package": package, "cwd": tmp, "wheel": wheel, "build_log": build_log}
 
 
 def test_the_build_prints_no_setuptools_warning(installed):
