@@ -70,8 +70,8 @@ def main():
     base = median(secs["none"])
     rows = []
     for m in modes:
-        rows.append([m, f"{median(rates[m]):.0f}", f"{min(rates[m]):.0f}",
-                     f"{max(rates[m]):.0f}", f"{median(secs[m]) / base:.3f}"])
+        rows.append([m, f"{median(rates[m]):.2f}", f"{min(rates[m]):.2f}",
+                     f"{max(rates[m]):.2f}", f"{median(secs[m]) / base:.3f}"])
     src = args.src or "pktgen-kmod/"
     print(f"\nveth pair create+delete in the tester VM's namespace, {args.pairs} pairs per "
           f"round, {args.rounds} rounds, module from {src}; busy = generator on tx0 at "
