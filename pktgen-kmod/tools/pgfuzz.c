@@ -110,7 +110,7 @@ static const char *const bad_rx[] = {
 static const char *const reserved[] = {
 	"start", "stop", "reset", "rx", "rx_reset", "rx_disable", "rem_device_all",
 	"max_before_softirq", "clear_counters", "display", "statistics", "action",
-	"add_device",
+	"add_device", "spi",	/* spi takes a value: "spi" alone is reported */
 };
 
 static int is_command(const char *w)
