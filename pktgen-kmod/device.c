@@ -50,6 +50,7 @@ struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,
 	if (!pd)
 		return NULL;
 	INIT_LIST_HEAD(&pd->list);
+	INIT_LIST_HEAD(&pd->odev_node);
 	mutex_init(&pd->cfg_lock);
 	pd->thread = t;
 	pd->odev = odev;
@@ -74,6 +75,7 @@ struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,
 /* The device must already be off its thread's list. */
 void pg_dev_free(struct pg_dev *pd)
 {
+	pg_untrack_dev(pd);
 	proc_remove(pd->proc);	/* waits for readers/writers in flight */
 	pg_dev_release_run(pd);
 	dev_put(pd->odev);
@@ -87,9 +89,15 @@ static void pg_show_flags(struct seq_file *m, const struct pg_dev *pd)
 	int i;
 
 	seq_puts(m, "     Flags: ");
-	for (i = 0; i < PGF_NR; i++)
+	for (i = 0; i < PGF_NR; i++) {
+		/* as upstream: flow selection is shown only with flows */
+		if (i == PGF_FLOW_SEQ && !pd->nflows)
+			continue;
 		if (test_bit(i, pd->flags))
 			seq_printf(m, "%s  ", pg_flag_names[i]);
+		else if (i == PGF_FLOW_SEQ)
+			seq_puts(m, "FLOW_RND  ");
+	}
 	seq_puts(m, "\n");
 }
 
@@ -130,8 +138,12 @@ static int pg_dev_show(struct seq_file *m, void *v)
 	if (pd->spi)
 		seq_printf(m, "     spi: %u\n", pd->spi);
 	if (pg_dev_has_flag(pd, PGF_IPV6)) {
+		/*
+		 * As upstream: there is no src6_min/src6_max command (src6 is one
+		 * address), so min/max_saddr are unset (::), not src6 again.
+		 */
 		seq_printf(m, "     saddr: %pI6c  min_saddr: %pI6c  max_saddr: %pI6c\n",
-			   &pd->in6_saddr, &pd->in6_saddr, &pd->in6_saddr);
+			   &pd->in6_saddr, &in6addr_any, &in6addr_any);
 		seq_printf(m, "     daddr: %pI6c  min_daddr: %pI6c  max_daddr: %pI6c\n",
 			   &pd->in6_daddr, &pd->min_in6_daddr, &pd->max_in6_daddr);
 	} else {
@@ -481,7 +493,10 @@ static int pg_cmd_xmit_mode(struct pg_dev *pd, int argc, char **argv)
 				      "ERROR: queue_xmit needs clone_skb 0");
 		pd->xmit_mode = PG_XMIT_QUEUE;
 	} else {
-		return pg_bad(pd, argv, "start_xmit, netif_receive or queue_xmit");
+		/* upstream (its kselftest): accepted, Result names it, no change */
+		return pg_res(pd, 0,
+			      "xmit_mode -:%.32s:- unknown\nAvailable modes: start_xmit, netif_receive, queue_xmit",
+			      argv[1]);
 	}
 	return pg_res(pd, 0, "OK: xmit_mode=%s", argv[1]);
 }
@@ -501,11 +516,19 @@ static int pg_cmd_flag(struct pg_dev *pd, int argc, char **argv)
 			break;
 	if (i == PGF_NR && !strcmp(name, "NODE"))
 		i = PGF_NODE;	/* short alias */
+	if (i == PGF_NR && !strcmp(name, "FLOW_RND")) {
+		/* upstream: random flow selection is FLOW_SEQ off */
+		clear_bit(PGF_FLOW_SEQ, pd->flags);
+		if (clear)
+			set_bit(PGF_FLOW_SEQ, pd->flags);
+		return pg_res(pd, 0, "OK: flags=%sFLOW_RND", clear ? "!" : "");
+	}
+	/* upstream (its kselftest): accepted, Result names it, no change */
 	if (i == PGF_NR)
-		return pg_res(pd, -EINVAL,
+		return pg_res(pd, 0,
 			      "Flag -:%.32s:- unknown\nAvailable flags, (prepend ! to un-set flag):\n"
 			      "IPV6, IPSRC_RND, IPDST_RND, TXSIZE_RND, UDPSRC_RND, UDPDST_RND, UDPCSUM, "
-			      "NO_TIMESTAMP, MPLS_RND, QUEUE_MAP_RND, QUEUE_MAP_CPU, FLOW_SEQ, MACSRC_RND, "
+			      "NO_TIMESTAMP, MPLS_RND, QUEUE_MAP_RND, QUEUE_MAP_CPU, FLOW_SEQ, FLOW_RND, MACSRC_RND, "
 			      "MACDST_RND, VID_RND, SVID_RND, NODE_ALLOC, SHARED, UPSTREAM_HDR", name);
 	if (i == PGF_IPSEC && !clear)
 		return pg_res(pd, -EOPNOTSUPP, "ERROR: IPSEC is not supported by " PG_MODNAME);
@@ -775,6 +798,13 @@ static int pg_dev_command(struct pg_dev *pd, int argc, char **argv)
 		}
 	if (!c)
 		return pg_res(pd, -EINVAL, "No such parameter \"%.32s\"", argv[0]);
+	/*
+	 * A keyword without its value: upstream's kselftest expects the write
+	 * to succeed (upstream reads the value as 0). We change nothing and
+	 * say so in Result.
+	 */
+	if (argc == 1 && c->nargs != 0)
+		return pg_res(pd, 0, "ERROR: %s: missing value, nothing changed", c->name);
 	if (c->nargs == PG_VARARGS ? argc < 2 : argc - 1 != c->nargs) {
 		if (argc - 1 < c->nargs || c->nargs == PG_VARARGS)
 			return pg_res(pd, -EINVAL, "ERROR: %s: missing value", c->name);

@@ -40,6 +40,8 @@ static int __net_init pg_net_init(struct net *net)
 
 	INIT_LIST_HEAD(&pn->threads);
 	mutex_init(&pn->lock);
+	spin_lock_init(&pn->odevs_lock);
+	INIT_LIST_HEAD(&pn->odevs);
 	init_waitqueue_head(&pn->run_wq);
 	atomic_set(&pn->running, 0);
 	pn->dying = false;
@@ -88,19 +90,30 @@ static struct pernet_operations pg_net_ops = {
 	.size = sizeof(struct pg_net),
 };
 
-/* A device going away must not stay referenced by a generator. */
+/*
+ * A device going away must not stay referenced by a generator; a renamed
+ * one's generator files follow its name.
+ */
 static int pg_netdev_event(struct notifier_block *nb, unsigned long event,
 			   void *ptr)
 {
 	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
 	struct pg_net *pn;
 
-	if (event != NETDEV_UNREGISTER)
+	if (event != NETDEV_UNREGISTER && event != NETDEV_CHANGENAME)
 		return NOTIFY_DONE;
 	pn = pg_net_get(dev_net(dev));
-	/* a namespace whose pktgen state is not set up (yet) has no generators */
-	if (smp_load_acquire(&pn->net))
+	/*
+	 * A namespace whose pktgen state is not set up (yet) has no
+	 * generators. Any netns user's veth churn lands here under RTNL:
+	 * only a device a generator holds is worth the thread round trip.
+	 */
+	if (!smp_load_acquire(&pn->net) || !pg_netdev_used(pn, dev))
+		return NOTIFY_DONE;
+	if (event == NETDEV_UNREGISTER)
 		pg_remove_netdev(pn, dev);
+	else
+		pg_rename_netdev(pn, dev);	/* the file follows the name */
 	return NOTIFY_DONE;
 }
 

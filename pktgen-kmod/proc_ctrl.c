@@ -52,6 +52,116 @@ void pg_remove_netdev(struct pg_net *pn, struct net_device *dev)
 	pg_free_removed(&rm);
 }
 
+/* Does any generator of pn hold dev? Cheap: called for every device event. */
+bool pg_netdev_used(struct pg_net *pn, const struct net_device *dev)
+{
+	struct pg_dev *pd;
+	bool used = false;
+
+	spin_lock(&pn->odevs_lock);
+	list_for_each_entry(pd, &pn->odevs, odev_node)
+		if (pd->odev == dev) {
+			used = true;
+			break;
+		}
+	spin_unlock(&pn->odevs_lock);
+	return used;
+}
+
+/*
+ * Publish pd's odev to the notifier's check. The device may have started
+ * unregistering after dev_get_by_name(): its reg_state is set before
+ * NETDEV_UNREGISTER is sent, so either the notifier sees pd on the list or
+ * we see the state here (same lock) and give up.
+ */
+static bool pg_track_dev(struct pg_net *pn, struct pg_dev *pd)
+{
+	bool ok;
+
+	spin_lock(&pn->odevs_lock);
+	ok = pd->odev->reg_state == NETREG_REGISTERED;	/* a bitfield */
+	if (ok)
+		list_add_tail(&pd->odev_node, &pn->odevs);
+	spin_unlock(&pn->odevs_lock);
+	return ok;
+}
+
+void pg_untrack_dev(struct pg_dev *pd)
+{
+	struct pg_net *pn = pd->thread->pn;
+
+	spin_lock(&pn->odevs_lock);
+	list_del_init(&pd->odev_node);
+	spin_unlock(&pn->odevs_lock);
+}
+
+static bool pg_name_taken(struct pg_net *pn, const char *name)
+{
+	struct pg_thread *t;
+	struct pg_dev *pd;
+	bool taken = false;
+
+	if (!strcmp(name, PG_CTRL_NAME) || !strcmp(name, PG_RX_NAME) ||
+	    !strncmp(name, "kpktgend_", 9))
+		return true;
+	list_for_each_entry(t, &pn->threads, list) {
+		mutex_lock(&t->lock);
+		list_for_each_entry(pd, &t->devs, list)
+			if (!strcmp(pd->name, name))
+				taken = true;
+		mutex_unlock(&t->lock);
+	}
+	return taken;
+}
+
+/*
+ * One generator follows its device's new name: file IF[@tag] becomes
+ * NEWIF[@tag], ifname and kpktgend_N say the same. Upstream re-creates the
+ * file under the bare new name (dropping the tag) and keeps the old ifname.
+ * Caller holds pn->lock; pd's file is not held open by anything we wait on.
+ */
+static void pg_rename_one(struct pg_net *pn, struct pg_thread *t,
+			  struct pg_dev *pd, const char *ifname)
+{
+	const char *tag = strchr(pd->name, '@');
+	char name[PG_NAME_LEN];
+	int n;
+
+	n = snprintf(name, sizeof(name), "%s%s", ifname, tag ? tag : "");
+	if (!strcmp(name, pd->name))
+		return;
+	if (n >= (int)sizeof(name) || pg_name_taken(pn, name)) {
+		pr_warn("%s: its device is now %s; name too long or taken, file not renamed\n",
+			pd->name, ifname);
+		return;
+	}
+	proc_remove(pd->proc);	/* waits for readers/writers of the old file */
+	pd->proc = NULL;
+	mutex_lock(&t->lock);	/* kpktgend_N's read-out */
+	mutex_lock(&pd->cfg_lock);	/* the device file's */
+	strscpy(pd->name, name, sizeof(pd->name));
+	mutex_unlock(&pd->cfg_lock);
+	mutex_unlock(&t->lock);
+	if (pg_dev_proc_create(pn, pd))
+		pr_warn("%s: cannot create its /proc entry after the rename\n", name);
+}
+
+/* NETDEV_CHANGENAME of a device some generator uses (under RTNL). */
+void pg_rename_netdev(struct pg_net *pn, struct net_device *dev)
+{
+	struct pg_thread *t;
+	struct pg_dev *pd;
+
+	mutex_lock(&pn->lock);
+	if (!pn->dying)
+		list_for_each_entry(t, &pn->threads, list)
+			/* t->devs changes only on requests, made under pn->lock */
+			list_for_each_entry(pd, &t->devs, list)
+				if (pd->odev == dev)
+					pg_rename_one(pn, t, pd, dev->name);
+	mutex_unlock(&pn->lock);
+}
+
 static void pg_request_all(struct pg_net *pn, int req)
 {
 	struct pg_thread *t;
@@ -204,25 +314,6 @@ static int pg_thread_open(struct inode *inode, struct file *file)
 	return single_open(file, pg_thread_show, pde_data(inode));
 }
 
-static bool pg_name_taken(struct pg_net *pn, const char *name)
-{
-	struct pg_thread *t;
-	struct pg_dev *pd;
-	bool taken = false;
-
-	if (!strcmp(name, PG_CTRL_NAME) || !strcmp(name, PG_RX_NAME) ||
-	    !strncmp(name, "kpktgend_", 9))
-		return true;
-	list_for_each_entry(t, &pn->threads, list) {
-		mutex_lock(&t->lock);
-		list_for_each_entry(pd, &t->devs, list)
-			if (!strcmp(pd->name, name))
-				taken = true;
-		mutex_unlock(&t->lock);
-	}
-	return taken;
-}
-
 /* Caller holds pn->lock. */
 static int pg_add_device(struct pg_thread *t, const char *name)
 {
@@ -284,6 +375,12 @@ static int pg_add_device(struct pg_thread *t, const char *name)
 		scnprintf(t->result, sizeof(t->result),
 			  "ERROR: cannot create /proc entry for %s", name);
 		return err;
+	}
+	if (!pg_track_dev(pn, pd)) {
+		pg_dev_free(pd);
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: no such netdevice: \"%s\" (going away)", ifname);
+		return -ENODEV;
 	}
 	pg_thread_request(t, PG_REQ_ADD, pd);
 	scnprintf(t->result, sizeof(t->result), "OK: add_device=%s", name);

@@ -100,6 +100,7 @@ struct pg_rx;
 
 struct pg_dev {
 	struct list_head list;		/* thread->devs; changed by the thread only */
+	struct list_head odev_node;	/* pn->odevs, under pn->odevs_lock */
 	struct pg_thread *thread;
 	struct net_device *odev;
 	netdevice_tracker dev_tracker;
@@ -207,6 +208,12 @@ struct pg_net {
 	struct proc_dir_entry *ctrl;
 	struct list_head threads;
 	struct mutex lock;		/* device add/remove, start/stop */
+	/*
+	 * Every generator's odev, for the netdev notifier: a device no
+	 * generator uses costs it one spinlocked list walk, no thread trip.
+	 */
+	spinlock_t odevs_lock;
+	struct list_head odevs;
 	wait_queue_head_t run_wq;	/* "start" waits for all devices to stop */
 	atomic_t running;
 	bool dying;
@@ -237,6 +244,9 @@ int pg_parse_mac(const char *s, u8 *mac);
 int pg_ctrl_init(struct pg_net *pn);
 void pg_ctrl_exit(struct pg_net *pn);
 void pg_remove_netdev(struct pg_net *pn, struct net_device *dev);
+void pg_rename_netdev(struct pg_net *pn, struct net_device *dev);
+bool pg_netdev_used(struct pg_net *pn, const struct net_device *dev);
+void pg_untrack_dev(struct pg_dev *pd);
 
 /* device.c */
 struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pgfuzz: malformed writes to a /proc/net/pktgen file. Every write must fail
- * (return -1) and leave an error in the file's "Result:" line. Runs in the
- * guest; written in C because an interpreted loop is slow under emulation.
+ * (return -1) and leave an error in the file's "Result:" line, except the
+ * forms upstream accepts and reports (its kselftest: a device keyword
+ * without its value, an unknown xmit_mode or flag): those must succeed or
+ * fail, and leave a Result that is no OK and names the keyword ("reported").
+ * Runs in the guest; written in C because an interpreted loop is slow under
+ * emulation.
  *
  *   pgfuzz PATH KIND N SEED [MODE]
  *       KIND: dev | thread | ctrl | rx
@@ -11,7 +15,7 @@
  *             quotes and '=' forms, every keyword of KIND with an empty,
  *             negative, huge, non-decimal or overlong value)
  *
- * Prints one JSON line: {"n":..,"accepted":..,"bad_result":..,
+ * Prints one JSON line: {"n":..,"accepted":..,"reported":..,"bad_result":..,
  * "errnos":{"22":..,...},"first_accepted":"..","first_bad":".."}.
  * Exit status 0 when nothing was accepted and every Result was an error.
  */
@@ -24,6 +28,16 @@
 #include <unistd.h>
 
 #define MAXLEN 8192
+
+/* Set by the generators: the write may be accepted if Result names may_kw. */
+static int may_accept;
+static const char *may_kw;
+
+static void accept_reported(const char *kw)
+{
+	may_accept = 1;
+	may_kw = kw;
+}
 
 static uint64_t rng_state;
 
@@ -96,7 +110,7 @@ static const char *const bad_rx[] = {
 static const char *const reserved[] = {
 	"start", "stop", "reset", "rx", "rx_reset", "rx_disable", "rem_device_all",
 	"max_before_softirq", "clear_counters", "display", "statistics", "action",
-	"add_device",
+	"add_device", "spi",	/* spi takes a value: "spi" alone is reported */
 };
 
 static int is_command(const char *w)
@@ -152,6 +166,7 @@ static size_t malformed(char *out, const char *kind)
 	uint32_t c = below(10);
 	size_t n = 0, i;
 
+	may_accept = 0;
 	if (c == 0) {				/* longer than the module's 1 KiB */
 		n = 1025 + below(5000);
 		memset(out, 'a', n);
@@ -198,12 +213,22 @@ static size_t malformed(char *out, const char *kind)
 		case 5:				/* negative */
 			return (size_t)sprintf(out, "%s -%u", PICK(num_dev), 1 + below(1000000000));
 		case 6:				/* missing argument */
-			n = copy_str(out, PICK(arg_dev));
+			may_kw = PICK(arg_dev);
+			n = copy_str(out, may_kw);
+			accept_reported(may_kw);
 			if (below(2))
 				out[n++] = '\n';
 			return n;
-		case 7:
-			return copy_str(out, PICK(bad_dev));
+		case 7: {
+			const char *b = PICK(bad_dev);
+
+			/* unknown flag or mode: accepted and reported (not IPSEC) */
+			if (!strncmp(b, "xmit_mode ", 10))
+				accept_reported("xmit_mode");
+			else if (!strncmp(b, "flag ", 5) && strcmp(b, "flag IPSEC"))
+				accept_reported("flag");
+			return copy_str(out, b);
+		}
 		case 8:				/* extra arguments */
 			return (size_t)sprintf(out, "%s 1 2", PICK(num_dev));
 		default:
@@ -339,7 +364,9 @@ static size_t grammar(char *out, const char *kind)
 	size_t n = 0, n1, n0, len;
 	const char *k;
 	int quote = below(3) == 0;
+	int dev = !strcmp(kind, "dev");
 
+	may_accept = 0;
 	if (!strcmp(kind, "dev")) {
 		kw = kw_dev;
 		kw0 = kw0_dev;
@@ -384,6 +411,8 @@ static size_t grammar(char *out, const char *kind)
 		n = put_seps(out, 2);
 		n += copy_str(out + n, k);
 		n += put_seps(out + n, 3);
+		if (dev)
+			accept_reported(k);
 		break;
 	default:			/* keyword, malformed value */
 		if (!n1)
@@ -391,7 +420,10 @@ static size_t grammar(char *out, const char *kind)
 		n = put_seps(out, 2);
 		if (quote)
 			out[n++] = '"';
-		n += copy_str(out + n, kw[below((uint32_t)n1)]);
+		k = kw[below((uint32_t)n1)];
+		if (dev && (!strcmp(k, "flag") || !strcmp(k, "xmit_mode")))
+			accept_reported(k);
+		n += copy_str(out + n, k);
 		if (quote)
 			out[n++] = '"';
 		n += copy_str(out + n, PICK(seps));
@@ -406,6 +438,22 @@ static size_t grammar(char *out, const char *kind)
 	if (below(2))
 		out[n++] = '\n';
 	return n;
+}
+
+/* Does the Result line name kw (any case; upstream says "Flag")? */
+static int names_kw(const char *res, const char *kw)
+{
+	size_t k = strlen(kw), i;
+	const char *p;
+
+	for (p = res; *p && *p != '\n'; p++) {
+		for (i = 0; i < k && p[i]; i++)
+			if ((p[i] | 0x20) != (kw[i] | 0x20))
+				break;
+		if (i == k)
+			return 1;
+	}
+	return 0;
 }
 
 static void json_str(const char *s, size_t n)
@@ -430,7 +478,7 @@ int main(int argc, char **argv)
 {
 	static char buf[MAXLEN], rbuf[1 << 20];
 	long counts[256] = { 0 };
-	long n, i, accepted = 0, bad = 0;
+	long n, i, accepted = 0, bad = 0, reported = 0;
 	char first_acc[MAXLEN], first_bad[256];
 	size_t first_acc_len = 0, first_bad_len = 0;
 	int wfd, rfd, e, comma = 0, use_grammar;
@@ -454,7 +502,7 @@ int main(int argc, char **argv)
 		ssize_t r;
 		char *res;
 
-		if (ret >= 0) {
+		if (ret >= 0 && !may_accept) {
 			if (!accepted++) {
 				memcpy(first_acc, buf, len);
 				first_acc_len = len;
@@ -462,22 +510,26 @@ int main(int argc, char **argv)
 			continue;
 		}
 		e = errno;
-		counts[e & 255]++;
+		if (ret < 0)
+			counts[e & 255]++;
 		r = pread(rfd, rbuf, sizeof(rbuf) - 1, 0);
 		rbuf[r > 0 ? r : 0] = '\0';
 		res = strstr(rbuf, "Result:");
 		while (res && strstr(res + 1, "Result:"))
 			res = strstr(res + 1, "Result:");
 		if (!res || !strncmp(res + 8, "OK", 2) || !strncmp(res + 8, "NA", 2) ||
-		    !strncmp(res + 8, "Starting", 8)) {
+		    !strncmp(res + 8, "Starting", 8) ||
+		    (ret >= 0 && !names_kw(res, may_kw))) {
 			if (!bad++) {
 				first_bad_len = (size_t)snprintf(first_bad, sizeof(first_bad), "%.100s",
 								 res ? res : "(no Result line)");
 			}
+		} else if (ret >= 0) {
+			reported++;
 		}
 	}
-	printf("{\"n\": %ld, \"accepted\": %ld, \"bad_result\": %ld, \"errnos\": {", n,
-	       accepted, bad);
+	printf("{\"n\": %ld, \"accepted\": %ld, \"reported\": %ld, \"bad_result\": %ld, "
+	       "\"errnos\": {", n, accepted, reported, bad);
 	for (i = 0; i < 256; i++)
 		if (counts[i]) {
 			printf("%s\"%ld\": %ld", comma ? ", " : "", i, counts[i]);
