@@ -1,0 +1,127 @@
+"""RFC 2544 26.5 (system recovery) and 26.6 (reset) end to end in the QEMU
+lab, against DUTs whose answer is known:
+
+- recovery: a queue of known length served faster than the capacity behind
+  it (rfc2544.lab.queue); the recovery time must match the queue's drain time
+  within one sampling interval;
+- reset: the lab inventory's rfc2544_reset_cmd stops forwarding for a fixed
+  time and logs the outage it made (rfc2544.lab.reset); the reset time must
+  match that outage.
+
+Both seed the throughput (NDR) with the DUT's known capacity instead of
+searching for it: the search is tested in test_run_lab.py and would cost
+minutes of emulated time here.
+"""
+import pytest
+import yaml
+
+from rfc2544 import inventory as inventory_mod
+from rfc2544 import profiles
+from rfc2544.commands import make_dut_reset
+from rfc2544.display import Display
+from rfc2544.lab import queue, reset
+from rfc2544.results import Results, unit_key
+from rfc2544.runner import Runner, build_plan
+
+pytestmark = pytest.mark.lab
+
+FRAME = 64
+RESET_LOAD_FPS = 5000
+# recovery DUT: capacity C (police), queue of LIMIT packets served at Q
+CAPACITY_PPS = 4000
+QUEUE_PPS = 4120            # < 110 % of C: the overload (4400) still fills the queue
+QUEUE_LIMIT = 2120          # full after ~7.6 s of overload; drains in 1.0 s at 50 %
+OVERLOAD_S = 10
+POLL_S = 0.5                # SSHTester's default sampling interval
+
+
+def profile(tmp_path, test, section):
+    raw = {"name": "lab-recovery", "tests": [test], "frame_sizes": [FRAME], "trial_duration_s": 2,
+           "waits": {"route_s": 0, "learning_s": 0.2, "residual_s": 0.5, "settle_s": 0.2},
+           "search": {"max_load_fps": 40_000}, test: section}
+    path = tmp_path / "profile.yml"
+    path.write_text(yaml.safe_dump(raw))
+    return profiles.load(str(path))
+
+
+def run(lab, tmp_path, prof, known_ndr_fps, dut_reset=None):
+    """`prof` through the Runner with the throughput seeded as `known_ndr_fps`."""
+    from rfc2544.tester import SSHTester
+    inv = inventory_mod.load(lab.inventory_path)
+    tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")},
+                       poll_interval_s=POLL_S)
+    results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
+    results.data["throughput"].append({"unit": unit_key("throughput", 4, FRAME), "frame_size": FRAME,
+                                       "ndr_fps": known_ndr_fps, "ip_version": 4})
+    try:
+        Runner(tester, prof, results, Display(quiet=True), dut_reset=dut_reset).run()
+    finally:
+        tester.close()
+    return results.data
+
+
+def dut_shell(lab, command, check=True):
+    host = lab.connect("dut")
+    try:
+        return host.run(command, check=check)[1]
+    finally:
+        host.close()
+
+
+@pytest.fixture
+def outage_log(lab):
+    dut_shell(lab, f"rm -f {reset.OUTAGE_LOG}")
+    yield lab
+    # forwarding back on whatever happened to the reset command
+    dut_shell(lab, lab.dut_cmd(f"sh -c 'echo 1 > /proc/sys/net/ipv4/conf/{reset.RESET_PORT}/forwarding'"),
+              check=False)
+    dut_shell(lab, f"rm -f {reset.OUTAGE_LOG}", check=False)
+
+
+def test_reset_time_is_the_outage_the_reset_command_made(outage_log, tmp_path):
+    lab = outage_log
+    inv = inventory_mod.load(lab.inventory_path)
+    assert inv.duts[0].reset_cmd == reset.command(), "the lab inventory gives the reset command"
+    prof = profile(tmp_path, "reset", {"duration_s": 8, "reset_after_s": 1, "repetitions": 2})
+    d = run(lab, tmp_path, prof, RESET_LOAD_FPS, dut_reset=make_dut_reset(inv))
+    assert [s["state"] for s in d["plan"]] == ["done"], d["plan"]
+    r = d["reset"][0]
+    outages = [up - down for down, up in reset.parse_outages(dut_shell(lab, f"cat {reset.OUTAGE_LOG}"))]
+    print(f"reset times {r['reset_times_s']} s, outages made {outages} s at {RESET_LOAD_FPS} fps")
+    assert len(outages) == r["repetitions"] == 2
+    frame_s = 1 / RESET_LOAD_FPS
+    for reported, made in zip(r["reset_times_s"], outages):
+        assert abs(reported - made) <= frame_s, (reported, made)
+
+
+@pytest.fixture
+def queued(lab):
+    """The two-stage DUT, and our generator and receiver (pgrx: sequence
+    numbers, which the recovery estimate needs) loaded in the tester VM."""
+    from test_kmod_helpers import MODULE, build_ko
+    from rfc2544.ssh import put_file
+    ko = build_ko(lab.kdir)
+    remote = "/root/rfc2544_pktgen_recovery.ko"
+    host = lab.connect("tester")
+    try:
+        put_file(host, ko, remote)
+        host.run(f"echo stop > /proc/net/pktgen/pgctrl 2>/dev/null; rmmod pktgen 2>/dev/null; "
+                 f"lsmod | grep -q '^{MODULE} ' && rmmod {MODULE}; insmod {remote}", check=True)
+        queue.apply(lab, CAPACITY_PPS, QUEUE_PPS, QUEUE_LIMIT)
+        yield lab
+    finally:
+        queue.remove(lab)
+        host.run(f"echo stop > /proc/net/pktgen/pgctrl 2>/dev/null; rmmod {MODULE}; rm -f {remote}", check=False)
+        host.close()
+
+
+def test_recovery_time_is_the_queue_drain_time(queued, tmp_path):
+    prof = profile(tmp_path, "system_recovery", {"overload_pct": 110, "recovery_pct": 50, "overload_s": OVERLOAD_S,
+                                                 "recovery_s": 3, "repetitions": 1})
+    d = run(queued, tmp_path, prof, CAPACITY_PPS)
+    assert [s["state"] for s in d["plan"]] == ["done"], d["plan"]
+    r = d["system_recovery"][0]
+    expected = queue.drain_time_s(QUEUE_LIMIT, QUEUE_PPS, r["recovery_fps"])
+    print(f"recovery time {r['recovery_time_s']:.3f} s (bounds {r['recovery_time_bounds_s']}), "
+          f"drain time {expected:.3f} s")
+    assert abs(r["recovery_time_s"] - expected) <= POLL_S, (r, expected)
