@@ -85,7 +85,7 @@ def dut_shell(lab, command, check=True):
         host.close()
 
 
-def tester_shell(lab, command, check=True):
+def shell_on_tester(lab, command, check=True):
     host = lab.connect("tester")
     try:
         return host.run(command, check=check)[1]
@@ -97,7 +97,7 @@ def backlog_drops(lab):
     """Frames the tester VM's kernel dropped from its per-CPU receive backlog
     (/proc/net/softnet_stat, 2nd column, summed over CPUs): the veth pairs
     deliver through it, and it overflows when the emulated vCPU stalls."""
-    text = tester_shell(lab, "cat /proc/net/softnet_stat")
+    text = shell_on_tester(lab, "cat /proc/net/softnet_stat")
     return sum(int(line.split()[1], 16) for line in text.splitlines() if line.strip())
 
 
@@ -114,10 +114,10 @@ def outage_log(lab):
     # Under TCG the reset's SSH login and python3 start stall the vCPU for
     # a second or more; the default backlog (1000 frames) would overflow and
     # add losses that are not the DUT's. Restored afterwards.
-    old = tester_shell(lab, "cat /proc/sys/net/core/netdev_max_backlog").strip()
-    tester_shell(lab, "echo 50000 > /proc/sys/net/core/netdev_max_backlog")
+    old = shell_on_tester(lab, "cat /proc/sys/net/core/netdev_max_backlog").strip()
+    shell_on_tester(lab, "echo 50000 > /proc/sys/net/core/netdev_max_backlog")
     yield lab
-    tester_shell(lab, f"echo {int(old)} > /proc/sys/net/core/netdev_max_backlog", check=False)
+    shell_on_tester(lab, f"echo {int(old)} > /proc/sys/net/core/netdev_max_backlog", check=False)
     # forwarding back on whatever happened to the reset command
     dut_shell(lab, lab.dut_cmd(f"sh -c 'echo 1 > /proc/sys/net/ipv4/conf/{reset.RESET_PORT}/forwarding'"),
               check=False)
