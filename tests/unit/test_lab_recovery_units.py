@@ -61,3 +61,12 @@ def test_outage_log_parses_to_down_up_pairs():
 def test_outage_log_rejects_malformed_lines(text):
     with pytest.raises(ValueError):
         reset.parse_outages(text)
+
+
+def test_lab_inventory_gives_the_dut_the_reset_command(tmp_path):
+    from rfc2544 import inventory
+    from rfc2544.lab import inventory_file, topology
+    topo = topology.get("single")
+    path = tmp_path / "inventory.yml"
+    inventory_file.write(path, inventory_file.build("unit", topo, {"tester": 20001}, tmp_path / "k", tmp_path / "kh"))
+    assert inventory.load(path).hosts["dut"].reset_cmd == reset.command()
