@@ -33,11 +33,14 @@ CAPACITY_PPS = 1500
 CAPACITY_BURST = 150        # 0.1 s: the queue's output comes in bunches under TCG
 QUEUE_PPS = 1545            # < 110 % of C: the overload (1650) still fills the queue
 QUEUE_LIMIT = 795           # full after ~7.6 s of overload; drains in 1.0 s at 50 %
-# The tbf's bucket holds 200 packets (~50 ms at QUEUE_PPS): its watchdog
+# The tbf's bucket holds 386 packets (0.25 s at QUEUE_PPS): its watchdog
 # timer fires late under TCG, and a shallow bucket caps the tokens that
-# accumulate meanwhile, so the queue would serve slower than QUEUE_PPS (20
-# packets: ~2700 pps measured). While the queue is backlogged the bucket is
-# empty, so its depth does not change the drain time.
+# accumulate meanwhile, so the queue would serve slower than QUEUE_PPS
+# (measured: 20 packets at 4120 pps served ~3000; 75 at 1545 served ~1310;
+# 386 at 1545 sent within 1 % of the schedule). While the queue is
+# backlogged the bucket is empty, so its depth does not change the drain
+# time; it does lengthen the fill: (LIMIT + BURST) / (1650 - 1545) = 11.2 s,
+# within OVERLOAD_S.
 QUEUE_BURST = 386
 OVERLOAD_S = 14
 POLL_S = 0.5                # SSHTester's default sampling interval
@@ -193,4 +196,7 @@ def test_recovery_time_is_the_queue_drain_time(queued, tmp_path):
     print(dut_shell(queued, queued.dut_cmd("tc -s filter show dev dut1 egress")))
     print(f"recovery time {r['recovery_time_s']:.3f} s (bounds {r['recovery_time_bounds_s']}), "
           f"drain time {expected:.3f} s")
+    # One sampling interval (the procedure's resolution). Under TCG the
+    # samples come further apart than POLL_S (bounds 0.56 s and 1.04 s wide
+    # in the lab), so the estimate's midpoint scatters by up to ~0.45 s.
     assert abs(r["recovery_time_s"] - expected) <= POLL_S, (r, expected)
