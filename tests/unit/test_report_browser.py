@@ -187,7 +187,7 @@ def test_complete_report_on_a_phone_screen(browser, reports, tmp_path):
         text: document.body.innerText })""")
     assert page["pageWidth"] <= page["viewport"] == 375      # no sideways scrolling of the page
     assert page["widestTable"] > 375                          # the trial log scrolls inside its box
-    assert len(page["plots"]) == 2 and all(300 < w <= 375 for w in page["plots"])
+    assert len(page["plots"]) == 3 and all(300 < w <= 375 for w in page["plots"])
     text = page["text"]
     for figure in [headline(), *key_figures()]:
         assert figure in text, figure

@@ -176,3 +176,16 @@ def test_declared_deviations_are_not_repeated(complete):
                              ["latency trials last 2 s, RFC 2544 26.2 asks at least 120 s"]) \
         == ["frame loss stepped by 20 %"]
     assert checks.undeclared([("latency_repetitions", "x")], ["latency trials of 120 s"]) == ["x"]
+
+
+def test_recovery_and_reset_figure_shows_each_repetition_and_its_bounds():
+    """Simulated rows (the shape of results.json's system_recovery and reset
+    entries): one point per repetition, error bars from the bounds."""
+    from rfc2544.reports import plots
+    rec = [{"label": "64 B", "recovery_times_s": [1.446, 1.2], "recovery_time_bounds_s": [[1.17, 1.73], [1.0, 1.4]],
+            "recovery_time_s": 1.323}]
+    res = [{"label": "64 B", "reset_times_s": [0.505], "reset_time_s": 0.505}]
+    svg = plots.recovery_reset_svg(rec, res)
+    assert svg.startswith("<svg") and "fig-recovery-title" in svg
+    assert "recovery 64 B" in svg and "reset 64 B" in svg and "repetition" in svg
+    assert plots.recovery_reset_svg([], []) is None

@@ -83,8 +83,8 @@ def test_html_is_self_contained(complete_html):
     assert not re.search(r"\b(src|href)\s*=\s*\"(?!#)", complete_html)
     assert "url(http" not in complete_html and "@import" not in complete_html
     assert "<script" not in complete_html and "<link" not in complete_html
-    assert complete_html.count("<svg") == 2
-    # Each figure's ids are prefixed, so the two SVGs do not collide.
+    assert complete_html.count("<svg") == 3       # throughput, frame loss, recovery and reset
+    # Each figure's ids are prefixed, so the SVGs do not collide.
     ids = re.findall(r'\bid="([^"]+)"', complete_html)
     assert len(ids) == len(set(ids))
     for ref in re.findall(r'url\(#([^)]+)\)|href="#([^"]+)"', complete_html):
@@ -257,7 +257,7 @@ def test_unusual_but_valid_results_render(tmp_path):
     assert "lower-fidelity measurement: the receiver is interface counters" in text
     assert "the theoretical maximum cannot be drawn" in text
     assert "Not run in this profile" not in text.split("Frame loss rate (RFC 2544 26.3)")[0]
-    assert html.count("<svg") == 1                          # throughput only: no frame-loss data
+    assert html.count("<svg") == 2                          # throughput, recovery/reset: no frame-loss data
     assert "measured throughput (0 % loss), IPv6" in html    # one curve per IP version
 
 

@@ -3,6 +3,7 @@ from pathlib import Path
 
 import yaml
 
+from rfc2544.lab import reset
 from rfc2544.lab.topology import (DUT_PORTS, NOMINAL_SPEED_MBPS, PORTS, TESTER_PORTS,
                                   Topology, addr)
 
@@ -36,6 +37,8 @@ def build(lab_name: str, topo: Topology, ssh_ports: dict, key_file: Path, known_
     if topo.dut_netns:
         dut["rfc2544_netns"] = topo.dut_netns
     dut["rfc2544_ports"] = [_port(n) for n in DUT_PORTS]
+    # RFC 2544 26.6: an outage of known length, logged (rfc2544.lab.reset)
+    dut["rfc2544_reset_cmd"] = reset.command()
     return {"all": {
         "vars": {
             "rfc2544_lab": lab_name,

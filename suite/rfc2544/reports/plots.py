@@ -164,3 +164,33 @@ def compare_svg(rows, threshold_pct):
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, frameon=False)
         svg = _svg(fig, "fig-compare")
     return _title(svg, "fig-compare", "Change per frame size between two runs")
+
+
+def recovery_reset_svg(recovery_rows, reset_rows):
+    """RFC 2544 26.5 and 26.6: each repetition's recovery time with the
+    interval it is known to lie in (one sampling interval wide), and each
+    repetition's reset time; a dashed line marks each row's mean."""
+    series = [(f"recovery {r['label']}", r["recovery_times_s"], r.get("recovery_time_bounds_s"),
+               r["recovery_time_s"]) for r in recovery_rows]
+    series += [(f"reset {r['label']}", r["reset_times_s"], None, r["reset_time_s"]) for r in reset_rows]
+    series = [s for s in series if s[1]]
+    if not series:
+        return None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        for i, (label, times, bounds, mean) in enumerate(series):
+            reps = list(range(1, len(times) + 1))
+            err = None
+            if bounds and len(bounds) == len(times):
+                err = [[t - lo for t, (lo, _) in zip(times, bounds)], [hi - t for t, (_, hi) in zip(times, bounds)]]
+            color = COLORS[i % len(COLORS)]
+            ax.errorbar(reps, times, yerr=err, fmt=MARKERS[i % len(MARKERS)], color=color, capsize=4,
+                        label=label, zorder=3)
+            ax.axhline(mean, color=color, linestyle="--", linewidth=1)
+        ax.set_xlabel("repetition")
+        ax.set_ylabel("time (s)")
+        ax.set_ylim(bottom=0)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(loc="upper right", fontsize=8)
+        svg = _svg(fig, "fig-recovery")
+    return _title(svg, "fig-recovery", "System recovery and reset time per repetition, with the recovery time's bounds")

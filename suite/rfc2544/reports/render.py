@@ -51,6 +51,8 @@ def report_context(results):
         "has_corrected": any(b.get("corrected_buffer_s") is not None for b in results["back_to_back"]),
         "system_recovery": summary.section_rows(results, "system_recovery"),
         "reset": summary.section_rows(results, "reset"),
+        "recovery_svg": plots.recovery_reset_svg(summary.section_rows(results, "system_recovery"),
+                                                 summary.section_rows(results, "reset")),
         "planned_tests": {p.get("test") for p in results["plan"]},
         "trials": summary.trial_rows(results),
         "trial_totals": summary.trial_totals(results),
