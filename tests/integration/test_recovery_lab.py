@@ -80,16 +80,9 @@ def run(lab, tmp_path, prof, known_ndr_fps, dut_reset=None):
     return results.data
 
 
-def dut_shell(lab, command, check=True):
-    host = lab.connect("dut")
-    try:
-        return host.run(command, check=check)[1]
-    finally:
-        host.close()
-
-
-def shell_on_tester(lab, command, check=True):
-    host = lab.connect("tester")
+def shell_on(lab, host_name, command, check=True):
+    """`command`'s output on lab host `host_name` ("tester" or "dut")."""
+    host = lab.connect(host_name)
     try:
         return host.run(command, check=check)[1]
     finally:
@@ -100,31 +93,31 @@ def backlog_drops(lab):
     """Frames the tester VM's kernel dropped from its per-CPU receive backlog
     (/proc/net/softnet_stat, 2nd column, summed over CPUs): the veth pairs
     deliver through it, and it overflows when the emulated vCPU stalls."""
-    text = shell_on_tester(lab, "cat /proc/net/softnet_stat")
+    text = shell_on(lab, "tester", "cat /proc/net/softnet_stat")
     return sum(int(line.split()[1], 16) for line in text.splitlines() if line.strip())
 
 
 def unrouted(lab):
     """Frames the DUT dropped because forwarding was off (IpInAddrErrors in
     its namespace): what the reset command dropped, counted by the DUT."""
-    text = dut_shell(lab, lab.dut_cmd("nstat -az IpInAddrErrors"))
+    text = shell_on(lab, "dut", lab.dut_cmd("nstat -az IpInAddrErrors"))
     return int(next(line.split()[1] for line in text.splitlines() if line.startswith("IpInAddrErrors")))
 
 
 @pytest.fixture
 def outage_log(lab):
-    dut_shell(lab, f"rm -f {reset.OUTAGE_LOG}")
+    shell_on(lab, "dut", f"rm -f {reset.OUTAGE_LOG}")
     # Under TCG the reset's SSH login and python3 start stall the vCPU for
     # a second or more; the default backlog (1000 frames) would overflow and
     # add losses that are not the DUT's. Restored afterwards.
-    old = shell_on_tester(lab, "cat /proc/sys/net/core/netdev_max_backlog").strip()
-    shell_on_tester(lab, "echo 50000 > /proc/sys/net/core/netdev_max_backlog")
+    old = shell_on(lab, "tester", "cat /proc/sys/net/core/netdev_max_backlog").strip()
+    shell_on(lab, "tester", "echo 50000 > /proc/sys/net/core/netdev_max_backlog")
     yield lab
-    shell_on_tester(lab, f"echo {int(old)} > /proc/sys/net/core/netdev_max_backlog", check=False)
+    shell_on(lab, "tester", f"echo {int(old)} > /proc/sys/net/core/netdev_max_backlog", check=False)
     # forwarding back on whatever happened to the reset command
-    dut_shell(lab, lab.dut_cmd(f"sh -c 'echo 1 > /proc/sys/net/ipv4/conf/{reset.RESET_PORT}/forwarding'"),
+    shell_on(lab, "dut", lab.dut_cmd(f"sh -c 'echo 1 > /proc/sys/net/ipv4/conf/{reset.RESET_PORT}/forwarding'"),
               check=False)
-    dut_shell(lab, f"rm -f {reset.OUTAGE_LOG}", check=False)
+    shell_on(lab, "dut", f"rm -f {reset.OUTAGE_LOG}", check=False)
 
 
 def test_reset_time_is_the_outage_the_reset_command_made(outage_log, tmp_path):
@@ -139,7 +132,7 @@ def test_reset_time_is_the_outage_the_reset_command_made(outage_log, tmp_path):
     stray, dropped_by_reset = backlog_drops(lab) - drops_before, unrouted(lab) - unrouted_before
     assert [s["state"] for s in d["plan"]] == ["done"], d["plan"]
     r = d["reset"][0]
-    outages = [up - down for down, up in reset.parse_outages(dut_shell(lab, f"cat {reset.OUTAGE_LOG}"))]
+    outages = [up - down for down, up in reset.parse_outages(shell_on(lab, "dut", f"cat {reset.OUTAGE_LOG}"))]
     t = d["trials"][-1]
     print(f"reset times {r['reset_times_s']} s, outages made {outages} s at {RESET_LOAD_FPS} fps; "
           f"trial sent {t['tx_frames']} lost {t['lost_frames']} achieved {t['achieved_fps']:.0f} fps; "
@@ -192,8 +185,8 @@ def test_recovery_time_is_the_queue_drain_time(queued, tmp_path):
     expected = queue.drain_time_s(QUEUE_LIMIT, QUEUE_PPS, r["recovery_fps"])
     t = d["trials"][-1]
     print(f"trial: sent {t['tx_frames']} received {t['rx_frames']} in {t['traffic_s']:.1f} s; {t['notes']}")
-    print(dut_shell(queued, queued.dut_cmd(f"tc -s qdisc show dev {queue.QUEUE_DEV}")))
-    print(dut_shell(queued, queued.dut_cmd("tc -s filter show dev dut1 egress")))
+    print(shell_on(queued, "dut", queued.dut_cmd(f"tc -s qdisc show dev {queue.QUEUE_DEV}")))
+    print(shell_on(queued, "dut", queued.dut_cmd("tc -s filter show dev dut1 egress")))
     print(f"recovery time {r['recovery_time_s']:.3f} s (bounds {r['recovery_time_bounds_s']}), "
           f"drain time {expected:.3f} s")
     # Within one sampling interval (the procedure's resolution): the one the
