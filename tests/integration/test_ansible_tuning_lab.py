@@ -5,9 +5,9 @@ every touched value back exactly; what virtio does not offer (flow control,
 cpufreq in a VM) is skipped with a message. Only the host_tuning tags run:
 the module is covered by test_ansible_lab.py.
 
-The lab work (`exercise`) touches only the two-host lab, so the session
-runs it in its background thread as soon as that lab is up, while the unit
-tests and the single lab's tests run (conftest.py); the test then checks
+The lab work (`exercise`) touches only the two-host lab, so the session's
+preparation process (session_prep.py) runs it as soon as that lab is up,
+while the unit tests and the single lab's tests run; the test then checks
 what it observed. Run alone, or with RFC2544_REUSE_LAB2, the test runs it
 itself."""
 import json
