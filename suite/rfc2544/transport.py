@@ -67,8 +67,7 @@ class Transport:
         return self._open_start(host)
 
     def _open_start(self, host):
-        session = self.session(host)
-        return session.open_start() if self.loop_starts else session.open_start(loop=False)
+        return self.session(host).open_start(loop=self.loop_starts)
 
     def keep_start(self, host, start):
         """After a trial: the start channel waits for the next trigger

@@ -117,15 +117,6 @@ def setup_batch(threads_for_devices: Dict[str, int]) -> Batch:
     return batch
 
 
-def configure_batch(configs: Sequence[DeviceConfig], batch: Optional[Batch] = None) -> Batch:
-    batch = batch if batch is not None else Batch()
-    for cfg in configs:
-        path = device_path(cfg.device)
-        for cmd in cfg.commands():
-            batch.write(path, cmd)
-    return batch
-
-
 def stop_batch() -> Batch:
     return Batch().write(PGCTRL, "stop")
 
