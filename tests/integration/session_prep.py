@@ -56,6 +56,7 @@ class Prep:
         self.nice = spec["nice"]
         self.values = {}
         self.child = None       # the Ansible tests' pytest
+        self.ansible_files = None   # (its junit path, its log path)
 
     def run(self, step, log):
         from rfc2544.lab import Lab
