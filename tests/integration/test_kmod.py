@@ -207,14 +207,8 @@ def test_exact_tx_count(kmod, count):
 RATES = [500, 2000, 5000, 10000, 15000]   # pps; headroom below the TCG tester ceiling (~22 kpps on a loaded host) lets the schedule catch up after a vCPU stall
 
 
-@pytest.mark.parametrize("ratep", RATES)
-def test_ratep_accuracy(kmod, ratep):
-    """Asked vs achieved rate over 4 s of traffic. Generator side (packets
-    over the Result's start-to-stop time): within 3 %. Receiver side
-    (arrival span vs sequence numbers): within 5 %. The generator keeps an
-    absolute schedule, so the error comes from the environment: under TCG on
-    a shared 2-core host the VM's vCPU stalls for up to ~100 ms at times, and
-    a stall before the last packet stretches the measured span."""
+def _rate_attempt(kmod, ratep):
+    """One 4 s run at `ratep`: (generator pps, receiver pps, device, pgrx)."""
     count = 4 * ratep
     setup_stream(kmod, count, ratep=ratep)
     kmod.start()
@@ -222,14 +216,39 @@ def test_ratep_accuracy(kmod, ratep):
     rx = parse_pgrx(kmod.read("pgrx"))
     assert dev["sofar"] == count
     achieved = (count - 1) / (dev["usec"] / 1e6)      # gaps between first and last
-    assert achieved == pytest.approx(ratep, rel=0.03)
     tot = rx["total"]
     [st] = rx["streams"]
     span = (tot["last_ns"] - tot["first_ns"]) / 1e9
     # sequence numbers sent between the first and last arrival (robust to
     # packets the stalled TCG path dropped in between)
     assert st["seq_max"] > 0.9 * count
-    assert (st["seq_max"] - 1) / span == pytest.approx(ratep, rel=0.05)
+    return achieved, (st["seq_max"] - 1) / span
+
+
+RATE_ATTEMPTS = 3
+
+
+@pytest.mark.parametrize("ratep", RATES)
+def test_ratep_accuracy(kmod, ratep):
+    """Asked vs achieved rate over 4 s of traffic. Generator side (packets
+    over the Result's start-to-stop time): within 3 %. Receiver side
+    (arrival span vs sequence numbers): within 5 %.
+
+    The generator keeps an absolute schedule and catches up after a stall, so
+    only a vCPU stall (TCG on a shared 2-core host: up to ~200 ms) that falls
+    on the last packets stretches the span, and then only in that run. A run
+    that is too slow is therefore tried again, up to RATE_ATTEMPTS times: a
+    generator that is systematically slow fails every attempt. Too fast is
+    never the environment's doing and fails at once."""
+    tried = []
+    for _ in range(RATE_ATTEMPTS):
+        gen, recv = _rate_attempt(kmod, ratep)
+        tried.append((round(gen, 1), round(recv, 1)))
+        assert gen <= ratep * 1.03 and recv <= ratep * 1.05, f"faster than asked: {tried}"
+        if gen == pytest.approx(ratep, rel=0.03) and recv == pytest.approx(ratep, rel=0.05):
+            break
+    else:
+        pytest.fail(f"{ratep} pps asked; (generator, receiver) pps in each attempt: {tried}")
 
 
 @pytest.mark.parametrize("ipv6", [False, True], ids=["ipv4", "ipv6"])
