@@ -23,7 +23,8 @@ started when collection ends so they overlap the unit tests, with the
 environment of that moment (a process: unit tests patch process-wide state a
 thread would read): it builds the wheel's virtualenv, boots the single
 lab with that wheel's own `rfc2544 lab up` (so CI boots its lab as a user
-would), boots a niced single lab for the Ansible tests' child pytest, then
+would), boots a niced single lab for the background tests' child pytest
+(below), then
 boots the two-host lab and runs the tuning test's lab work on it
 (test_ansible_tuning_lab.exercise: it touches only that lab, and its
 minutes of emulated Ansible would otherwise run alone at the end). Each
@@ -32,6 +33,11 @@ so no other test uses the two-host lab while it runs.
 Tests using `lab2` run after the other lab tests.
 Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
 every other test of the same lab, so those still find it up.
+Tests marked `lab_background` (the Ansible lab tests, the module's fault and
+fuzz tests: long, nothing timing-sensitive) run in a niced child pytest on a
+single lab of their own, booted with BACKGROUND_KERNEL_ARGS, while this
+session's timing-sensitive tests use the other lab: a TCG lab's tests leave a
+core idle, and this keeps minutes of them off the run's critical path.
 """
 import importlib.util
 import json
@@ -41,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -48,18 +55,24 @@ import pytest
 from test_ansible_support import wheel_venv as build_wheel_venv
 
 BACKGROUND_NICE = 19
-_BACKGROUND = {"nodeids": [], "proc": None}    # the Ansible tests run by a child pytest; session_prep.py
+# The slab allocator's checks (sanity, red zones, poisoning) in the
+# background lab, whose tests unload the module under traffic: a
+# use-after-free there oopses or is reported instead of passing silently.
+BACKGROUND_KERNEL_ARGS = ("slub_debug=FZP",)
+_BACKGROUND = {"nodeids": [], "proc": None, "t0": None}    # the lab_background tests run by a child pytest; session_prep.py
 _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log": [...]}
 _TMP = []       # the early steps' scratch dir, removed at session end
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "lab_down_last: stops or reboots a session lab; runs after the other tests of that lab")
+    config.addinivalue_line("markers", "lab_background: a lab test that is not timing-sensitive; with other lab "
+                                       "tests it runs in the background child pytest on a lab of its own")
 
 
 def pytest_collection_modifyitems(session, config, items):
-    _run_ansible_tests_in_background(config, items)
-    # Order: lab tests, lab tests marked lab_down_last, the background Ansible
+    _run_in_background(config, items)
+    # Order: lab tests, lab tests marked lab_down_last, the background
     # tests' results, lab2 tests, lab2 tests marked lab_down_last. (Both labs
     # stay up to the session's end: tests may request `lab` dynamically, so
     # its last user is not known.)
@@ -68,24 +81,22 @@ def pytest_collection_modifyitems(session, config, items):
                                  item.get_closest_marker("lab_down_last") is not None))
 
 
-def _run_ansible_tests_in_background(config, items):
-    """The Ansible lab tests (test_ansible_lab.py: minutes of emulated
-    Ansible and a module build, nothing timing-sensitive) run in a child
-    pytest, niced, against a single lab of their own, while this session's
-    tests use the other: the single lab's tests leave a core idle. Each is
-    replaced here by a stand-in that waits for the child and reports the
-    test's own outcome (its failure text included). Only when other lab
+def _run_in_background(config, items):
+    """The tests marked lab_background run in a child pytest, niced, against
+    a single lab of their own, while this session's tests use the other.
+    Each is replaced here by a stand-in that waits for the child and reports
+    the test's own outcome (its failure text included). Only when other lab
     tests are selected too, and not with RFC2544_REUSE_LAB."""
     if config.option.collectonly or os.environ.get("RFC2544_REUSE_LAB"):
         return
-    ansible = [i for i in items if _module_name(i) == "test_ansible_lab"]
-    others = [i for i in items if "lab" in getattr(i, "fixturenames", ()) and _module_name(i) != "test_ansible_lab"]
-    if not ansible or not others:
+    background = [i for i in items if i.get_closest_marker("lab_background") is not None]
+    others = [i for i in items if "lab" in getattr(i, "fixturenames", ()) and i not in background]
+    if not background or not others:
         return
     for n, item in enumerate(items):
-        if _module_name(item) == "test_ansible_lab":
+        if item in background:
             stand_in = pytest.Function.from_parent(item.parent, name=item.name,
-                                                   callobj=_background_outcome(item.name))
+                                                   callobj=_background_outcome(_module_name(item), item.name))
             stand_in.own_markers.extend(item.own_markers)
             items[n] = stand_in
             _BACKGROUND["nodeids"].append(item.nodeid)
@@ -95,16 +106,16 @@ def _module_name(item):
     return getattr(getattr(item, "module", None), "__name__", "")
 
 
-def _background_outcome(name):
+def _background_outcome(module, name):
     def ran_in_the_background_pytest():
-        step = _EARLY.get("ansible")
+        step = _EARLY.get("background")
         if step is None:
-            pytest.fail("the background Ansible tests were not started")
+            pytest.fail("the background tests were not started")
         step["done"].wait()
         if "error" in step:
             raise step["error"]
-        code, junit, log = step["value"]
-        case = _junit_case(junit, name)
+        code, junit, log, *_ = step["value"]
+        case = _junit_case(junit, module, name)
         if case is None:
             pytest.fail(f"the background pytest (exit {code}) did not report {name}; "
                         f"its output ends:\n{Path(log).read_text()[-3000:]}", pytrace=False)
@@ -119,13 +130,16 @@ def _background_outcome(name):
     return ran_in_the_background_pytest
 
 
-def _junit_case(path, name):
+def _junit_case(path, module, name):
+    """The junit testcase of test `name` in test module `module` (junit's
+    classname is the module's dotted path)."""
     import xml.etree.ElementTree as ET
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
         return None
-    return next((c for c in root.iter("testcase") if c.get("name") == name), None)
+    return next((c for c in root.iter("testcase") if c.get("name") == name
+                 and c.get("classname", "").split(".")[-1] == module), None)
 
 
 def pytest_collection_finish(session):
@@ -137,13 +151,13 @@ def pytest_collection_finish(session):
     for item in session.items:
         needs.update(n for n in ("lab", "lab2", "wheel_venv") if n in getattr(item, "fixturenames", ()))
     steps = []
-    # (the background pytest's wheel test uses the wheel too)
+    # (the background pytest's Ansible tests use the wheel too)
     if ("wheel_venv" in needs or _BACKGROUND["nodeids"]) and not os.environ.get("RFC2544_WHEEL_VENV"):
         steps.append("wheel_venv")
     if "lab" in needs and not os.environ.get("RFC2544_REUSE_LAB"):
         steps.append("single")
     if _BACKGROUND["nodeids"]:
-        steps.append("ansible")
+        steps.append("background")
     if "lab2" in needs and not os.environ.get("RFC2544_REUSE_LAB2"):
         steps.append("two")
         if any(_module_name(item) == "test_ansible_tuning_lab" for item in session.items):
@@ -161,14 +175,15 @@ def _start_early(steps):
     test patches it) and a thread that turns its reports into _EARLY's
     outcomes."""
     _stop_orphans()
+    _BACKGROUND["t0"] = time.time()
     tmp = Path(tempfile.mkdtemp(prefix="rfc2544-session-"))
     _TMP.append(tmp)
     for step in steps:
         _EARLY[step] = {"done": threading.Event(), "log": []}
     read_fd, write_fd = os.pipe()
     spec = {"steps": steps, "tmp": str(tmp), "nice": BACKGROUND_NICE, "report_fd": write_fd,
-            "names": {s: _session_lab_name(s) for s in ("single", "two", "ansible")},
-            "ansible_tests": _BACKGROUND["nodeids"]}
+            "names": {s: _session_lab_name(s) for s in ("single", "two", "background")},
+            "background_tests": _BACKGROUND["nodeids"], "background_kernel_args": BACKGROUND_KERNEL_ARGS}
     with open(tmp / "prep.log", "w") as out:
         proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("session_prep.py")), json.dumps(spec)],
                                 env=dict(os.environ), stdout=out, stderr=subprocess.STDOUT,
@@ -317,20 +332,32 @@ def tester(lab):
     host.close()
 
 
+def pytest_terminal_summary(terminalreporter):
+    """When the background pytest ran, and for how long: if it ends after
+    this session's other lab tests, it is the run's critical path."""
+    step = _EARLY.get("background")
+    if step and step["done"].is_set() and "value" in step:
+        code, _, _, started, ended = step["value"]
+        t0 = _BACKGROUND["t0"]
+        terminalreporter.write_line(
+            f"background pytest ({len(_BACKGROUND['nodeids'])} tests, exit {code}): "
+            f"from {started - t0:.0f} s to {ended - t0:.0f} s after collection")
+
+
 def pytest_sessionfinish(session):
     """Early steps no test ended up waiting for are finished and undone
     (a lab booted early that no test used is taken down)."""
     from rfc2544.lab import Lab
     proc = _BACKGROUND["proc"]
     if proc is not None and proc.poll() is None:      # the session ended early (Ctrl-C, -x)
-        proc.terminate()                              # (it ends the Ansible tests' pytest too)
+        proc.terminate()                              # (it ends the background tests' pytest too)
         try:
             proc.wait(timeout=90)
         except subprocess.TimeoutExpired:
             proc.kill()
     for step, outcome in list(_EARLY.items()):
         outcome["done"].wait()
-        if step in ("single", "two", "ansible") and not os.environ.get("RFC2544_KEEP_LAB"):
+        if step in ("single", "two", "background") and not os.environ.get("RFC2544_KEEP_LAB"):
             Lab(_session_lab_name(step)).down(log=lambda m: None)
     _EARLY.clear()
     for tmp in _TMP:

@@ -9,12 +9,15 @@ and child processes would read; this process has the environment of the
 moment it started (a run once lost both its labs to that race).
 
 SPEC_JSON: {"steps": [...], "tmp": dir, "names": {step: lab name},
-"nice": N, "ansible_tests": [nodeid, ...], "report_fd": fd}. Steps, in order:
+"nice": N, "background_tests": [nodeid, ...], "background_kernel_args": [word, ...],
+"report_fd": fd}. Steps, in order:
   wheel_venv  build the wheel, install it with its dependencies in tmp/venv
   single      boot the single lab (with the wheel's `rfc2544 lab up` when
               wheel_venv is a step: CI boots its lab as a user would)
-  ansible     boot a niced single lab and start the Ansible tests' niced
-              child pytest on it; reported when that pytest has ended
+  background  boot a niced single lab (with background_kernel_args) and
+              start the background tests' niced child pytest on it;
+              reported when that pytest has ended, as (exit code, junit
+              path, log path, start time, end time)
   two         boot the two-host lab (niced)
   tuning      test_ansible_tuning_lab.exercise on the two-host lab (niced)
 Each finished step is pickled to tmp/<step>.pickle as
@@ -27,6 +30,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -55,8 +59,9 @@ class Prep:
         self.tmp = Path(spec["tmp"])
         self.nice = spec["nice"]
         self.values = {}
-        self.child = None       # the Ansible tests' pytest
-        self.ansible_files = None   # (its junit path, its log path)
+        self.child = None       # the background tests' pytest
+        self.background_files = None   # (its junit path, its log path)
+        self.background_started = None  # time.time() when it started
 
     def run(self, step, log):
         from rfc2544.lab import Lab
@@ -75,8 +80,8 @@ class Prep:
             Lab(name).up({"single": "single", "two": "two-host"}[step], log=log.append,
                          nice=self.nice if step == "two" else 0)
             return name
-        if step == "ansible":
-            self.start_ansible_tests(Lab(name))
+        if step == "background":
+            self.start_background_tests(Lab(name))
             return None          # reported when the child pytest ends
         if step == "tuning":
             if self.values.get("two") is None:
@@ -85,21 +90,23 @@ class Prep:
             return test_ansible_tuning_lab.exercise(Lab(self.values["two"]), nice=self.nice)
         raise ValueError(f"unknown step {step!r}")
 
-    def start_ansible_tests(self, lab):
+    def start_background_tests(self, lab):
         """A niced single lab of their own and a niced child pytest on it: the
         single lab's tests leave a core idle."""
-        lab.up("single", log=lambda m: None, nice=self.nice)
+        lab.up("single", log=lambda m: None, nice=self.nice, kernel_args=self.spec["background_kernel_args"])
         env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
         env["RFC2544_REUSE_LAB"] = lab.name
+        env["RFC2544_LAB_KERNEL_ARGS"] = " ".join(self.spec["background_kernel_args"])
         if self.values.get("wheel_venv") is not None:
             env["RFC2544_WHEEL_VENV"] = str(self.values["wheel_venv"])
-        junit, log = self.tmp / "ansible-tests.xml", self.tmp / "ansible-tests.log"
+        junit, log = self.tmp / "background-tests.xml", self.tmp / "background-tests.log"
         with open(log, "w") as out:
             self.child = subprocess.Popen(
                 ["nice", "-n", str(self.nice), sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 f"--junitxml={junit}", *self.spec["ansible_tests"]],
+                 f"--junitxml={junit}", *self.spec["background_tests"]],
                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        self.ansible_files = (str(junit), str(log))
+        self.background_files = (str(junit), str(log))
+        self.background_started = time.time()
 
     def main(self, report):
         steps = self.spec["steps"]
@@ -110,12 +117,13 @@ class Prep:
             except Exception:
                 error = traceback.format_exc()
             self.values[step] = value
-            if step == "ansible" and error is None:
+            if step == "background" and error is None:
                 continue
             self.report(report, step, value, error, log)
-        if "ansible" in steps and self.child is not None:
+        if "background" in steps and self.child is not None:
             code = self.child.wait()
-            self.report(report, "ansible", (code, *self.ansible_files), None, [])
+            self.report(report, "background", (code, *self.background_files, self.background_started, time.time()),
+                        None, [])
 
     def report(self, report, step, value, error, log):
         path = self.tmp / f"{step}.pickle"

@@ -18,7 +18,7 @@ import pytest
 
 from test_ansible_support import ROOT, PlaybookRun, frozen_source, host_state, playbook, state_script
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.lab_background]     # conftest.py: off the critical path
 
 TIMINGS = ROOT / "results" / "ansible-lab-timings.json"
 MODULE = "rfc2544_pktgen"

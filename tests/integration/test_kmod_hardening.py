@@ -2,6 +2,7 @@
 unload while the receive hook runs, bursts into a queue the driver stops,
 and frames the tester's own driver drops. Each test fails on the module as
 it was before the fix (see the commit messages)."""
+import os
 import time
 
 import pytest
@@ -10,7 +11,7 @@ from test_kmod_helpers import (MODULE, PG, REMOTE_FUZZ, REMOTE_KO,  # noqa: F401
                                kernel_problems, kmod, parse_device, parse_pgrx,
                                setup_stream)
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.lab_background]     # conftest.py: off the critical path
 
 # Grammar-fuzzer writes per proc file and phase. Measured under TCG (2 vCPUs,
 # shared host): see test_grammar_fuzz_idle_and_while_sending's output; the
@@ -128,6 +129,14 @@ echo "cycles_done=$i fail=$fail"
         kmod.load()
     assert f"cycles_done={cycles} fail=0" in out, out
     _clean_dmesg(kmod, "rmmodrx")
+    # The session runs this test in its background lab, booted with
+    # slub_debug=FZP (conftest.py), which it names in RFC2544_LAB_KERNEL_ARGS:
+    # then the slab checks must really have been on.
+    wanted = [w for w in os.environ.get("RFC2544_LAB_KERNEL_ARGS", "").split() if w.startswith("slub_debug=")]
+    if wanted:
+        assert set(wanted) <= set(kmod.sh("cat /proc/cmdline").split())
+        assert kmod.sh("cat /sys/kernel/slab/kmalloc-512/poison /sys/kernel/slab/kmalloc-512/red_zone "
+                       "/sys/kernel/slab/kmalloc-512/sanity_checks").split() == ["1", "1", "1"]
 
 
 def test_burst_into_a_queue_the_driver_stops(kmod):

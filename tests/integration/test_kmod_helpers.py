@@ -378,8 +378,10 @@ class _Capture:
         return self.vm.agent({"op": "pcap_packets", "path": self.path})
 
 
+# (the last line: what slub_debug=FZP reports, e.g. "BUG kmalloc-512 (Tainted: G O): Poison overwritten")
 BROKEN = re.compile(r"(BUG:|WARNING:|Oops|general protection|Call Trace|RIP:|"
-                    r"kernel BUG|soft lockup|hung_task|refcount_t|use-after-free|KASAN)")
+                    r"kernel BUG|soft lockup|hung_task|refcount_t|use-after-free|KASAN|"
+                    r"BUG [\w.-]+ \(|Poison overwritten|Redzone overwritten|Freepointer corrupt|Padding overwritten)")
 
 
 def kernel_problems(dmesg_text):

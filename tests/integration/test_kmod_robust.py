@@ -8,7 +8,7 @@ import pytest
 from test_kmod_helpers import (MODULE, PG, REMOTE_KO, kernel_problems, kmod,  # noqa: F401
                                parse_pgrx, setup_stream)
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.lab_background]     # conftest.py: off the critical path
 
 N_FUZZ = 10000
 

@@ -124,6 +124,22 @@ def test_qemu_command_line(tmp_path):
     assert "hostfwd=tcp:127.0.0.1:2222-:22" in line and "restrict=on" in line
     assert "socket,id=link0,udp=127.0.0.1:4001,localaddr=127.0.0.1:4000" in line
     assert line.index("drive=root") < line.index("drive=seed")   # root is vda
+    append = cmd[cmd.index("-append") + 1]
+    assert append == qemu.APPEND
+    cmd = qemu.command(name="rfc2544-unit-tester", vm_dir=tmp_path, kernel="vmlinuz", initrd="initrd",
+                       accel_name="tcg", ssh_port=2222, mgmt_mac="52:54:00:25:44:01",
+                       kernel_args=("slub_debug=FZP", "nokaslr"))
+    assert cmd[cmd.index("-append") + 1] == qemu.APPEND + " slub_debug=FZP nokaslr"
+
+
+@pytest.mark.parametrize("word", ["a b", "x;reboot", "init=/bin/sh", "", "=1", "quiet\n", "$(id)"])
+def test_lab_up_refuses_kernel_args_that_are_not_one_word(tmp_path, word):
+    """Nothing is booted: the check comes before the image or QEMU."""
+    env = {**os.environ, "RFC2544_CACHE": str(tmp_path / "cache")}
+    r = run_cli("lab", "up", "--name", "unit", "--kernel-arg", word, env=env)
+    assert r.returncode == 2, r.stderr
+    assert "is not of the form name or name=value" in r.stderr
+    assert not (tmp_path / "cache" / "images").exists()
 
 
 def test_qemu_missing_is_one_clear_line(tmp_path):

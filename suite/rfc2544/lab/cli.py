@@ -32,13 +32,16 @@ def lab():
               help="1: tester VM with the DUT in a namespace; 2: tester VM + DUT VM.")
 @click.option("--topology", "topology_name", default=None,
               help="Topology by name (single, two-host); overrides --hosts.")
+@click.option("--kernel-arg", "kernel_args", multiple=True, metavar="WORD",
+              help="Append WORD to the VMs' kernel command line (repeatable), "
+                   "e.g. slub_debug=FZP to catch use-after-free in a module under test.")
 @name_option
-def up(hosts, topology_name, name):
+def up(hosts, topology_name, kernel_args, name):
     """Build the image if needed, boot the lab, write its inventory."""
     from rfc2544.lab import topology
     topo = topology_name or topology.from_hosts(hosts)
     topology.get(topo)
-    status = _lab(name).up(topo, log=_log)
+    status = _lab(name).up(topo, log=_log, kernel_args=kernel_args)
     click.echo(status["inventory"])
 
 

@@ -14,6 +14,8 @@ from rfc2544.lab import image as image_mod
 from rfc2544.lab import inventory_file, paths, qemu, seed, topology
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
+# one guest kernel command-line word: name or name=value, nothing a shell or QEMU would split
+KERNEL_ARG = re.compile(r"[A-Za-z0-9_.-]+(=[A-Za-z0-9_.,:=-]+)?")
 # Under TCG a Debian boot to sshd takes ~1 minute on a busy 2-core host.
 SSH_TIMEOUT = float(os.environ.get("RFC2544_LAB_SSH_TIMEOUT", "300"))
 
@@ -112,10 +114,16 @@ class Lab:
         return bool(self.running_vms())
 
     # ---- up / down ----------------------------------------------------------
-    def up(self, topology_name="single", log=print, nice=0):
+    def up(self, topology_name="single", log=print, nice=0, kernel_args=()):
         """Build the image if needed, boot the topology's VMs, write the
         inventory. `nice`: the QEMU processes' niceness (a background lab
-        that should only use CPU time others leave idle)."""
+        that should only use CPU time others leave idle). `kernel_args`:
+        extra guest kernel command-line words (checked: KERNEL_ARG)."""
+        kernel_args = tuple(kernel_args)
+        for word in kernel_args:
+            if not KERNEL_ARG.fullmatch(word):
+                raise BadInput(f"lab: kernel argument {word!r} is not of the form name or name=value "
+                               "(letters, digits, and . , _ - = :)")
         topo = topology.get(topology_name)
         qemu.qemu_binary()
         with self._lock():
@@ -134,7 +142,7 @@ class Lab:
             udp = self._link_ports(topo)
             state = {"name": self.name, "topology": topo.name, "accel": accel,
                      "image_dir": str(img.dir), "kernel_release": img.kernel_release,
-                     "started": time.time(), "vms": {}}
+                     "kernel_args": list(kernel_args), "started": time.time(), "vms": {}}
             known = []
             for vm in topo.vms:
                 vm_dir = self.dir / vm.name
@@ -151,7 +159,7 @@ class Lab:
                     cmd = qemu.command(
                         name=self._qemu_name(vm.name), vm_dir=vm_dir, kernel=img.kernel,
                         initrd=img.initrd, accel_name=accel, ssh_port=ports[vm.name],
-                        mgmt_mac=vm.mgmt_mac, links=udp.get(vm.name, ()))
+                        mgmt_mac=vm.mgmt_mac, links=udp.get(vm.name, ()), kernel_args=kernel_args)
                     (vm_dir / "qemu.cmdline").write_text(" ".join(cmd) + "\n")
                     pid = qemu.start(cmd, vm_dir, nice=nice)
                     state["vms"][vm.name] = {"pid": pid, "ssh_port": ports[vm.name],
@@ -262,7 +270,8 @@ class Lab:
         return {"name": self.name, "up": bool(running) and len(running) == len(vms) and not busy,
                 "busy": busy,
                 "topology": state.get("topology"), "accel": state.get("accel"),
-                "kernel_release": state.get("kernel_release"), "boot_seconds": state.get("boot_seconds"),
+                "kernel_release": state.get("kernel_release"), "kernel_args": state.get("kernel_args", []),
+                "boot_seconds": state.get("boot_seconds"),
                 "inventory": str(self.inventory_path), "vms": vms}
 
     # ---- reaching hosts ---------------------------------------------------

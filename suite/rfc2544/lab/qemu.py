@@ -94,8 +94,9 @@ def _probe_kvm(binary, kernel: Path) -> bool:
 
 
 def command(*, name, vm_dir: Path, kernel, initrd, accel_name, ssh_port, mgmt_mac,
-            links=(), cpus=CPUS, memory_mb=MEMORY_MB):
-    """qemu-system-x86_64 argv for one lab VM. `links`: (mac, local_udp, remote_udp)."""
+            links=(), cpus=CPUS, memory_mb=MEMORY_MB, kernel_args=()):
+    """qemu-system-x86_64 argv for one lab VM. `links`: (mac, local_udp, remote_udp).
+    `kernel_args`: words appended to the kernel command line (e.g. slub_debug=FZP)."""
     cmd = [
         qemu_binary(), "-name", name, "-nodefaults", "-no-user-config", "-display", "none",
         "-daemonize", "-no-reboot", "-pidfile", str(vm_dir / "qemu.pid"),
@@ -103,7 +104,7 @@ def command(*, name, vm_dir: Path, kernel, initrd, accel_name, ssh_port, mgmt_ma
         "-accel", "kvm" if accel_name == "kvm" else "tcg,thread=multi",
         "-cpu", "host" if accel_name == "kvm" else "max",
         "-smp", str(cpus), "-m", str(memory_mb),
-        "-kernel", str(kernel), "-initrd", str(initrd), "-append", APPEND,
+        "-kernel", str(kernel), "-initrd", str(initrd), "-append", " ".join((APPEND, *kernel_args)),
         # explicit devices in this order: root is vda, seed vdb (if=virtio
         # drives would be created after -device ones and come second)
         "-drive", f"file={vm_dir / 'overlay.qcow2'},if=none,id=root,format=qcow2,cache=unsafe",
