@@ -59,7 +59,7 @@ BACKGROUND_NICE = 19
 # background lab, whose tests unload the module under traffic: a
 # use-after-free there oopses or is reported instead of passing silently.
 BACKGROUND_KERNEL_ARGS = ("slub_debug=FZP",)
-_BACKGROUND = {"nodeids": [], "proc": None, "t0": None}    # the lab_background tests run by a child pytest; session_prep.py
+_BACKGROUND = {"nodeids": [], "proc": None, "t0": None, "ran": None}    # the lab_background tests run by a child pytest; session_prep.py
 _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log": [...]}
 _TMP = []       # the early steps' scratch dir, removed at session end
 
@@ -215,6 +215,8 @@ def _take_report(tmp, step):
         outcome["error"] = RuntimeError(f"session preparation {step!r} failed:\n{report['error']}")
     else:
         outcome["value"] = report["value"]     # a lab's name: its Lab is made when a test asks
+        if step == "background":
+            _BACKGROUND["ran"] = report["value"]
     outcome["done"].set()
 
 
@@ -335,9 +337,9 @@ def tester(lab):
 def pytest_terminal_summary(terminalreporter):
     """When the background pytest ran, and for how long: if it ends after
     this session's other lab tests, it is the run's critical path."""
-    step = _EARLY.get("background")
-    if step and step["done"].is_set() and "value" in step:
-        code, _, _, started, ended = step["value"]
+    # (pytest_sessionfinish, which clears _EARLY, runs before this)
+    if _BACKGROUND["ran"]:
+        code, _, _, started, ended = _BACKGROUND["ran"]
         t0 = _BACKGROUND["t0"]
         terminalreporter.write_line(
             f"background pytest ({len(_BACKGROUND['nodeids'])} tests, exit {code}): "
