@@ -24,6 +24,7 @@
 #include <linux/math64.h>
 #include <linux/overflow.h>
 #include <linux/etherdevice.h>
+#include <net/dst.h>
 #include "rfcpg.h"
 
 
@@ -303,6 +304,56 @@ static void pg_xmit_start(struct pg_dev *pd, struct sk_buff *skb, bool shared,
 	}
 }
 
+/*
+ * netif_receive: the same skb up to `burst` times into the stack, as
+ * upstream does (building a packet costs more than receiving it). The stack
+ * clones a shared skb before changing it, so ours can be used again once
+ * our reference is the only one left and its data and length are as built;
+ * if anything still holds it (a queue, a socket) or moved it, the burst
+ * ends there. Consumes skb; returns the frames injected.
+ */
+static unsigned int pg_netif_receive(struct pg_dev *pd, struct sk_buff *skb,
+				     unsigned int burst)
+{
+	unsigned char *data = skb->data;
+	unsigned int len = skb->len;
+	unsigned int n = 0;
+	bool again;
+
+	/* count N: the last burst stops at N frames */
+	if (pd->count)
+		burst = min_t(u64, burst, pd->count - pd->sofar - pd->tx_dropped);
+	burst = max(burst, 1U);
+
+	local_bh_disable();
+	for (;;) {
+		again = n + 1 < burst;
+		if (again)
+			skb_get(skb);
+		skb->protocol = eth_type_trans(skb, pd->odev);
+		if (netif_receive_skb(skb) == NET_RX_DROP)
+			pd->errors++;
+		n++;
+		if (!again)
+			break;
+		if (refcount_read(&skb->users) != 1 || skb->data < data ||
+		    skb->data - data + skb->len != len) {
+			kfree_skb(skb);
+			break;
+		}
+		/* what the stack may have attached to our skb is not ours to reuse */
+		skb_dst_drop(skb);
+		nf_reset_ct(skb);
+		__skb_push(skb, skb->data - data);
+		if (n % PG_TX_LOCK_BATCH == 0) {
+			local_bh_enable();	/* let softirqs run */
+			local_bh_disable();
+		}
+	}
+	local_bh_enable();
+	return n;
+}
+
 /* now: the monotonic time just read, or 0 to read it when needed */
 static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 {
@@ -342,13 +393,8 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	switch (pd->xmit_mode) {
 	case PG_XMIT_NETIF_RECEIVE:
 		pd->skb = NULL;
-		skb->protocol = eth_type_trans(skb, odev);
-		local_bh_disable();
-		ret = netif_receive_skb(skb);
-		local_bh_enable();
-		if (ret == NET_RX_DROP)
-			pd->errors++;
-		pg_count_sent(pd, 1, len);
+		frames = pg_netif_receive(pd, skb, pd->burst);
+		pg_count_sent(pd, frames, len);
 		break;
 	case PG_XMIT_QUEUE:
 		pd->skb = NULL;

@@ -248,6 +248,30 @@ def test_netif_receive_gap_is_per_frame(kmod):
     assert 150000 <= dev["usec"] < 1000000, dev       # ~199 gaps of 1 ms
 
 
+def test_netif_receive_burst_injects_each_skb_burst_times(kmod):
+    """burst 32 in netif_receive: each built skb goes into the stack 32
+    times (upstream), so 320 frames need 10 packets built (seq_num 11); the
+    receiver sees 10 sequence numbers, each 32 times. Old code ignored burst
+    and built one skb per frame (seq_num 321)."""
+    kmod.dmesg_mark("nrxburst")
+    _only(kmod, "kpktgend_0", "rx0")
+    try:
+        kmod.pg("rx0", "count 320", "xmit_mode netif_receive", "burst 32",
+                f"dst_mac {kmod.mac('rx0')}", "dst 198.19.0.1", "src_min 198.19.0.99")
+        kmod.pg("pgrx", "display script", "rx rx0")
+        kmod.start()
+        dev = parse_device(kmod.read("rx0"))
+        rx = parse_pgrx(kmod.read("pgrx"))
+    finally:
+        kmod.pg("kpktgend_0", "rem_device_all")
+    assert dev["sofar"] == 320 and dev["seq_num"] == 11, dev
+    assert rx["total"]["packets"] == 320, rx
+    stream = rx["streams"][0]
+    assert stream["seq_max"] == 10 and stream["lost"] == 0, stream
+    assert stream["dup"] == 310, stream
+    _clean_dmesg(kmod, "nrxburst")
+
+
 def test_delay_times_burst_saturates(kmod):
     """delay 2^62 with burst 4: the product wrapped to 0 in old code, which
     then sent back to back; now the next burst is due 'never'."""
