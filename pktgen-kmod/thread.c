@@ -320,11 +320,6 @@ static unsigned int pg_netif_receive(struct pg_dev *pd, struct sk_buff *skb,
 	unsigned int n = 0;
 	bool again;
 
-	/* count N: the last burst stops at N frames */
-	if (pd->count)
-		burst = min_t(u64, burst, pd->count - pd->sofar - pd->tx_dropped);
-	burst = max(burst, 1U);
-
 	local_bh_disable();
 	for (;;) {
 		again = n + 1 < burst;
@@ -360,6 +355,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	struct net_device *odev = pd->odev;
 	bool shared = pd->clone_skb || pd->burst > 1;
 	unsigned int frames = 1;	/* handed over by this call: sets the gap */
+	unsigned int burst;
 	struct sk_buff *skb;
 	unsigned int len;
 	u64 gap;
@@ -389,11 +385,16 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	}
 	skb = pd->skb;
 	len = skb->len;
+	/* count N sends N frames: the last burst stops there (upstream overshoots) */
+	burst = pd->burst;
+	if (pd->count)
+		burst = min_t(u64, burst, pd->count - pd->sofar - pd->tx_dropped);
+	burst = max(burst, 1U);
 
 	switch (pd->xmit_mode) {
 	case PG_XMIT_NETIF_RECEIVE:
 		pd->skb = NULL;
-		frames = pg_netif_receive(pd, skb, pd->burst);
+		frames = pg_netif_receive(pd, skb, burst);
 		pg_count_sent(pd, frames, len);
 		break;
 	case PG_XMIT_QUEUE:
@@ -408,10 +409,9 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 		}
 		break;
 	default: {
-		unsigned int burst = shared ? pd->burst : 1;
 		struct pg_tx tx = {};
 
-		pg_xmit_start(pd, skb, shared, burst, &tx);
+		pg_xmit_start(pd, skb, shared, shared ? burst : 1, &tx);
 		if (tx.sent || tx.dropped) {
 			pg_count_sent(pd, tx.sent, len);
 			pd->errors += tx.dropped;
@@ -434,9 +434,9 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	}
 	pd->last_pkt_size = len;
 	/*
-	 * One gap per frame actually handed over (netif_receive and queue_xmit
-	 * send one frame whatever burst says), saturating: delay * burst and
-	 * next_tx + gap may not wrap into the past.
+	 * One gap per frame actually handed over (a burst cut short by a
+	 * stopped queue or a held skb counts what it sent), saturating:
+	 * delay * burst and next_tx + gap may not wrap into the past.
 	 */
 	if (check_mul_overflow(READ_ONCE(pd->delay), (u64)frames, &gap))
 		gap = U64_MAX;

@@ -272,6 +272,29 @@ def test_netif_receive_burst_injects_each_skb_burst_times(kmod):
     _clean_dmesg(kmod, "nrxburst")
 
 
+def test_count_is_exact_with_burst(kmod):
+    """count 100 with burst 32 sends 100 frames in start_xmit (a dummy
+    device) and in netif_receive; old code finished the last burst (128)."""
+    _dummy(kmod)
+    try:
+        before = int(kmod.sh("cat /sys/class/net/kmdum0/statistics/tx_packets"))
+        kmod.pg("kmdum0", "count 100", "dst 192.0.2.1", "burst 32")
+        kmod.start()
+        dummy = parse_device(kmod.read("kmdum0"))["sofar"]
+        sent = int(kmod.sh("cat /sys/class/net/kmdum0/statistics/tx_packets")) - before
+    finally:
+        _undummy(kmod)
+    _only(kmod, "kpktgend_0", "rx0")
+    try:
+        kmod.pg("rx0", "count 100", "xmit_mode netif_receive", "burst 32",
+                f"dst_mac {kmod.mac('rx0')}", "dst 198.19.0.1", "src_min 198.19.0.99")
+        kmod.start()
+        injected = parse_device(kmod.read("rx0"))["sofar"]
+    finally:
+        kmod.pg("kpktgend_0", "rem_device_all")
+    assert (dummy, sent, injected) == (100, 100, 100)
+
+
 def test_delay_times_burst_saturates(kmod):
     """delay 2^62 with burst 4: the product wrapped to 0 in old code, which
     then sent back to back; now the next burst is due 'never'."""
