@@ -824,7 +824,7 @@ static ssize_t pg_dev_write(struct file *file, const char __user *ubuf,
 	char *buf, *argv[PG_MAX_ARGS];
 	int argc, err;
 
-	if (!capable(CAP_NET_ADMIN))
+	if (!pg_may_write(file, pd->thread->pn))
 		return -EPERM;
 	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
 	if (!buf)

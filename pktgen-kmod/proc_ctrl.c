@@ -274,7 +274,7 @@ static ssize_t pg_ctrl_write(struct file *file, const char __user *ubuf,
 	char *buf;
 	int err;
 
-	if (!capable(CAP_NET_ADMIN))
+	if (!pg_may_write(file, pn))
 		return -EPERM;
 	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
 	if (!buf)
@@ -400,7 +400,7 @@ static ssize_t pg_thread_write(struct file *file, const char __user *ubuf,
 	int argc, err;
 	char *buf;
 
-	if (!capable(CAP_NET_ADMIN))
+	if (!pg_may_write(file, pn))
 		return -EPERM;
 	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
 	if (!buf)

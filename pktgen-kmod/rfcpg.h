@@ -15,6 +15,8 @@
 #include <linux/prandom.h>
 #include <linux/in6.h>
 #include <linux/if_ether.h>
+#include <linux/capability.h>
+#include <net/net_namespace.h>
 #include "compat.h"
 
 #define PG_MODNAME		"rfc2544_pktgen"
@@ -220,6 +222,16 @@ struct pg_net {
 	struct pg_rx *rx;
 	char ctrl_result[PG_RESULT_LEN];
 };
+
+/*
+ * Writes need CAP_NET_ADMIN in the user namespace that owns the file's
+ * network namespace, held by whoever opened the file (as upstream): root
+ * of a container's own netns may drive its generators, nobody else.
+ */
+static inline bool pg_may_write(const struct file *file, const struct pg_net *pn)
+{
+	return file_ns_capable(file, pn->net->user_ns, CAP_NET_ADMIN);
+}
 
 /* main.c */
 struct pg_net *pg_net_get(const struct net *net);

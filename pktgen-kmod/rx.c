@@ -730,7 +730,7 @@ static ssize_t pg_rx_write(struct file *file, const char __user *ubuf,
 	int argc, err;
 	char *buf;
 
-	if (!capable(CAP_NET_ADMIN))
+	if (!pg_may_write(file, rx->pn))
 		return -EPERM;
 	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
 	if (!buf)

@@ -3,6 +3,7 @@ unload while the receive hook runs, bursts into a queue the driver stops,
 and frames the tester's own driver drops. Each test fails on the module as
 it was before the fix (see the commit messages)."""
 import os
+import shlex
 import time
 
 import pytest
@@ -293,6 +294,35 @@ def test_count_is_exact_with_burst(kmod):
     finally:
         kmod.pg("kpktgend_0", "rem_device_all")
     assert (dummy, sent, injected) == (100, 100, 100)
+
+
+# Writes to each kind of file in a user namespace's own network namespace
+# (a dummy device of its own: devices must be up), then read-outs showing
+# they took effect.
+OWN_NETNS_WRITES = (
+    "ip link add d0 type dummy && ip link set d0 up; "
+    "w() { echo \"$2\" > /proc/net/pktgen/$1 && echo \"written $1\" || echo \"refused $1\"; }; "
+    "w pgctrl reset; w kpktgend_0 'add_device d0'; w d0 'count 7'; w pgrx 'statistics counter'; "
+    "grep -o 'count 7' /proc/net/pktgen/d0; "
+    "w pgrx 'display script'; grep -o 'statistics=counter' /proc/net/pktgen/pgrx; "
+    "w kpktgend_0 rem_device_all")
+
+
+def test_writes_need_net_admin_where_the_netns_belongs(kmod):
+    """Root of a user namespace that owns a network namespace drives that
+    namespace's pktgen files (upstream's file_ns_capable; old code checked
+    capable() in the initial namespace: EPERM on every write), but not the
+    initial namespace's files, whose owner namespace it is not."""
+    kmod.dmesg_mark("userns")
+    own = kmod.sh(f"unshare --user --map-root-user --net sh -c {shlex.quote(OWN_NETNS_WRITES)} 2>&1")
+    for name in ("pgctrl", "kpktgend_0", "d0", "pgrx"):
+        assert f"written {name}" in own, own
+    assert "count 7" in own and "statistics=counter" in own, own
+    # coreutils' echo names the errno (the shell's builtin says "I/O error")
+    init = kmod.sh("unshare --user --map-root-user sh -c "
+                   "'/bin/echo reset > /proc/net/pktgen/pgctrl && echo written || echo refused' 2>&1")
+    assert "refused" in init and "not permitted" in init, init
+    _clean_dmesg(kmod, "userns")        # the namespace, its threads and d0 went away
 
 
 def test_delay_times_burst_saturates(kmod):
