@@ -315,7 +315,7 @@ static void pg_xmit_start(struct pg_dev *pd, struct sk_buff *skb, bool shared,
 static unsigned int pg_netif_receive(struct pg_dev *pd, struct sk_buff *skb,
 				     unsigned int burst)
 {
-	unsigned char *data = skb->data;
+	unsigned char *head = skb->head, *data = skb->data;
 	unsigned int len = skb->len;
 	unsigned int n = 0;
 	bool again;
@@ -331,9 +331,9 @@ static unsigned int pg_netif_receive(struct pg_dev *pd, struct sk_buff *skb,
 		n++;
 		if (!again)
 			break;
-		if (refcount_read(&skb->users) != 1 || skb->data < data ||
-		    skb->data - data + skb->len != len) {
-			kfree_skb(skb);
+		if (refcount_read(&skb->users) != 1 || skb->head != head ||
+		    skb->data < data || skb->data - data + skb->len != len) {
+			consume_skb(skb);	/* ours to drop, not a lost frame */
 			break;
 		}
 		/* what the stack may have attached to our skb is not ours to reuse */
