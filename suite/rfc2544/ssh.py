@@ -105,7 +105,13 @@ class SSHHost:
                     time.sleep(0.002)
                 elif time.monotonic() > deadline:
                     raise InfraError(f"{self.name}: '{command}' timed out after {timeout:.0f} s")
-                elif channel.closed or not self.alive:
+                elif channel.closed:
+                    # Closed between the polls above (the transport thread
+                    # took the last output, the status and the close at
+                    # once): the command finished. exit_status_ready() holds
+                    # from now on, so the next pass reads what is left.
+                    continue
+                elif not self.alive:
                     raise InfraError(f"{self.name}: connection lost during '{command}'")
                 else:
                     channel.status_event.wait(0.002)

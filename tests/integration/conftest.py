@@ -142,6 +142,28 @@ def _junit_case(path, module, name):
                  and c.get("classname", "").split(".")[-1] == module), None)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test that drove the module (the `kmod` fixture) carries the
+    tail of the guest's kernel log in its failure text: a CI run's guest is
+    gone when someone reads the report, and an oops or a slab report is the
+    first thing to look for. (The failure text reaches the session's report
+    from the background pytest too.)"""
+    outcome = yield
+    report = outcome.get_result()
+    vm = getattr(item, "funcargs", {}).get("kmod")
+    if not report.failed or call.when != "call" or vm is None:
+        return
+    try:
+        tail = vm.host.run("dmesg | tail -n 40", timeout=20, check=False)[1]
+    except Exception as exc:  # the guest may be what failed: say so, keep the failure
+        tail = f"(cannot read it: {exc})"
+    if hasattr(report.longrepr, "addsection"):     # keeps the summary line's message
+        report.longrepr.addsection("guest kernel log, last 40 lines", tail)
+    else:
+        report.longrepr = f"{report.longrepr}\n--- guest kernel log, last 40 lines ---\n{tail}"
+
+
 def pytest_collection_finish(session):
     """Start the selected tests' slow preparations now, in a process of
     their own (session_prep.py), so they run while the unit tests do."""
