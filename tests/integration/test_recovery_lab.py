@@ -26,7 +26,6 @@ from rfc2544.runner import Runner, build_plan
 pytestmark = pytest.mark.lab
 
 FRAME = 64
-OUTAGE_JITTER_S = 0.3
 RESET_LOAD_FPS = 2000        # low enough for the loaded TCG tester to keep up
 # recovery DUT: capacity C (police), queue of LIMIT packets served at Q
 CAPACITY_PPS = 1500
@@ -145,13 +144,19 @@ def test_reset_time_is_the_outage_the_reset_command_made(outage_log, tmp_path):
     # off (its own count), so the reported time is the outage the frames saw.
     assert abs(t["lost_frames"] - dropped_by_reset) <= 1, (t["lost_frames"], dropped_by_reset)
     assert r["reset_times_s"][0] == pytest.approx(dropped_by_reset / t["achieved_fps"], abs=frame_s)
-    # Against the outage timed inside the command (between its two writes)
-    # one frame interval (0.5 ms) is out of reach under TCG: the frames
-    # reach the DUT's forwarding through the VM's receive backlog, and a
-    # vCPU stall at either edge moves frames across it (measured: 0.527 s
-    # for 0.531 s, 0.761 s for 0.520 s). The bound is the stall, not the
-    # suite; OUTAGE_JITTER_S is the largest seen, rounded up.
-    assert abs(r["reset_times_s"][0] - outages[0]) <= OUTAGE_JITTER_S, (r["reset_times_s"], outages)
+    # The generator sent every frame the trial asked for, so the loss is not
+    # a short transmit, and it sent no faster than asked: the rate the time
+    # is computed with is the rate the frames went out at.
+    assert t["tx_frames"] == t["intended_frames"], (t["tx_frames"], t["intended_frames"])
+    assert 0 < t["achieved_fps"] <= RESET_LOAD_FPS * 1.01, t["achieved_fps"]
+    # Not asserted: the outage timed inside the command (between its two
+    # writes, printed above). The frames reach the DUT's forwarding through
+    # the VM's receive backlog, and a vCPU stall at either edge moves frames
+    # across it; how long a stall lasts is up to the host's scheduler
+    # (measured: 0.527 s for 0.531 s and 0.761 s for 0.520 s on a quiet
+    # host, 1.059 s for 0.532 s beside one CPU hog), so a bound on it would
+    # be a timing test of the host, not of the suite. The DUT's own drop
+    # count above is the outage as the frames saw it.
 
 
 @pytest.fixture
