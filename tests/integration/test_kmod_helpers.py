@@ -1,9 +1,10 @@
 """Helpers for the rfc2544_pktgen lab tests (no tests in this file).
 
-`kmod` fixture: builds pktgen-kmod on the host against the lab kernel's
-headers (lab.kdir), copies the .ko and a small in-VM agent to the tester VM,
-unloads the in-tree pktgen if loaded, and guarantees that the module is
-unloaded and qdiscs removed when the test module ends.
+`kmod` fixture (the single lab; `kmod_on(lab)` for any lab): builds
+pktgen-kmod on the host against the lab kernel's headers (lab.kdir), copies
+the .ko and a small in-VM agent to the tester VM, unloads the in-tree pktgen
+if loaded, and guarantees that the module is unloaded and qdiscs removed when
+the test module ends.
 
 The agent (AGENT below, run with the VM's python3) performs many /proc
 writes in one SSH round trip and reports each write's return value (byte
@@ -11,6 +12,7 @@ count or -errno) and the file's Result line, so tests can assert on exact
 error codes.
 """
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -433,8 +435,11 @@ def parse_pgrx(text):
     return out
 
 
-@pytest.fixture(scope="module")
-def kmod(lab):
+@contextlib.contextmanager
+def kmod_on(lab):
+    """The module built against lab.kdir and loaded on lab's tester VM (any
+    topology), with the agent and pgfuzz copied there; stopped, qdiscs
+    removed and unloaded at the end. Yields a KmodVM."""
     ko = build_ko(lab.kdir)
     host = lab.connect("tester")
     put_file(host, ko, REMOTE_KO)
@@ -445,13 +450,21 @@ def kmod(lab):
     vm = KmodVM(lab, host, ko)
     vm.unload()
     vm.load()
-    yield vm
     try:
-        vm.sh(f"echo stop > {PG}/pgctrl 2>/dev/null; true")
-        vm.clean_qdiscs()
-        vm.unload()
+        yield vm
     finally:
-        host.close()
+        try:
+            vm.sh(f"echo stop > {PG}/pgctrl 2>/dev/null; true")
+            vm.clean_qdiscs()
+            vm.unload()
+        finally:
+            host.close()
+
+
+@pytest.fixture(scope="module")
+def kmod(lab):
+    with kmod_on(lab) as vm:
+        yield vm
 
 
 def setup_stream(vm, count, ratep=None, size=64, ipv6=False, thread="kpktgend_0", extra=()):

@@ -16,7 +16,7 @@ import yaml
 
 from rfc2544 import inventory
 from rfc2544.errors import BadInput, InfraError
-from rfc2544.lab import cap, image, inventory_file, kernel_pktgen, qemu, topology
+from rfc2544.lab import cap, flow_counter, image, inventory_file, kernel_pktgen, qemu, topology
 from rfc2544.lab.lab import Lab
 
 
@@ -104,6 +104,29 @@ def test_pktgen_result_parsing():
     assert (r.sent, r.errors, r.usec) == (10000, 0, 565891)
     with pytest.raises(InfraError):
         kernel_pktgen.parse("Result: Idle\n")
+
+
+class _Recorder:
+    """Stands in for an SSHHost: records the commands, each succeeding with
+    no output (so no clsact exists yet)."""
+    def __init__(self):
+        self.cmds = []
+
+    def run(self, cmd, check=True):
+        self.cmds.append(cmd)
+        return 0, "", ""
+
+
+def test_flow_counter_action():
+    for action in ("pass", "drop"):
+        host = _Recorder()
+        with flow_counter.FlowCounter(host, "dut0", "198.18.0.1", "198.19.0.1", action=action):
+            pass
+        added = [c for c in host.cmds if c.startswith("tc filter add")]
+        assert len(added) == 1 and added[0].endswith(f"action gact {action}"), host.cmds
+        assert host.cmds[-1] == "tc qdisc del dev dut0 clsact"      # the clsact it added goes
+    with pytest.raises(BadInput):
+        flow_counter.FlowCounter(_Recorder(), "dut0", "198.18.0.1", "198.19.0.1", action="drop; reboot")
 
 
 def test_cap_commands_and_checks():

@@ -12,11 +12,14 @@ PREF = 40000
 
 
 class FlowCounter:
-    def __init__(self, host, dev, src_ip, dst_ip, udp_dst=9, prefix=""):
+    def __init__(self, host, dev, src_ip, dst_ip, udp_dst=9, prefix="", action="pass"):
         if ifname_problem(dev or ""):
             raise BadInput(f"flow counter: '{dev}' is not an interface name")
         self.src, self.dst = ipaddress.ip_address(src_ip), ipaddress.ip_address(dst_ip)
         self.host, self.dev, self.udp_dst, self.prefix = host, dev, int(udp_dst), prefix
+        if action not in ("pass", "drop"):
+            raise BadInput(f"flow counter: action '{action}' is not pass or drop")
+        self.action = action        # drop: counted frames go no further (the cheapest receiver)
         self._made_qdisc = False
 
     def _run(self, cmd, check=True):
@@ -30,7 +33,7 @@ class FlowCounter:
             self._made_qdisc = True
         self._run(f"tc filter add dev {quote(self.dev)} ingress pref {PREF} protocol {proto} flower "
                   f"ip_proto udp src_ip {self.src} dst_ip {self.dst} dst_port {self.udp_dst} "
-                  f"action gact pass")
+                  f"action gact {self.action}")
         return self
 
     def count(self) -> int:
