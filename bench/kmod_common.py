@@ -71,23 +71,30 @@ class Bench:
         return self.run(cmd, timeout)[1]
 
     def _push_module(self):
+        self.push_module(KMOD, REMOTE_KO)
+
+    def push_module(self, src, remote):
+        """Build the module sources in `src` for the lab kernel, copy to `remote`."""
         work = Path(tempfile.mkdtemp(prefix="bench-kmod-"))
-        for p in KMOD.iterdir():
+        for p in Path(src).iterdir():
             if p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile"):
                 shutil.copy2(p, work / p.name)
         res = subprocess.run(["make", f"KDIR={self.lab.kdir}"], cwd=work,
                              capture_output=True, text=True)
         if res.returncode:
             raise RuntimeError("module build failed:\n" + res.stdout[-2000:] + res.stderr[-2000:])
-        put_file(self.host, work / f"{OURS}.ko", REMOTE_KO)
+        put_file(self.host, work / f"{OURS}.ko", remote)
         shutil.rmtree(work, ignore_errors=True)
 
-    def use(self, which):
-        """Load our module or the in-tree pktgen (unloading the other)."""
+    def use(self, which, ko=REMOTE_KO):
+        """Load our module (the build at `ko`) or the in-tree pktgen,
+        unloading whatever else is loaded."""
         if which == OURS:
-            self.sh(f"rmmod {INTREE} 2>/dev/null; lsmod | grep -q '^{OURS} ' || insmod {REMOTE_KO}")
+            self.sh(f"rmmod {INTREE} 2>/dev/null; "
+                    f"[ \"$(cat /tmp/bench-loaded 2>/dev/null)\" = {quote(ko)} ] && lsmod | grep -q '^{OURS} ' "
+                    f"|| {{ rmmod {OURS} 2>/dev/null; insmod {quote(ko)} && echo {quote(ko)} > /tmp/bench-loaded; }}")
         else:
-            self.sh(f"rmmod {OURS} 2>/dev/null; modprobe {INTREE}")
+            self.sh(f"rmmod {OURS} 2>/dev/null; rm -f /tmp/bench-loaded; modprobe {INTREE}")
         self.which = which
 
     def pg(self, name, *cmds):

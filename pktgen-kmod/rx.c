@@ -2,11 +2,14 @@
 /*
  * The receiver, /proc/net/pktgen/pgrx: a netfilter PRE_ROUTING hook (IPv4
  * and IPv6, before defragmentation and conntrack) that counts test packets
- * arriving on one device of its namespace. Counters and latency live per
- * CPU; sequence accounting, inter-arrival and delay variation per stream
- * (IP source address). All counters of one measurement form a "session",
- * swapped under RCU on reset so the hook never sees freed memory.
- * The script output format is specified in README.md.
+ * arriving on one device of its namespace. Everything the hook writes lives
+ * per CPU (counters, latency, and what each CPU saw of each stream: sequence
+ * window, inter-arrival, delay variation) and is merged when read, so the
+ * per-packet path takes no shared lock and writes no shared cache line, at
+ * any statistics level. Only a stream's identity is shared: added once, under
+ * a lock, by the first CPU that sees it. All counters of one measurement form
+ * a "session", swapped under RCU on reset so the hook never sees freed
+ * memory. The script output format is specified in README.md.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -26,46 +29,52 @@
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include "rfcpg.h"
+#include "seqwin.h"
 #include "stats.h"
 
 #define PG_MAX_STREAMS		1024
 #define PG_STREAM_BUCKETS	256
-#define PG_SEQ_WINDOW		4096
 
 enum pgrx_level { PG_LVL_COUNTER, PG_LVL_BASIC, PG_LVL_TIME };
 static const char *const pg_level_names[] = { "counter", "basic", "time" };
 
+/* A stream's identity, shared by all CPUs; immutable once published. */
 struct pg_stream {
-	struct pg_stream *next;		/* hash chain, immutable once published */
-	spinlock_t lock;
+	struct pg_stream *next;		/* hash chain */
 	bool v6;
 	struct in6_addr addr;		/* IPv4 as v4-mapped */
-	u64 packets, bytes, seq_max, lost, ooo, dup, old;
-	u64 last_arrival, last_lat;
-	bool have_arrival, have_lat;
-	struct pg_stat ia, jit;
-	unsigned long window[BITS_TO_LONGS(PG_SEQ_WINDOW)];
+	u32 id;				/* index into order[] and pg_rx_cpu.stream[] */
 };
 
 struct pg_streams {
-	spinlock_t lock;		/* insertion */
+	spinlock_t lock;		/* insertion: once per new stream */
 	u32 count;
 	struct pg_stream *bucket[PG_STREAM_BUCKETS];
 	struct pg_stream *order[PG_MAX_STREAMS];
 };
 
+/* What one CPU saw of one stream; written by that CPU's hook only. */
+struct pg_stream_cpu {
+	seqcount_t seq;
+	struct pg_seqwin win;		/* win.n: packets */
+	u64 bytes;
+	u64 last_arrival, last_lat;
+	bool have_arrival, have_lat;
+	struct pg_stat ia, jit;
+};
+
 struct pg_rx_cpu {
 	seqcount_t seq;
-	u64 packets, bytes, first_ns, last_ns;
+	u64 packets, bytes, first_ns, last_ns, streams_dropped;
 	struct pg_stat lat;
 	u64 *hist;
+	struct pg_stream_cpu **stream;	/* [PG_MAX_STREAMS] by id; basic, time */
 };
 
 struct pg_rx_session {
 	enum pgrx_level level;
 	struct pg_rx_cpu __percpu *cpu;
 	struct pg_streams *streams;
-	atomic64_t streams_dropped;
 };
 
 struct pg_rx {
@@ -74,6 +83,7 @@ struct pg_rx {
 	struct proc_dir_entry *proc;
 	struct nf_hook_ops ops[2];
 	bool hooks;
+	bool stack_tstamps;		/* `timestamp stack` */
 	bool tstamps;			/* we hold a net_enable_timestamp() */
 	int ifindex;
 	char ifname[IFNAMSIZ];
@@ -91,21 +101,26 @@ struct pg_rx {
 
 static void pg_session_free(struct pg_rx_session *s)
 {
+	u32 nstreams = s && s->streams ? s->streams->count : 0;
 	unsigned int cpu;
 	u32 i;
 
 	if (!s)
 		return;
-	if (s->streams) {
-		for (i = 0; i < s->streams->count; i++)
-			kfree(s->streams->order[i]);
-		kvfree(s->streams);
-	}
 	if (s->cpu) {
-		for_each_possible_cpu(cpu)
-			kvfree(per_cpu_ptr(s->cpu, cpu)->hist);
+		for_each_possible_cpu(cpu) {
+			struct pg_rx_cpu *c = per_cpu_ptr(s->cpu, cpu);
+
+			kvfree(c->hist);
+			for (i = 0; c->stream && i < nstreams; i++)
+				kfree(c->stream[i]);
+			kvfree(c->stream);
+		}
 		free_percpu(s->cpu);
 	}
+	for (i = 0; i < nstreams; i++)
+		kfree(s->streams->order[i]);
+	kvfree(s->streams);
 	kfree(s);
 }
 
@@ -117,26 +132,32 @@ static struct pg_rx_session *pg_session_alloc(enum pgrx_level level)
 	if (!s)
 		return NULL;
 	s->level = level;
-	atomic64_set(&s->streams_dropped, 0);
-	s->cpu = alloc_percpu(struct pg_rx_cpu);
-	if (!s->cpu)
-		goto err;
-	for_each_possible_cpu(cpu) {
-		struct pg_rx_cpu *c = per_cpu_ptr(s->cpu, cpu);
-
-		seqcount_init(&c->seq);
-		if (level == PG_LVL_TIME) {
-			c->hist = kvzalloc_node(PG_HIST_BUCKETS * sizeof(u64),
-						GFP_KERNEL, cpu_to_node(cpu));
-			if (!c->hist)
-				goto err;
-		}
-	}
 	if (level >= PG_LVL_BASIC) {
 		s->streams = kvzalloc(sizeof(*s->streams), GFP_KERNEL);
 		if (!s->streams)
 			goto err;
 		spin_lock_init(&s->streams->lock);
+	}
+	s->cpu = alloc_percpu(struct pg_rx_cpu);
+	if (!s->cpu)
+		goto err;
+	for_each_possible_cpu(cpu) {
+		struct pg_rx_cpu *c = per_cpu_ptr(s->cpu, cpu);
+		int node = cpu_to_node(cpu);
+
+		seqcount_init(&c->seq);
+		if (level == PG_LVL_TIME) {
+			c->hist = kvzalloc_node(PG_HIST_BUCKETS * sizeof(u64),
+						GFP_KERNEL, node);
+			if (!c->hist)
+				goto err;
+		}
+		if (level >= PG_LVL_BASIC) {
+			c->stream = kvzalloc_node(PG_MAX_STREAMS * sizeof(*c->stream),
+						  GFP_KERNEL, node);
+			if (!c->stream)
+				goto err;
+		}
 	}
 	return s;
 err:
@@ -178,107 +199,85 @@ static int pg_rx_new_session(struct pg_rx *rx)
 
 /* ---- hook path ---- */
 
-static struct pg_stream *pg_stream_get(struct pg_rx_session *s,
+static struct pg_stream *pg_stream_find(struct pg_stream *st,
+					const struct in6_addr *src, bool v6)
+{
+	for (; st; st = st->next)
+		if (st->v6 == v6 && ipv6_addr_equal(&st->addr, src))
+			return st;
+	return NULL;
+}
+
+/* The stream of src: a lock-free lookup, the table lock only to add one. */
+static struct pg_stream *pg_stream_get(struct pg_streams *tbl,
 				       const struct in6_addr *src, bool v6)
 {
-	struct pg_streams *tbl = s->streams;
 	/* the address bytes as they are: a hash, not arithmetic */
 	u32 h = jhash(src->s6_addr, sizeof(src->s6_addr), 0) % PG_STREAM_BUCKETS;
 	struct pg_stream *st;
 
-	for (st = smp_load_acquire(&tbl->bucket[h]); st; st = st->next)
-		if (st->v6 == v6 && ipv6_addr_equal(&st->addr, src))
-			return st;
-
+	/* pairs with the bucket release below: a found stream is complete */
+	st = pg_stream_find(smp_load_acquire(&tbl->bucket[h]), src, v6);
+	if (st)
+		return st;
 	spin_lock(&tbl->lock);
-	for (st = tbl->bucket[h]; st; st = st->next)
-		if (st->v6 == v6 && ipv6_addr_equal(&st->addr, src))
-			goto out;
-	st = NULL;
-	if (tbl->count >= PG_MAX_STREAMS)
-		goto out;
-	st = kzalloc(sizeof(*st), GFP_ATOMIC);
-	if (!st)
-		goto out;
-	spin_lock_init(&st->lock);
-	st->v6 = v6;
-	st->addr = *src;
-	st->next = tbl->bucket[h];
-	tbl->order[tbl->count] = st;
-	smp_store_release(&tbl->count, tbl->count + 1);
-	smp_store_release(&tbl->bucket[h], st);
-out:
+	st = pg_stream_find(tbl->bucket[h], src, v6);
+	if (!st && tbl->count < PG_MAX_STREAMS) {
+		st = kzalloc(sizeof(*st), GFP_ATOMIC);
+		if (st) {
+			st->v6 = v6;
+			st->addr = *src;
+			st->id = tbl->count;
+			st->next = tbl->bucket[h];
+			tbl->order[st->id] = st;
+			/* readers of count and of the bucket see st complete */
+			smp_store_release(&tbl->count, tbl->count + 1);
+			smp_store_release(&tbl->bucket[h], st);
+		}
+	}
 	spin_unlock(&tbl->lock);
-	if (!st)
-		atomic64_inc(&s->streams_dropped);
 	return st;
 }
 
-/* Sequence accounting; README.md "Sequence accounting" is the contract. */
-static void pg_stream_seq(struct pg_stream *st, u32 seq32)
+/* This CPU's part of stream id, made on its first packet here. */
+static struct pg_stream_cpu *pg_stream_cpu_get(struct pg_rx_cpu *c, u32 id)
 {
-	u64 s;
+	struct pg_stream_cpu *sc = c->stream[id];
 
-	if (!st->packets) {
-		s = seq32;
-		st->lost += s ? s - 1 : 0;
-		st->seq_max = s;
-		__set_bit(s % PG_SEQ_WINDOW, st->window);
-		return;
-	}
-	s = st->seq_max + (u64)(s64)(s32)(seq32 - (u32)st->seq_max);
-	if ((s64)s < 0) {
-		st->old++;
-	} else if (s > st->seq_max) {
-		u64 gap = s - st->seq_max - 1, x;
-
-		st->lost += gap;
-		if (gap + 1 >= PG_SEQ_WINDOW)
-			bitmap_zero(st->window, PG_SEQ_WINDOW);
-		else
-			for (x = st->seq_max + 1; x < s; x++)
-				__clear_bit(x % PG_SEQ_WINDOW, st->window);
-		__set_bit(s % PG_SEQ_WINDOW, st->window);
-		st->seq_max = s;
-	} else if (st->seq_max - s < PG_SEQ_WINDOW) {
-		if (test_bit(s % PG_SEQ_WINDOW, st->window)) {
-			st->dup++;
-		} else {
-			st->ooo++;
-			if (st->lost)
-				st->lost--;
-			__set_bit(s % PG_SEQ_WINDOW, st->window);
-		}
-	} else {
-		st->old++;
-	}
+	if (likely(sc))
+		return sc;
+	sc = kzalloc(sizeof(*sc), GFP_ATOMIC);
+	if (!sc)
+		return NULL;
+	seqcount_init(&sc->seq);
+	smp_store_release(&c->stream[id], sc);	/* readers see it initialised */
+	return sc;
 }
 
-static void pg_stream_update(struct pg_stream *st, enum pgrx_level level, u32 seq,
-			     unsigned int len, u64 now, u64 lat, bool lat_ok)
+static void pg_stream_update(struct pg_stream_cpu *sc, enum pgrx_level level,
+			     u32 seq, unsigned int len, u64 now, u64 lat, bool lat_ok)
 {
-	spin_lock(&st->lock);
-	pg_stream_seq(st, seq);
-	st->packets++;
-	st->bytes += len;
+	raw_write_seqcount_begin(&sc->seq);
+	pg_seqwin_add(&sc->win, seq);
+	sc->bytes += len;
 	if (level == PG_LVL_TIME) {
-		if (st->have_arrival && now >= st->last_arrival)
-			pg_stat_add(&st->ia, now - st->last_arrival);
+		if (sc->have_arrival && now >= sc->last_arrival)
+			pg_stat_add(&sc->ia, now - sc->last_arrival);
 		else
-			st->ia.skipped++;
-		st->last_arrival = now;
-		st->have_arrival = true;
-		if (lat_ok && st->have_lat)
-			pg_stat_add(&st->jit, lat > st->last_lat ? lat - st->last_lat :
-				    st->last_lat - lat);
+			sc->ia.skipped++;
+		sc->last_arrival = now;
+		sc->have_arrival = true;
+		if (lat_ok && sc->have_lat)
+			pg_stat_add(&sc->jit, lat > sc->last_lat ? lat - sc->last_lat :
+				    sc->last_lat - lat);
 		else
-			st->jit.skipped++;
+			sc->jit.skipped++;
 		if (lat_ok) {
-			st->last_lat = lat;
-			st->have_lat = true;
+			sc->last_lat = lat;
+			sc->have_lat = true;
 		}
 	}
-	spin_unlock(&st->lock);
+	raw_write_seqcount_end(&sc->seq);
 }
 
 /* bytes counted: the frame without FCS = IP length + link header */
@@ -293,6 +292,8 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 {
 	struct pg_rx *rx = priv;
 	struct pg_rx_session *s;
+	struct pg_stream_cpu *sc;
+	struct pg_stream *st;
 	struct pg_rx_cpu *c;
 	struct in6_addr src;
 	u8 hbuf[PG_HDR_LEN];
@@ -339,9 +340,9 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	s = rcu_dereference(rx->session);
 	if (!s)
 		return NF_ACCEPT;
+	c = this_cpu_ptr(s->cpu);
 
 	if (s->level == PG_LVL_COUNTER) {
-		c = this_cpu_ptr(s->cpu);
 		raw_write_seqcount_begin(&c->seq);
 		c->packets++;
 		c->bytes += skb->len + pg_mac_len(skb);
@@ -349,8 +350,8 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 		return READ_ONCE(rx->pass) ? NF_ACCEPT : NF_DROP;
 	}
 
-	/* arrival: the core's receive stamp (see pg_rx_sync_tstamps), else now */
-	now = pg_skb_rx_realtime_ns(skb);
+	/* arrival: now, or the core's stamp with `timestamp stack` */
+	now = READ_ONCE(rx->stack_tstamps) ? pg_skb_rx_realtime_ns(skb) : 0;
 	if (!now)
 		now = ktime_get_real_ns();
 	seq = get_unaligned_be32(h + 4);
@@ -364,15 +365,17 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 		lat = now - ts;
 	len = skb->len + pg_mac_len(skb);
 
-	c = this_cpu_ptr(s->cpu);
+	st = pg_stream_get(s->streams, &src, v6);
+	sc = st ? pg_stream_cpu_get(c, st->id) : NULL;
+
 	raw_write_seqcount_begin(&c->seq);
 	c->packets++;
 	c->bytes += len;
-	if (s->level >= PG_LVL_BASIC) {
-		if (!c->first_ns)
-			c->first_ns = now;
-		c->last_ns = now;
-	}
+	if (!c->first_ns)
+		c->first_ns = now;
+	c->last_ns = now;
+	if (!sc)
+		c->streams_dropped++;
 	if (s->level == PG_LVL_TIME) {
 		if (lat_ok) {
 			pg_stat_add(&c->lat, lat);
@@ -383,19 +386,15 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	}
 	raw_write_seqcount_end(&c->seq);
 
-	if (s->level >= PG_LVL_BASIC) {
-		struct pg_stream *st = pg_stream_get(s, &src, v6);
-
-		if (st)
-			pg_stream_update(st, s->level, seq, len, now, lat, lat_ok);
-	}
+	if (sc)
+		pg_stream_update(sc, s->level, seq, len, now, lat, lat_ok);
 	return READ_ONCE(rx->pass) ? NF_ACCEPT : NF_DROP;
 }
 
 /* ---- read-out ---- */
 
 struct pg_rx_snap {
-	u64 packets, bytes, first_ns, last_ns;
+	u64 packets, bytes, first_ns, last_ns, streams_dropped;
 	struct pg_stat lat;
 };
 
@@ -409,6 +408,7 @@ static void pg_cpu_snap(struct pg_rx_cpu *c, struct pg_rx_snap *out)
 		out->bytes = c->bytes;
 		out->first_ns = c->first_ns;
 		out->last_ns = c->last_ns;
+		out->streams_dropped = c->streams_dropped;
 		out->lat = c->lat;
 	} while (read_seqcount_retry(&c->seq, seq));
 }
@@ -419,22 +419,55 @@ struct pg_stream_snap {
 	u64 packets, bytes, seq_max, lost, ooo, dup, old;
 };
 
-static void pg_stream_snap(struct pg_stream *st, struct pg_stream_snap *o,
-			   struct pg_stat *ia, struct pg_stat *jit)
+/* Scratch for merging one stream's per-CPU parts (too big for the stack). */
+struct pg_merge {
+	struct pg_stream_cpu one;	/* a consistent copy of one CPU's part */
+	struct pg_seqwin_sum sum;
+};
+
+static void pg_stream_cpu_snap(const struct pg_stream_cpu *sc, struct pg_stream_cpu *o)
 {
-	spin_lock_bh(&st->lock);
+	unsigned int seq;
+
+	do {
+		seq = read_seqcount_begin(&sc->seq);
+		pg_seqwin_copy(&o->win, &sc->win);
+		o->bytes = sc->bytes;
+		o->ia = sc->ia;
+		o->jit = sc->jit;
+	} while (read_seqcount_retry(&sc->seq, seq));
+}
+
+/* A stream as all CPUs saw it (seqwin.c: duplicates across CPUs, loss). */
+static void pg_stream_merge(struct pg_rx_session *s, const struct pg_stream *st,
+			    struct pg_merge *mg, struct pg_stream_snap *o,
+			    struct pg_stat *ia, struct pg_stat *jit)
+{
+	unsigned int cpu;
+
+	memset(o, 0, sizeof(*o));
 	o->v6 = st->v6;
 	o->addr = st->addr;
-	o->packets = st->packets;
-	o->bytes = st->bytes;
-	o->seq_max = st->seq_max;
-	o->lost = st->lost;
-	o->ooo = st->ooo;
-	o->dup = st->dup;
-	o->old = st->old;
-	pg_stat_merge(ia, &st->ia);
-	pg_stat_merge(jit, &st->jit);
-	spin_unlock_bh(&st->lock);
+	pg_seqwin_sum_init(&mg->sum);
+	for_each_possible_cpu(cpu) {
+		struct pg_rx_cpu *c = per_cpu_ptr(s->cpu, cpu);
+		/* pairs with the release in pg_stream_cpu_get(): initialised */
+		struct pg_stream_cpu *sc = smp_load_acquire(&c->stream[st->id]);
+
+		if (!sc)
+			continue;
+		pg_stream_cpu_snap(sc, &mg->one);
+		pg_seqwin_sum_add(&mg->sum, &mg->one.win);
+		o->bytes += mg->one.bytes;
+		pg_stat_merge(ia, &mg->one.ia);
+		pg_stat_merge(jit, &mg->one.jit);
+	}
+	o->packets = mg->sum.n;
+	o->seq_max = mg->sum.seq_max;
+	o->ooo = mg->sum.ooo;
+	o->dup = mg->sum.dup;
+	o->old = mg->sum.old;
+	o->lost = pg_seqwin_sum_lost(&mg->sum);
 }
 
 static void pg_print_addr(struct seq_file *m, const struct pg_stream_snap *o)
@@ -488,7 +521,8 @@ static int pg_rx_show(struct seq_file *m, void *v)
 	struct pg_stat lat = {}, ia = {}, jit = {};
 	struct pg_rx_snap tot = {}, cs;
 	struct pg_rx_session *s;
-	u64 *hist = NULL;
+	struct pg_merge *mg = NULL;
+	u64 *hist = NULL, dropped = 0;
 	unsigned int cpu, i;
 	u32 nstreams = 0;
 
@@ -496,19 +530,35 @@ static int pg_rx_show(struct seq_file *m, void *v)
 	s = rcu_dereference_protected(rx->session, lockdep_is_held(&rx->lock));
 	if (s && s->level == PG_LVL_TIME)
 		hist = kvcalloc(PG_HIST_BUCKETS, sizeof(u64), GFP_KERNEL);
-	if (s && s->streams)
+	if (s && s->streams) {
+		mg = kmalloc(sizeof(*mg), GFP_KERNEL);
+		/* pairs with the release in pg_stream_get(): order[] filled */
 		nstreams = smp_load_acquire(&s->streams->count);
+	}
+	if (s && ((s->streams && !mg) || (s->level == PG_LVL_TIME && !hist))) {
+		mutex_unlock(&rx->lock);
+		kfree(mg);
+		kvfree(hist);
+		return -ENOMEM;
+	}
+	for_each_possible_cpu(cpu) {
+		if (!s)
+			break;
+		pg_cpu_snap(per_cpu_ptr(s->cpu, cpu), &cs);
+		dropped += cs.streams_dropped;
+	}
 
 	if (rx->script)
 		seq_printf(m, "pgrx version=1 enabled=%d dev=%s ifindex=%d statistics=%s action=%s streams=%u streams_dropped=%llu\n",
 			   rx->hooks, rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
 			   pg_level_names[rx->level], rx->pass ? "pass" : "drop",
-			   nstreams, s ? (u64)atomic64_read(&s->streams_dropped) : 0);
+			   nstreams, dropped);
 	else
-		seq_printf(m, "RECEIVER %s: dev %s (ifindex %d), statistics %s, counted packets %s\n",
+		seq_printf(m, "RECEIVER %s: dev %s (ifindex %d), statistics %s, timestamp %s, counted packets %s\n",
 			   rx->hooks ? "enabled" : "disabled",
 			   rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
-			   pg_level_names[rx->level], rx->pass ? "passed on" : "dropped");
+			   pg_level_names[rx->level], rx->stack_tstamps ? "stack" : "hook",
+			   rx->pass ? "passed on" : "dropped");
 
 	for_each_possible_cpu(cpu) {
 		struct pg_rx_cpu *c = s ? per_cpu_ptr(s->cpu, cpu) : NULL;
@@ -549,7 +599,7 @@ static int pg_rx_show(struct seq_file *m, void *v)
 	for (i = 0; i < nstreams; i++) {
 		struct pg_stream_snap o;
 
-		pg_stream_snap(s->streams->order[i], &o, &ia, &jit);
+		pg_stream_merge(s, s->streams->order[i], mg, &o, &ia, &jit);
 		if (rx->script) {
 			seq_puts(m, "stream src=");
 			pg_print_addr(m, &o);
@@ -595,6 +645,7 @@ static int pg_rx_show(struct seq_file *m, void *v)
 	}
 	seq_printf(m, "Result: %s\n", rx->result);
 	mutex_unlock(&rx->lock);
+	kfree(mg);
 	kvfree(hist);
 	return 0;
 }
@@ -614,14 +665,17 @@ static int pg_rx_res(struct pg_rx *rx, int err, const char *fmt, const char *arg
 }
 
 /*
- * While counting with times (level basic or time), have the core stamp
- * packets as they enter the receive path: backlog/softirq delays on the
- * receiving host then stay out of the measured latency. Level counter reads
- * no clock at all.
+ * `timestamp stack`: have the core stamp packets as they enter the receive
+ * path (backlog and softirq delays on the receiving host then stay out of
+ * the latency). That switches receive timestamps on for every device of
+ * every namespace (net_enable_timestamp() is one global key), so it is held
+ * only while counting at level basic or time with `timestamp stack`; the
+ * default, `timestamp hook`, reads the clock in the hook and turns on
+ * nothing.
  */
 static void pg_rx_sync_tstamps(struct pg_rx *rx)
 {
-	bool want = rx->hooks && rx->level >= PG_LVL_BASIC;
+	bool want = rx->hooks && rx->level >= PG_LVL_BASIC && rx->stack_tstamps;
 
 	if (want && !rx->tstamps)
 		net_enable_timestamp();
@@ -710,6 +764,14 @@ static int pg_rx_command(struct pg_rx *rx, int argc, char **argv)
 					 "ERROR: display %.32s: expected human or script", argv[1]);
 		rx->script = argv[1][0] == 's';
 		return pg_rx_res(rx, 0, "OK: display=%s", argv[1]);
+	}
+	if (!strcmp(cmd, "timestamp")) {
+		if (strcmp(argv[1], "hook") && strcmp(argv[1], "stack"))
+			return pg_rx_res(rx, -EINVAL,
+					 "ERROR: timestamp %.32s: expected hook or stack", argv[1]);
+		WRITE_ONCE(rx->stack_tstamps, argv[1][0] == 's');
+		pg_rx_sync_tstamps(rx);
+		return pg_rx_res(rx, 0, "OK: timestamp=%s", argv[1]);
 	}
 	if (!strcmp(cmd, "action")) {
 		if (strcmp(argv[1], "drop") && strcmp(argv[1], "pass"))

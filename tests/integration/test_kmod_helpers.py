@@ -393,8 +393,8 @@ def kernel_problems(dmesg_text):
 def parse_device(text):
     """Upstream-format device file -> dict of the numbers the tests use."""
     d = {}
-    m = re.search(r"pkts-sofar: (\d+)\s+errors: (\d+)", text)
-    d["sofar"], d["errors"] = int(m.group(1)), int(m.group(2))
+    m = re.search(r"pkts-sofar: (\d+)\s+errors: (\d+)(?:\s+tx_dropped: (\d+))?", text)
+    d["sofar"], d["errors"], d["tx_dropped"] = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
     m = re.search(r"seq_num: (\d+)", text)
     d["seq_num"] = int(m.group(1))
     m = re.search(r"Result: OK: (\d+)\(c(\d+)\+d(\d+)\) usec, (\d+) \((\d+)byte,(\d+)frags\)\s+"

@@ -2,6 +2,7 @@
 egress port dut1: loss, reordering, duplication and delay, IPv4 and IPv6.
 Every test removes its qdisc again."""
 import contextlib
+import re
 import time
 
 import pytest
@@ -23,14 +24,27 @@ def netem(vm, spec):
         vm.dut("tc qdisc del dev dut1 root", check=False)
 
 
+TESTER_DROP_ATTEMPTS = 3
+
+
 def run(vm, count, ratep, ipv6, spec, settle=0.5):
-    setup_stream(vm, count, ratep=ratep, ipv6=ipv6)
-    with netem(vm, spec):
-        vm.start()
-        time.sleep(settle)        # packets still queued in netem
-    dev = parse_device(vm.read("tx0"))
-    rx = parse_pgrx(vm.read("pgrx"))
-    assert dev["sofar"] == count
+    """One counted run through the netem DUT. A TCG vCPU stall makes the
+    generator catch up back to back, and veth then drops what the DUT's
+    backlog cannot take (NET_XMIT_DROP: the module's tx_dropped). Such a run
+    is tester-limited, as the suite would call it, and says nothing about the
+    receiver: it is run again, up to TESTER_DROP_ATTEMPTS times (a CI run lost
+    3184 of 10000 frames this way)."""
+    for _ in range(TESTER_DROP_ATTEMPTS):
+        setup_stream(vm, count, ratep=ratep, ipv6=ipv6)
+        with netem(vm, spec):
+            vm.start()
+            time.sleep(settle)        # packets still queued in netem
+        dev = parse_device(vm.read("tx0"))
+        rx = parse_pgrx(vm.read("pgrx"))
+        assert dev["sofar"] + dev["tx_dropped"] == count, dev
+        if dev["tx_dropped"] <= 0.001 * count:
+            break
+    assert dev["tx_dropped"] <= 0.001 * count, f"tester-limited in every attempt: {dev}"
     [stream] = rx["streams"]
     return dev, rx, stream
 
@@ -85,7 +99,7 @@ def test_delay_2ms_mean_latency(kmod, ipv6):
     receiver's mean equals a reference computed outside the module, the
     mean of (capture timestamp - header timestamp) over a nanosecond tcpdump
     capture of the same packets on rx0 (both use the kernel's receive
-    timestamp), within 1 % + 50 us.
+    timestamp: the test asks pgrx for `timestamp stack`), within 1 % + 50 us.
     Then the spec's "mean 2 ms within 10 %": under TCG on a loaded host,
     netem's release timer and the vCPU can run late by tens of ms, so when
     the *reference* itself shows netem delivering outside 10 %, the test is
@@ -93,6 +107,7 @@ def test_delay_2ms_mean_latency(kmod, ipv6):
     """
     count = 2000
     setup_stream(kmod, count, ratep=1000, ipv6=ipv6)
+    kmod.pg("pgrx", "timestamp stack", "rx_reset")
     proto = "ip6" if ipv6 else "ip"
     # The reference must hold every packet: tcpdump under TCG can take over a
     # second to attach, so wait for its "listening" line, and let it stop by
@@ -112,6 +127,7 @@ def test_delay_2ms_mean_latency(kmod, ipv6):
     capture_log = kmod.sh("cat /tmp/kmodlat.err")
     ref = kmod.agent({"op": "pcap_latency", "path": "/tmp/kmodlat.pcap"})
     rx = parse_pgrx(kmod.read("pgrx"))
+    kmod.pg("pgrx", "timestamp hook")
     lat, pct = rx["stat"]["latency"], rx["percentile"]
     [st] = rx["streams"]
     assert lat["n"] == st["packets"] == count
@@ -198,3 +214,80 @@ def test_suite_parsers_read_the_real_output(kmod):
     assert thread.stopped == ["tx0"] and thread.running == []
     banner, version = pktgen_driver.parse_banner(kmod.read("pgctrl"))
     assert version == "2.75"
+
+
+# One stream over both vCPUs: RPS on rx0 steers by flow hash, and the
+# generator steps its UDP source port over 32 flows, so the stream's packets
+# are counted by the hooks of two CPUs at once, each in its own per-CPU state
+# (README.md "pgrx"), merged when read.
+#
+#   tx0 --veth--> [dut0 DUT netns dut1: netem] --veth--> rx0 (RPS cpus 0,1)
+SPREAD = {"loss": "loss 2%", "duplicate": "duplicate 2%", "reorder": "delay 2ms reorder 25% 50%"}
+
+
+def _qdisc_sent_dropped(vm):
+    out = vm.dut("tc -s qdisc show dev dut1")
+    m = re.search(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+)", out)
+    return int(m.group(1)), int(m.group(2))
+
+
+def _backlog_drops(vm):
+    """Packets the receiving CPUs' backlogs dropped (softnet_stat column 2)."""
+    return sum(int(line.split()[1], 16) for line in vm.sh("cat /proc/net/softnet_stat").splitlines())
+
+
+@pytest.mark.parametrize("impairment", list(SPREAD))
+def test_one_stream_spread_over_two_cpus_is_counted_exactly(kmod, impairment):
+    count = 20000
+    rps = "/sys/class/net/rx0/queues/rx-0/rps_cpus"
+    kmod.sh(f"echo 3 > {rps}")
+    try:
+        for _ in range(TESTER_DROP_ATTEMPTS):
+            setup_stream(kmod, count, ratep=5000, extra=["udp_src_min 1024", "udp_src_max 1055"])
+            backlog = _backlog_drops(kmod)
+            with netem(kmod, SPREAD[impairment]):
+                kmod.start()
+                time.sleep(1.0)          # netem's queue drains
+                sent, netem_dropped = _qdisc_sent_dropped(kmod)
+            backlog = _backlog_drops(kmod) - backlog
+            dev = parse_device(kmod.read("tx0"))
+            if dev["tx_dropped"] == 0 and backlog == 0:
+                break
+        rx = parse_pgrx(kmod.read("pgrx"))
+    finally:
+        kmod.sh(f"echo 0 > {rps}")
+    assert dev["sofar"] == count and dev["tx_dropped"] == 0 and backlog == 0, (dev, backlog)
+    per_cpu = [int(c["packets"]) for c in rx["cpus"]]
+    assert sum(1 for p in per_cpu if p > 0.1 * count) >= 2, per_cpu    # really spread
+    [st] = rx["streams"]
+    duplicated = sent - (count - netem_dropped)     # netem's Sent counts each copy
+    unique = st["packets"] - st["dup"] - st["old"]
+    assert st["packets"] == rx["total"]["packets"] == sent
+    assert st["dup"] == duplicated and st["old"] == 0
+    assert unique == count - netem_dropped
+    assert st["lost"] + (count - st["seq_max"]) == netem_dropped
+    if impairment == "loss":
+        assert netem_dropped > 0.01 * count
+    elif impairment == "duplicate":
+        assert duplicated > 0.01 * count
+    else:
+        assert st["ooo"] > 0.05 * count and netem_dropped == 0 and duplicated == 0
+
+
+def test_timestamp_hook_is_the_default_and_stack_is_asked_for(kmod):
+    """Arrival times are read in the hook unless `timestamp stack` is
+    written (which turns on the kernel's receive timestamps, a global
+    switch, while counting); both measure the bare path's latency."""
+    setup_stream(kmod, 2000, ratep=2000)
+    human = kmod.sh("cd /proc/net/pktgen && echo 'display human' > pgrx && cat pgrx; "
+                    "echo 'display script' > pgrx")
+    assert ", timestamp hook," in human, human
+    for mode in ("stack", "hook"):
+        res = kmod.writes([("/proc/net/pktgen/pgrx", f"timestamp {mode}"),
+                           ("/proc/net/pktgen/pgrx", "rx_reset")])
+        assert res[0]["ret"] > 0 and res[0]["result"] == f"OK: timestamp={mode}", res
+        kmod.start()
+        lat = parse_pgrx(kmod.read("pgrx"))["stat"]["latency"]
+        assert lat["n"] == 2000 and 0 < lat["min"] <= lat["max"] < 1e9, (mode, lat)
+    bad = kmod.writes([("/proc/net/pktgen/pgrx", "timestamp nic")])[0]
+    assert bad["ret"] < 0 and "expected hook or stack" in bad["result"], bad

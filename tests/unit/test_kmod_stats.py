@@ -11,14 +11,13 @@ checked against exact Python arithmetic:
 """
 import math
 import random
-import shutil
 import subprocess
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
-KMOD = Path(__file__).resolve().parents[2] / "pktgen-kmod"
+from kmod_userspace import build
+
 
 SHIM = {
     "linux/types.h": """
@@ -118,21 +117,7 @@ int main(void)
 
 @pytest.fixture(scope="module")
 def stats_bin(tmp_path_factory):
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler")
-    d = tmp_path_factory.mktemp("stats")
-    for name, text in SHIM.items():
-        guard = "SHIM_" + name.replace("/", "_").replace(".", "_").upper()
-        (d / "shim" / name).parent.mkdir(parents=True, exist_ok=True)
-        (d / "shim" / name).write_text(f"#ifndef {guard}\n#define {guard}\n{text}\n#endif\n")
-    (d / "harness.c").write_text(HARNESS)
-    out = d / "stats_test"
-    res = subprocess.run([cc, "-O1", "-Wall", "-Werror", "-I", str(d / "shim"), "-I", str(KMOD),
-                          "-o", str(out), str(d / "harness.c"), str(KMOD / "stats.c")],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    return out
+    return build(tmp_path_factory.mktemp("stats"), SHIM, HARNESS, ["stats.c"], "stats_test")
 
 
 def run(binary, text):
