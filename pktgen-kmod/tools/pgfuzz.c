@@ -105,12 +105,13 @@ static const char *const bad_rx[] = {
 	"rx", "rx\n", "rx a b", "rx nosuch0", "statistics", "statistics foo",
 	"statistics time x", "display", "display html", "action", "action accept",
 	"rx_reset now", "rx_disable 1", "statistics -1", "display 999999999999",
+	"timestamp", "timestamp nic", "timestamp hook stack", "timestamp -1",
 };
 
 static const char *const reserved[] = {
 	"start", "stop", "reset", "rx", "rx_reset", "rx_disable", "rem_device_all",
 	"max_before_softirq", "clear_counters", "display", "statistics", "action",
-	"add_device", "spi",	/* spi takes a value: "spi" alone is reported */
+	"timestamp", "add_device", "spi",	/* spi takes a value: "spi" alone is reported */
 };
 
 static int is_command(const char *w)
@@ -294,7 +295,9 @@ static const char *const kw_thread[] = { "add_device", "max_before_softirq", "" 
 
 static const char *const kw_ctrl[] = { "" };
 
-static const char *const kw_rx[] = { "rx", "statistics", "display", "action", "" };
+static const char *const kw_rx[] = {
+	"rx", "statistics", "display", "action", "timestamp", "",
+};
 
 /* Keywords that take no value: only an extra value is malformed. */
 static const char *const kw0_dev[] = { "clear_counters", "" };
