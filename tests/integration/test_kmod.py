@@ -210,13 +210,14 @@ RATES = [500, 2000, 5000, 10000, 15000]   # pps; headroom below the TCG tester c
 
 
 def _rate_attempt(kmod, ratep):
-    """One 4 s run at `ratep`: (generator pps, receiver pps, device, pgrx)."""
+    """One 4 s run at `ratep`: (generator pps, receiver pps, frames the
+    tester's veth dropped)."""
     count = 4 * ratep
     setup_stream(kmod, count, ratep=ratep)
     kmod.start()
     dev = parse_device(kmod.read("tx0"))
     rx = parse_pgrx(kmod.read("pgrx"))
-    assert dev["sofar"] == count
+    assert dev["sofar"] + dev["tx_dropped"] == count, dev
     achieved = (count - 1) / (dev["usec"] / 1e6)      # gaps between first and last
     tot = rx["total"]
     [st] = rx["streams"]
@@ -224,7 +225,7 @@ def _rate_attempt(kmod, ratep):
     # sequence numbers sent between the first and last arrival (robust to
     # packets the stalled TCG path dropped in between)
     assert st["seq_max"] > 0.9 * count
-    return achieved, (st["seq_max"] - 1) / span
+    return achieved, (st["seq_max"] - 1) / span, dev["tx_dropped"]
 
 
 RATE_ATTEMPTS = 3
@@ -240,12 +241,16 @@ def test_ratep_accuracy(kmod, ratep):
     only a vCPU stall (TCG on a shared 2-core host: up to ~200 ms) that falls
     on the last packets stretches the span, and then only in that run. A run
     that is too slow is therefore tried again, up to RATE_ATTEMPTS times: a
-    generator that is systematically slow fails every attempt. Too fast is
-    never the environment's doing and fails at once."""
+    generator that is systematically slow fails every attempt. So is a run
+    whose catch-up burst the tester's own veth dropped (tx_dropped: CI saw
+    897 of 40000): tester-limited, it measures the host, not the pacing.
+    Too fast is never the environment's doing and fails at once."""
     tried = []
     for _ in range(RATE_ATTEMPTS):
-        gen, recv = _rate_attempt(kmod, ratep)
-        tried.append((round(gen, 1), round(recv, 1)))
+        gen, recv, dropped = _rate_attempt(kmod, ratep)
+        tried.append((round(gen, 1), round(recv, 1)) + ((f"tx_dropped {dropped}",) if dropped else ()))
+        if dropped:
+            continue
         assert gen <= ratep * 1.03 and recv <= ratep * 1.05, f"faster than asked: {tried}"
         if gen == pytest.approx(ratep, rel=0.03) and recv == pytest.approx(ratep, rel=0.05):
             break

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from rfc2544.lab.flow_counter import backlog_drops
 from test_kmod_helpers import kmod, parse_device, parse_pgrx, setup_stream  # noqa: F401
 
 pytestmark = pytest.mark.lab
@@ -231,11 +232,6 @@ def _qdisc_sent_dropped(vm):
     return int(m.group(1)), int(m.group(2))
 
 
-def _backlog_drops(vm):
-    """Packets the receiving CPUs' backlogs dropped (softnet_stat column 2)."""
-    return sum(int(line.split()[1], 16) for line in vm.sh("cat /proc/net/softnet_stat").splitlines())
-
-
 @pytest.mark.parametrize("impairment", list(SPREAD))
 def test_one_stream_spread_over_two_cpus_is_counted_exactly(kmod, impairment):
     count = 20000
@@ -244,12 +240,12 @@ def test_one_stream_spread_over_two_cpus_is_counted_exactly(kmod, impairment):
     try:
         for _ in range(TESTER_DROP_ATTEMPTS):
             setup_stream(kmod, count, ratep=5000, extra=["udp_src_min 1024", "udp_src_max 1055"])
-            backlog = _backlog_drops(kmod)
+            backlog = backlog_drops(kmod.host)
             with netem(kmod, SPREAD[impairment]):
                 kmod.start()
                 time.sleep(1.0)          # netem's queue drains
                 sent, netem_dropped = _qdisc_sent_dropped(kmod)
-            backlog = _backlog_drops(kmod) - backlog
+            backlog = backlog_drops(kmod.host) - backlog
             dev = parse_device(kmod.read("tx0"))
             if dev["tx_dropped"] == 0 and backlog == 0:
                 break

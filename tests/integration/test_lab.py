@@ -89,12 +89,21 @@ def test_ping_crosses_the_dut(lab, tester, family):
 
 @pytest.mark.parametrize("family,count", [("ipv4", 10000), ("ipv6", 3000)])
 def test_kernel_pktgen_count_arrives_exactly(lab, tester, family, count):
+    """A run in which a CPU's input backlog overflowed (softnet_stat: the
+    burst a generator sends to catch up after a TCG vCPU stall; CI saw 3209
+    of 10000 lost so) is the host's doing, and is run again, up to 3 times;
+    any other loss fails at once."""
     src, dst = addr(getattr(TX, family)), addr(getattr(RX, family))
     tx0_rx_before = flow_counter.rx_packets(tester, "tx0")
     try:
-        with flow_counter.FlowCounter(tester, "rx0", src, dst) as counter:
-            result = kernel_pktgen.send(tester, "tx0", count, src, dst, DUT0.mac)
-            received = counter.count()
+        for attempt in range(3):
+            overflowed = flow_counter.backlog_drops(tester)
+            with flow_counter.FlowCounter(tester, "rx0", src, dst) as counter:
+                result = kernel_pktgen.send(tester, "tx0", count, src, dst, DUT0.mac)
+                received = counter.count()
+            overflowed = flow_counter.backlog_drops(tester) - overflowed
+            if received == count or not overflowed:
+                break
     finally:
         kernel_pktgen.unload(tester)
     # `sent` counts only frames the driver accepted. pktgen's `errors` counts
@@ -102,9 +111,10 @@ def test_kernel_pktgen_count_arrives_exactly(lab, tester, family, count):
     # host): those never reach the wire and pktgen retries them, so they are
     # not loss. Exactness is sent == received == count.
     assert result.sent == count, result
-    assert received == count, f"sent {result.sent}, received {received}, tester xmit errors {result.errors}"
+    assert received == count, (f"sent {result.sent}, received {received}, tester xmit errors {result.errors}, "
+                               f"backlog drops {overflowed}")
     # nothing much comes back: ICMP errors for the closed UDP port are rate-limited
-    assert flow_counter.rx_packets(tester, "tx0") - tx0_rx_before <= 6
+    assert flow_counter.rx_packets(tester, "tx0") - tx0_rx_before <= 6 * (attempt + 1)
 
 
 def test_capped_dut_forwards_no_more_than_the_cap(lab, tester):

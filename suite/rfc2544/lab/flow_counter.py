@@ -61,3 +61,11 @@ class FlowCounter:
 def rx_packets(host, dev, prefix=""):
     """The interface's own rx_packets counter."""
     return int(host.run(prefix + f"cat /sys/class/net/{quote(dev)}/statistics/rx_packets")[1])
+
+
+def backlog_drops(host):
+    """Frames the host's CPUs dropped because their input backlog was full
+    (/proc/net/softnet_stat, second column, summed): under TCG, the burst a
+    generator sends to catch up after a vCPU stall."""
+    text = host.run("cat /proc/net/softnet_stat")[1]
+    return sum(int(line.split()[1], 16) for line in text.splitlines() if line.strip())
