@@ -50,7 +50,7 @@ def export(rev):
     return d / "pktgen-kmod"
 
 
-def run_case(b, level, threads, count):
+def run_case(b, level, threads, count, has_timestamp_cmd):
     """Packets per second the receive path took, summed over the threads."""
     for t in range(2):
         b.pg(f"kpktgend_{t}", "rem_device_all")
@@ -59,7 +59,7 @@ def run_case(b, level, threads, count):
     else:
         stat, _, stamp = level.partition("+")
         b.pg("pgrx", f"statistics {stat}", "display script", "rx rx0")
-        if b.has_timestamp_cmd:
+        if has_timestamp_cmd:
             b.pg("pgrx", f"timestamp {stamp or 'hook'}")
     names = [f"rx0@{t}" for t in range(threads)]
     for t, name in enumerate(names):
@@ -91,11 +91,10 @@ def main():
         for r in range(args.rounds):
             for which in (("this", "baseline") if r % 2 == 0 else ("baseline", "this")):
                 b.use(OURS, builds[which])
-                b.has_timestamp_cmd = which == "this"     # the baseline stamps as `stack`
                 for level in LEVELS:
                     for threads in (1, 2):
                         got.setdefault((which, level, threads), []).append(
-                            run_case(b, level, threads, args.count))
+                            run_case(b, level, threads, args.count, which == "this"))  # baseline: stack only
         b.pg("pgrx", "rx_disable")
     rows = []
     for which in ("this", "baseline"):

@@ -394,7 +394,7 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 /* ---- read-out ---- */
 
 struct pg_rx_snap {
-	u64 packets, bytes, first_ns, last_ns, streams_dropped;
+	u64 packets, bytes, first_ns, last_ns;
 	struct pg_stat lat;
 };
 
@@ -408,7 +408,6 @@ static void pg_cpu_snap(struct pg_rx_cpu *c, struct pg_rx_snap *out)
 		out->bytes = c->bytes;
 		out->first_ns = c->first_ns;
 		out->last_ns = c->last_ns;
-		out->streams_dropped = c->streams_dropped;
 		out->lat = c->lat;
 	} while (read_seqcount_retry(&c->seq, seq));
 }
@@ -541,12 +540,10 @@ static int pg_rx_show(struct seq_file *m, void *v)
 		kvfree(hist);
 		return -ENOMEM;
 	}
-	for_each_possible_cpu(cpu) {
-		if (!s)
-			break;
-		pg_cpu_snap(per_cpu_ptr(s->cpu, cpu), &cs);
-		dropped += cs.streams_dropped;
-	}
+	/* one counter per CPU: no snapshot needed for the header line */
+	for_each_possible_cpu(cpu)
+		if (s)
+			dropped += READ_ONCE(per_cpu_ptr(s->cpu, cpu)->streams_dropped);
 
 	if (rx->script)
 		seq_printf(m, "pgrx version=1 enabled=%d dev=%s ifindex=%d statistics=%s action=%s streams=%u streams_dropped=%llu\n",
