@@ -21,9 +21,13 @@ Before/after (issue 12), interleaved in the same run on the same lab:
   before    every device command written each trial, a start shell spawned
             per trial whose exit reports the end (TrialSettings.diff_writes
             and Transport.loop_starts off)
-  after     only changed commands written, the whole device state verified
-            on read-back in the same batch; one looping start shell whose
-            PGDONE line reports the end the moment pgctrl's wait returns
+  read apart  only changed commands written, the whole device state
+            verified on read-back in the same batch; one persistent start
+            shell whose PGDONE line reports the end the moment pgctrl's
+            wait returns; the final read in a round trip of its own
+            (TrialSettings.fold_read off)
+  after     as `read apart`, but the start shell's script also does the
+            final read right after PGDONE (no round trip of its own)
 Trials alternate between two rates, as a search does, so every trial
 changes count and rate. Phases (median ms): configure; start/end = the
 traffic phase minus the generator's own sending time; read; other
@@ -42,7 +46,7 @@ import sys
 import time
 
 from rfc2544 import inventory
-from rfc2544.drivers import pktgen
+from rfc2544.drivers import pgrx, pktgen
 from rfc2544.drivers.plan import device_configs
 from rfc2544.drivers.script import Batch
 from rfc2544.model import TrialSpec
@@ -50,6 +54,7 @@ from rfc2544.tester import SSHTester
 
 RATES, DURATION = (1000, 800), 0.5
 PHASES = ("configure", "start/end", "read", "other", "total")
+MODES = ("before", "read apart", "after")
 
 
 def baseline_trial(host, tester, spec):
@@ -87,12 +92,13 @@ _STASH = {}
 
 
 def set_mode(tester, mode):
-    """Switch the tester between the old and the new control; the looping
-    start shell of the `after` trials is set aside during `before` trials
-    (it would otherwise be closed and spawned again in every `after` one)."""
-    after = mode == "after"
+    """Switch the tester between the old and the new control; the
+    persistent start shell is set aside during `before` trials (it would
+    otherwise be closed and spawned again in every other one)."""
+    after = mode != "before"
     tr = tester.transport
     tester.engine.settings.diff_writes = after
+    tester.engine.settings.fold_read = mode == "after"
     if tr.loop_starts != after:
         tr.loop_starts = after
         if after:
@@ -113,16 +119,27 @@ def phase_row(phases, wall, traffic_s):
     return {k: v * 1000 for k, v in row.items()}
 
 
-def floors(tester):
-    """An empty round trip, one /proc write and one counter read, each in
-    a batch on the persistent shell (ms)."""
+def floors(tester, spec):
+    """An empty round trip, one /proc write, one counter read, and the
+    configure batch's own work without the engine around it (receiver
+    reset, count, rate, clear_counters, read-back: what `after` sends),
+    each in a batch on the persistent shell (ms)."""
     host = tester.plans[0].tx_host
     session = tester.transport.session(host)
     dev = pktgen.device_path(tester.plans[0].device)
     reads = tester.engine.reader.batches("floor")[host]
+    counts, rates = tester._counts_and_rates(spec)
+    cfg = device_configs(tester.plans, spec, counts, rates)[0]
+    configure = Batch()
+    if tester.receiver_name == "pgrx":
+        pgrx.reset_batch(None, configure)
+    for cmd in cfg.commands():
+        if pktgen.command_key(cmd) in ("count", "delay", "clear_counters"):
+            configure.write(dev, cmd)
+    configure.extend(reads)
     out = {}
     for name, batch in (("empty round trip", Batch()), ("one /proc write", Batch().write(dev, "clear_counters")),
-                        ("one counter read", reads)):
+                        ("one counter read", reads), ("configure batch", configure)):
         t0 = time.monotonic()
         session.run_batch(batch)
         out[name] = (time.monotonic() - t0) * 1000
@@ -150,13 +167,13 @@ def main():
         for sp in specs:
             tester.run_trial(sp)        # setup (device added, start shell) outside the measurement
         host = inv.hosts[tester.plans[0].tx_host]
-        rows = {"before": [], "after": []}
-        writes = {"before": [], "after": []}
+        rows = {m: [] for m in MODES}
+        writes = {m: [] for m in MODES}
         floor_rows = []
         baseline = []
         k = 0
         for _ in range(a.trials):       # interleaved: both see the same lab load
-            for mode in ("before", "after"):
+            for mode in MODES:
                 set_mode(tester, mode)
                 n0 = tester.engine.control_counts["writes"]
                 t0 = time.monotonic()
@@ -165,7 +182,7 @@ def main():
                 k += 1
                 writes[mode].append(tester.engine.control_counts["writes"] - n0)
                 rows[mode].append(phase_row(tester.last_phases, wall, r.traffic_s))
-            floor_rows.append(floors(tester))
+            floor_rows.append(floors(tester, specs[(k - 1) % 2]))
             if a.baseline:
                 baseline.append(baseline_trial(host, tester, specs[0]))
         counts = dict(tester.engine.control_counts)
@@ -175,12 +192,10 @@ def main():
             lab.down()
     print(f"control overhead per trial: {a.trials} trials per mode, {'/'.join(map(str, RATES))} frames/s "
           f"alternating x {DURATION} s, generator {tester.generator_name}, receiver {tester.receiver_name}")
-    print(f"{'phase (median ms)':<20} {'before':>9} {'after':>9}")
+    print(f"{'phase (median ms)':<20}" + "".join(f" {m:>10}" for m in MODES))
     for ph in PHASES:
-        b, af = (statistics.median(r[ph] for r in rows[m]) for m in ("before", "after"))
-        print(f"{ph:<20} {b:>9.1f} {af:>9.1f}")
-    print(f"{'device writes/trial':<20} {statistics.median(writes['before']):>9.0f} "
-          f"{statistics.median(writes['after']):>9.0f}")
+        print(f"{ph:<20}" + "".join(f" {statistics.median(r[ph] for r in rows[m]):>10.1f}" for m in MODES))
+    print(f"{'device writes/trial':<20}" + "".join(f" {statistics.median(writes[m]):>10.0f}" for m in MODES))
     print("floor (median ms, same run)")
     for name in floor_rows[0]:
         print(f"  {name:<18} {statistics.median(f[name] for f in floor_rows):>9.1f}")

@@ -41,6 +41,7 @@ class TrafficWatch:
         self.change_at = None           # when to write it, once aimed
         self.changes = {}               # segment index -> RateChange
         self.aborted = self.deadline_hit = False
+        self.late_end = False           # the start write returned before the devices finished
 
     @property
     def change_pending(self):
@@ -81,6 +82,7 @@ class TrafficWatch:
         planned = self.expected_end - 0.25 - self.t0
         if self.aborted or self.deadline_hit or self.clock.monotonic() >= self.t0 + 0.9 * planned - 0.05:
             return
+        self.late_end = True
         while not self._all_sent():
             if self.clock.monotonic() >= self.deadline:
                 self.transport.stop_generators()

@@ -9,7 +9,9 @@
   one (any difference: devices re-added, everything rewritten, counted);
   traffic: `pgctrl start` on its own pre-opened channel per host, the rate
   schedule's segments sent without stopping (TrafficWatch);
-  residual wait, then one read of all final counters; post hooks.
+  residual wait, then one read of all final counters (with one tester
+  host, done by its start script right after the end: no round trip of its
+  own); post hooks.
 """
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -39,6 +41,7 @@ class TrialSettings:
     rate_tolerance: float = 0.99
     quiet_window_s: float = 0.2
     diff_writes: bool = True      # write only changed device commands (verified on read-back)
+    fold_read: bool = True        # one tester host: the final read rides on its start script
 
 
 @dataclass
@@ -53,6 +56,8 @@ class TrafficRun:
     aborted: bool
     deadline_hit: bool
     changes: dict
+    folded: str = None            # the host whose start script also does the final read
+    late_end: bool = False        # the start write returned before the run ended (in-tree pktgen)
 
 
 class Stopwatch:
@@ -272,13 +277,16 @@ class TrialEngine:
         mark("settle")
         run = self._traffic(spec, schedule, configs, progress, mark)
         self._last_traffic_end = run.t_end
-        if self.settings.waits.residual_s > 0:
-            self.transport.preopen_starts()   # hidden in the residual wait
-        remaining = self.settings.waits.residual_s - (self.clock.monotonic() - run.t_end)
-        if remaining > 0:
-            self.clock.sleep(remaining)
-        mark("residual")
-        tx, rx = self.reader.parse(self.transport.run_batches(self.reader.batches("final")), "final")
+        outputs = self._folded_read(run, mark)
+        if outputs is None:
+            if self.settings.waits.residual_s > 0:
+                self.transport.preopen_starts()   # hidden in the residual wait
+            remaining = self.settings.waits.residual_s - (self.clock.monotonic() - run.t_end)
+            if remaining > 0:
+                self.clock.sleep(remaining)
+            mark("residual")
+            outputs = self.transport.run_batches(self.reader.batches("final"))
+        tx, rx = self.reader.parse(outputs, "final")
         mark("read")
         self._finish_starts(run.starts, run.aborted or run.deadline_hit)
         self._last_end = self.clock.monotonic()
@@ -291,6 +299,33 @@ class TrialEngine:
         result.hooks = hook_runs
         result.notes += hook_notes(hook_runs)
         return result
+
+    def _fold_host(self, starts):
+        """The tester host whose start script does the final read: only
+        with one tester host (its end is the end of all traffic) and a
+        residual wait a script may sleep."""
+        if not self.settings.fold_read or len(self.tx_hosts) != 1:
+            return None
+        host = self.tx_hosts[0]
+        if not 0 <= self.settings.waits.residual_s <= 5 or not getattr(starts[host], "folds", False):
+            return None
+        return host
+
+    def _folded_read(self, run, mark):
+        """The final read done by the start script (None: read apart). Not
+        used when the start write returned before the devices finished
+        (its read came too early) or the run has not ended."""
+        if run.folded is None or run.late_end:
+            return None
+        start = run.starts[run.folded]
+        if start.wait(5.0) is None:
+            return None       # still running: _finish_starts stops it and reports
+        mark("residual")      # waited on the tester host, inside the script
+        outputs = {run.folded: start.collect(self.settings.waits.residual_s + 30)}
+        rest = {h: b for h, b in self.reader.batches("final").items() if h != run.folded}
+        if rest:
+            outputs.update(self.transport.run_batches(rest))
+        return outputs
 
     def _hooks(self, phase, mark):
         """Run the DUT hooks of `phase`; timed as its own phase only when
@@ -309,10 +344,15 @@ class TrialEngine:
                 starts[host] = self.transport.take_start(host)
             base = self._configure_checked(spec, configs)
             mark("configure")
+            folded = self._fold_host(starts)
+            read = self.reader.batches("final")[folded] if folded else None
             started = utc_now()
             t0 = self.clock.monotonic()
             for host in self.tx_hosts:
-                starts[host].trigger()
+                if host == folded:
+                    starts[host].trigger(read, self.settings.waits.residual_s)
+                else:
+                    starts[host].trigger()
             self.transport.running_starts = list(starts.values())
             watch = TrafficWatch(self, spec, schedule, starts, base, t0, progress)
             aborted, deadline_hit, t_end, changes = watch.run()
@@ -321,7 +361,8 @@ class TrialEngine:
             for s in starts.values():
                 s.close()
             raise
-        return TrafficRun(starts, base, started, t0, t_end, aborted, deadline_hit, changes)
+        return TrafficRun(starts, base, started, t0, t_end, aborted, deadline_hit, changes,
+                          folded, watch.late_end)
 
     def _finish_starts(self, starts, stopped):
         """Collect each start command's exit; a failure counts unless the

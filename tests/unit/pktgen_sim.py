@@ -352,18 +352,65 @@ class SimKernel:
         return "\n".join(out) + "\n"
 
 
+def run_ops(name, kernel, batch):
+    """Interpret a Batch's ops against `kernel` and parse what the real
+    script would print (PGERR / PGREAD / grep -H)."""
+    lines, status = [], 0
+    for op in batch.ops:
+        if op[0] == "write":
+            ok, result = kernel.write(op[1], op[2])
+            if not ok:
+                lines.append(f"PGERR\t{op[1]}\t{op[2]}\t{result}")
+                status = 3
+                break
+        elif op[0] == "read":
+            lines.append(f"PGREAD {op[1]}")
+            failed = False
+            for path in op[2]:
+                text = kernel.read(path)
+                if text is None:
+                    lines.append(f"grep: {path}: No such file or directory")
+                    failed = True
+                    continue
+                lines += [f"{path}:{l}" for l in text.splitlines()]
+            if failed:
+                lines.append("PGREADFAIL")
+            lines.append("PGREADEND")
+        elif op[0] == "sleep":
+            kernel.clock.sleep(op[1])
+    out = parse_output("\n".join(lines))
+    if out.errors:
+        raise InfraError(f"{name}: {out.errors[0]}")
+    if status:
+        raise InfraError(f"{name}: batch failed with status {status}")
+    return out
+
+
 class SimStart:
+    """StartShell / StartChannel stand-in (simulated)."""
+
     def __init__(self, kernel, loop=True):
         self.kernel = kernel
         self.loop = loop
+        self.folds = loop
         self.triggered = False
         self.closed = False
+        self.folded = None          # (read Batch, residual s) of the last trigger
         kernel.start_channels.append(self)
 
-    def trigger(self):
+    def trigger(self, read=None, residual_s=0.0):
         self.triggered = True
         self.triggers = getattr(self, "triggers", 0) + 1
+        self.folded = (read, residual_s) if read is not None else None
         self.kernel.start()
+
+    def collect(self, timeout):
+        """The folded read, after the residual wait in simulated time."""
+        read, residual_s = self.folded
+        self.folded = None
+        if residual_s > 0:
+            self.kernel.clock.sleep(residual_s)
+        return run_ops("start", self.kernel, read)
 
     def done(self):
         if not self.triggered:
@@ -394,6 +441,7 @@ class SimStart:
 
     def rearm(self):
         self.triggered = False
+        self.folded = None
 
     def close(self):
         self.closed = True
@@ -420,35 +468,7 @@ class SimSession:
 
     def collect_batch(self, timeout=None):
         batch, self._pending = self._pending, None
-        lines, status = [], 0
-        for op in batch.ops:
-            if op[0] == "write":
-                ok, result = self.kernel.write(op[1], op[2])
-                if not ok:
-                    lines.append(f"PGERR\t{op[1]}\t{op[2]}\t{result}")
-                    status = 3
-                    break
-            elif op[0] == "read":
-                lines.append(f"PGREAD {op[1]}")
-                failed = False
-                for path in op[2]:
-                    text = self.kernel.read(path)
-                    if text is None:
-                        lines.append(f"grep: {path}: No such file or directory")
-                        failed = True
-                        continue
-                    lines += [f"{path}:{l}" for l in text.splitlines()]
-                if failed:
-                    lines.append("PGREADFAIL")
-                lines.append("PGREADEND")
-            elif op[0] == "sleep":
-                self.kernel.clock.sleep(op[1])
-        out = parse_output("\n".join(lines))
-        if out.errors:
-            raise InfraError(f"{self.name}: {out.errors[0]}")
-        if status:
-            raise InfraError(f"{self.name}: batch failed with status {status}")
-        return out
+        return run_ops(self.name, self.kernel, batch)
 
     def run_batch(self, batch, timeout=None):
         self.send_batch(batch)

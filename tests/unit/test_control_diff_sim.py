@@ -129,3 +129,24 @@ def test_a_generator_whose_read_out_is_not_as_modelled_gets_full_writes(tmp_path
         pktgen_sim.SimDevice.text = real_text
     c = tester.engine.control_counts
     assert c["unverifiable"] == 1 and c["mismatches"] == 0 and c["full_writes"] == 3
+
+
+def test_the_final_read_rides_on_the_start_script(tmp_path):
+    """With one tester host the start script reads the final counters after
+    the residual wait: a trial is one configure batch and the start, no
+    batch of its own for the read; switched off, the read is a batch again."""
+    tester, kernel, session = make_tester(tmp_path, waits={"learning_s": 0, "residual_s": 0.3,
+                                                           "learning_frames": 0})
+    tester.run_trial(spec(learning=False))
+    n = len(session.batches)
+    t0 = kernel.clock.monotonic()
+    r = tester.run_trial(spec(learning=False))
+    assert r.tx_frames == r.rx_frames == 400
+    assert len(session.batches) == n + 1                 # the configure batch only
+    assert kernel.clock.monotonic() - t0 >= 0.2 + 0.3    # the residual wait was kept
+    tester.engine.settings.fold_read = False
+    n = len(session.batches)
+    r = tester.run_trial(spec(learning=False))
+    assert r.tx_frames == r.rx_frames == 400
+    assert len(session.batches) == n + 2
+    assert "final" in session.batches[-1].ops[-1][1]

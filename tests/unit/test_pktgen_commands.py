@@ -98,27 +98,8 @@ def test_pgrx_batches():
 
 
 def test_start_command_waits_for_the_trigger():
-    assert pktgen.start_command(loop=False) == \
+    assert pktgen.start_command() == \
         'read go && [ "$go" = start ] && echo start > /proc/net/pktgen/pgctrl'
-
-
-@pytest.mark.parametrize("shell", ["sh", "bash"])
-def test_start_loop_runs_once_per_trigger_and_reports_each_end(tmp_path, shell):
-    """The looping start shell: one blocking write and one PGDONE line per
-    'start' line; any other line (or EOF) ends it without a write; a failed
-    write reports its status and the loop goes on."""
-    ctl = tmp_path / "pgctrl"
-    cmd = pktgen.start_command().replace(pktgen.PGCTRL, str(ctl))
-    r = subprocess.run([shell, "-c", cmd], input="start\nstart\nstop\nstart\n",
-                       capture_output=True, text=True, timeout=30)
-    assert r.stdout.splitlines() == ["PGDONE 0", "PGDONE 0"]
-    assert ctl.read_text() == "start\n"
-    r = subprocess.run([shell, "-c", cmd], input="", capture_output=True, text=True, timeout=30)
-    assert (r.returncode, r.stdout) == (0, "")
-    bad = pktgen.start_command().replace(pktgen.PGCTRL, str(tmp_path / "no" / "pgctrl"))
-    r = subprocess.run([shell, "-c", bad], input="start\nstart\n", capture_output=True, text=True, timeout=30)
-    assert [l.split()[0] for l in r.stdout.splitlines()] == ["PGDONE", "PGDONE"]
-    assert all(int(l.split()[1]) != 0 for l in r.stdout.splitlines())
 
 
 def _state(text):

@@ -121,24 +121,14 @@ def stop_batch() -> Batch:
     return Batch().write(PGCTRL, "stop")
 
 
-def start_command(loop=True):
-    """Shell command for the start channel: waits for a 'start' line on
-    stdin, then makes the blocking write, which returns the moment the
-    module's last device stops (pgctrl's in-kernel wait), and prints
-    `PGDONE <status>`; then waits for the next line. One shell serves every
-    trial of a session: no process is spawned per trial, and the end of the
-    traffic reaches the tester as one line, not as a process exit. Closing
-    stdin (or any line but 'start') ends it without traffic; closing the
-    channel while a write blocks kills the shell, and the signal stops the
-    generators. `loop=False`: the single-use form (one run, its end is the
-    shell's exit), kept for comparison (bench/control_overhead.py)."""
-    if not loop:
-        return f'read go && [ "$go" = start ] && echo start > {PGCTRL}'
-    return (f'while read go && [ "$go" = start ]; do echo start > {PGCTRL}; '
-            f'echo "{START_DONE} $?"; done')
-
-
-START_DONE = "PGDONE"
+def start_command():
+    """Shell command for a single-use start channel: waits for a 'start'
+    line on stdin, then makes the blocking write; the end of the run is the
+    shell's exit. Closing stdin (or any line but 'start') ends it without
+    traffic. The suite's start channel is a persistent shell instead
+    (session.StartShell); this form is kept for comparison
+    (bench/control_overhead.py's `before`)."""
+    return f'read go && [ "$go" = start ] && echo start > {PGCTRL}'
 
 
 # ---------------------------------------------------------------- verified diff writes

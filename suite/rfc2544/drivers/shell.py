@@ -23,10 +23,16 @@ class RemoteShell:
         self.timeout = timeout
         self._chan = None
         self._pending = None
+        self._setup = None          # the setup text this shell has run (send's `setup`)
 
     @property
     def name(self):
         return f"{self.host.name}" + (f" (netns {self.netns})" if self.netns else "")
+
+    def open(self):
+        """Spawn the remote shell now (it is otherwise spawned by the first send)."""
+        if self._chan is None or self._chan.closed:
+            self._open()
 
     def _open(self):
         # bash: its mapfile builtin reads /proc files without a fork (batch
@@ -36,15 +42,20 @@ class RemoteShell:
         self._chan = self.host.open_channel(command, self.timeout)
         self._buf = bytearray()
         self._err = bytearray()
+        self._setup = None
 
-    def send(self, script):
-        """Start `script`; collect its output with `receive()`."""
+    def send(self, script, setup=None):
+        """Start `script`; collect its output with `receive()`. `setup`:
+        definitions the script needs, run first only if this shell has not
+        run them yet (they persist in the shell: `{ }` is no subshell)."""
         if self._pending is not None:
             # an earlier script was abandoned (Ctrl-C, an error while
             # waiting): its output would be read as ours; start a new shell
             self.close()
-        if self._chan is None or self._chan.closed:
-            self._open()
+        self.open()
+        if setup is not None and self._setup != setup:
+            script = setup + script
+            self._setup = setup
         marker = "@@RFC2544_END_" + secrets.token_hex(6)
         framed = f"{{\n{script}\n}} </dev/null 2>&1; printf '\\n%s %d\\n' {marker} $?\n"
         try:
@@ -83,6 +94,48 @@ class RemoteShell:
             if time.monotonic() > deadline:
                 self._broken(f"no answer within {timeout or self.timeout:.0f} s")
             _wait_readable(chan, min(0.05, max(deadline - time.monotonic(), 0.0)))
+
+    def pump(self):
+        """Take whatever output has arrived, without waiting. -> False once
+        the shell is gone."""
+        chan = self._chan
+        if chan is None:
+            return False
+        try:
+            while chan.recv_ready():
+                data = chan.recv(65536)
+                if not data:
+                    break
+                self._buf += data
+            while chan.recv_stderr_ready():
+                data = chan.recv_stderr(65536)
+                if not data:
+                    break
+                self._err += data
+        except OSError:
+            return False
+        return not (chan.exit_status_ready() or chan.closed)
+
+    def find_line(self, prefix):
+        """(text before it, the rest of the line) of the first complete
+        output line that starts with `prefix`, or None; consumes nothing."""
+        needle = prefix.encode()
+        if self._buf.startswith(needle):
+            at = 0
+        else:
+            at = self._buf.find(b"\n" + needle)
+            if at < 0:
+                return None
+            at += 1
+        eol = self._buf.find(b"\n", at)
+        if eol < 0:
+            return None
+        return (self._buf[:at].decode(errors="replace"),
+                self._buf[at + len(needle):eol].decode(errors="replace"))
+
+    def wait_readable(self, seconds):
+        if self._chan is not None:
+            _wait_readable(self._chan, seconds)
 
     def run(self, script, timeout=None):
         self.send(script)
