@@ -25,7 +25,7 @@ from rfc2544.drivers import pktgen
 from rfc2544.drivers.hooks import hook_notes, run_hooks
 from rfc2544.drivers.plan import check_addresses, device_configs
 from rfc2544.drivers.readings import CounterReader
-from rfc2544.drivers.script import Batch
+from rfc2544.drivers.script import MAX_SLEEP_S, Batch
 from rfc2544.schedule import RateSchedule
 from rfc2544.traffic_watch import TrafficWatch
 from rfc2544.trial_result import build_result
@@ -57,6 +57,7 @@ class TrafficRun:
     deadline_hit: bool
     changes: dict
     folded: str = None            # the host whose start script also does the final read
+    final_reads: dict = None      # host -> the Batch of its final read (with `folded`)
     late_end: bool = False        # the start write returned before the run ended (in-tree pktgen)
 
 
@@ -307,7 +308,7 @@ class TrialEngine:
         if not self.settings.fold_read or len(self.tx_hosts) != 1:
             return None
         host = self.tx_hosts[0]
-        if not 0 <= self.settings.waits.residual_s <= 5 or not getattr(starts[host], "folds", False):
+        if not 0 <= self.settings.waits.residual_s <= MAX_SLEEP_S or not getattr(starts[host], "folds", False):
             return None
         return host
 
@@ -322,7 +323,7 @@ class TrialEngine:
             return None       # still running: _finish_starts stops it and reports
         mark("residual")      # waited on the tester host, inside the script
         outputs = {run.folded: start.collect(self.settings.waits.residual_s + 30)}
-        rest = {h: b for h, b in self.reader.batches("final").items() if h != run.folded}
+        rest = {h: b for h, b in run.final_reads.items() if h != run.folded}
         if rest:
             outputs.update(self.transport.run_batches(rest))
         return outputs
@@ -345,12 +346,12 @@ class TrialEngine:
             base = self._configure_checked(spec, configs)
             mark("configure")
             folded = self._fold_host(starts)
-            read = self.reader.batches("final")[folded] if folded else None
+            final_reads = self.reader.batches("final") if folded else None
             started = utc_now()
             t0 = self.clock.monotonic()
             for host in self.tx_hosts:
                 if host == folded:
-                    starts[host].trigger(read, self.settings.waits.residual_s)
+                    starts[host].trigger(final_reads[host], self.settings.waits.residual_s)
                 else:
                     starts[host].trigger()
             self.transport.running_starts = list(starts.values())
@@ -362,7 +363,7 @@ class TrialEngine:
                 s.close()
             raise
         return TrafficRun(starts, base, started, t0, t_end, aborted, deadline_hit, changes,
-                          folded, watch.late_end)
+                          folded, final_reads, watch.late_end)
 
     def _finish_starts(self, starts, stopped):
         """Collect each start command's exit; a failure counts unless the

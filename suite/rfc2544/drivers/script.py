@@ -23,6 +23,7 @@ from rfc2544.errors import BadInput, InfraError
 
 PROC_PKTGEN = "/proc/net/pktgen"
 START_DONE = "PGDONE"      # `PGDONE <status>`: the blocking start write returned
+MAX_SLEEP_S = 5            # the longest pause a batch may hold (Batch.sleep)
 
 # The device part is checked by the one interface-name rule (validate).
 PATH_RE = re.compile(
@@ -127,8 +128,8 @@ class Batch:
     def sleep(self, seconds):
         # Only short, fixed pauses inside a batch (e.g. let a write take effect).
         seconds = float(seconds)
-        if not 0 < seconds <= 5:
-            raise ValueError("batch sleeps must be within (0, 5] s")
+        if not 0 < seconds <= MAX_SLEEP_S:
+            raise ValueError(f"batch sleeps must be within (0, {MAX_SLEEP_S}] s")
         self._steps.append(f"sleep {seconds:.3f}")
         self.ops.append(("sleep", seconds))
         return self

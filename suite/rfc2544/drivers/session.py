@@ -15,6 +15,18 @@ from rfc2544.drivers.script import START_DONE, Batch, parse_output
 from rfc2544.drivers.shell import RemoteShell, _wait_readable
 
 
+def checked_output(name, status, text):
+    """A batch script's output, parsed; a refused write or a failed script
+    is an InfraError naming the host."""
+    out = parse_output(text)
+    if out.errors:
+        raise InfraError(f"{name}: {out.errors[0]}")
+    if status != 0:
+        detail = (out.other or ["(no output)"])[-1]
+        raise InfraError(f"{name}: batch failed with status {status}: {detail}")
+    return out
+
+
 class StartChannel:
     """A single-use start channel (pktgen.start_command): one run per
     channel, its end is the shell's exit. Kept for comparison
@@ -103,8 +115,15 @@ class StartShell:
         self.triggered = True
         self.folded = read is not None
 
+    def _alive(self):
+        """Take the output that arrived; False once the shell is gone."""
+        try:
+            return self.shell.pump()
+        except OSError:
+            return False
+
     def done(self):
-        alive = self.shell.pump()
+        alive = self._alive()
         if self.triggered and self._status is None:
             found = self.shell.find_line(START_DONE + " ")
             if found is not None:
@@ -131,17 +150,11 @@ class StartShell:
     def collect(self, timeout):
         """The folded final read (after `done()`): a BatchOutput."""
         self._collected = True
-        status, text = self.shell.receive(timeout)
-        out = parse_output(text)
-        if out.errors:
-            raise InfraError(f"{self.host_name}: {out.errors[0]}")
-        if status != 0:
-            raise InfraError(f"{self.host_name}: the final read failed with status {status}")
-        return out
+        return checked_output(self.host_name, *self.shell.receive(timeout))
 
     def reusable(self):
         """The last run ended (PGDONE seen) and the shell is still there."""
-        return self.triggered and self._status is not None and self.shell.pump()
+        return self.triggered and self._status is not None and self._alive()
 
     def rearm(self):
         """Ready for the next trigger (only after `reusable()`): the rest of
@@ -170,14 +183,7 @@ class HostSession:
         batch.send_to(self.shell)
 
     def collect_batch(self, timeout=None):
-        status, text = self.shell.receive(timeout)
-        out = parse_output(text)
-        if out.errors:
-            raise InfraError(f"{self.name}: {out.errors[0]}")
-        if status != 0:
-            detail = (out.other or ["(no output)"])[-1]
-            raise InfraError(f"{self.name}: batch failed with status {status}: {detail}")
-        return out
+        return checked_output(self.name, *self.shell.receive(timeout))
 
     def run_batch(self, batch, timeout=None):
         self.send_batch(batch)

@@ -82,13 +82,11 @@ class RemoteShell:
                     status = int(self._buf[at + len(needle):eol] or b"255")
                     del self._buf[:eol + 1]
                     return status, output
-            if chan.recv_ready():
-                self._buf += chan.recv(65536)
+            seen = len(self._buf), len(self._err)
+            alive = self.pump()
+            if (len(self._buf), len(self._err)) != seen:
                 continue
-            if chan.recv_stderr_ready():
-                self._err += chan.recv_stderr(65536)
-                continue
-            if chan.exit_status_ready() or chan.closed:
+            if not alive:
                 err = self._err.decode(errors="replace").strip().splitlines()
                 self._broken("remote shell exited" + (f": {err[-1]}" if err else ""))
             if time.monotonic() > deadline:
@@ -97,23 +95,20 @@ class RemoteShell:
 
     def pump(self):
         """Take whatever output has arrived, without waiting. -> False once
-        the shell is gone."""
+        the shell is gone (an OSError of the channel propagates)."""
         chan = self._chan
         if chan is None:
             return False
-        try:
-            while chan.recv_ready():
-                data = chan.recv(65536)
-                if not data:
-                    break
-                self._buf += data
-            while chan.recv_stderr_ready():
-                data = chan.recv_stderr(65536)
-                if not data:
-                    break
-                self._err += data
-        except OSError:
-            return False
+        while chan.recv_ready():
+            data = chan.recv(65536)
+            if not data:
+                break
+            self._buf += data
+        while chan.recv_stderr_ready():
+            data = chan.recv_stderr(65536)
+            if not data:
+                break
+            self._err += data
         return not (chan.exit_status_ready() or chan.closed)
 
     def find_line(self, prefix):
