@@ -105,7 +105,6 @@ struct pg_dev {
 	struct list_head odev_node;	/* pn->odevs, under pn->odevs_lock */
 	struct pg_thread *thread;
 	struct net_device *odev;
-	netdevice_tracker dev_tracker;
 	char name[PG_NAME_LEN];		/* proc file name: IF or IF@tag */
 	struct proc_dir_entry *proc;
 	struct mutex cfg_lock;		/* config writes vs. start */

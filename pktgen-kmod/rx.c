@@ -192,7 +192,7 @@ static int pg_rx_new_session(struct pg_rx *rx)
 	old = rcu_replace_pointer(rx->session, s, lockdep_is_held(&rx->lock));
 	if (old) {
 		rx->retired = old;
-		rx->retired_gp = start_poll_synchronize_rcu();
+		rx->retired_gp = pg_rcu_gp_cookie();
 	}
 	return 0;
 }

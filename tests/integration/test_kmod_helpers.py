@@ -50,19 +50,29 @@ def build_fuzzer():
     return out
 
 
+def module_sources(src=None):
+    """The files a build of the module reads (sources, Kbuild, Makefile, the
+    configure step and its probes), relative to the source dir."""
+    src = Path(src or KMOD_SRC)
+    return sorted(p.relative_to(src) for p in src.rglob("*")
+                  if p.is_file() and p.parts[len(src.parts)] != "tools"
+                  and (p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile", "configure"))
+                  and not p.name.endswith(".mod.c") and p.name != "probes.h")
+
+
 def build_ko(kdir):
     """Build once per source state and kernel; returns the .ko path."""
-    files = sorted(p for p in KMOD_SRC.iterdir()
-                   if p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile"))
+    files = module_sources()
     digest = hashlib.sha256(str(kdir).encode())
     for p in files:
-        digest.update(p.name.encode() + p.read_bytes())
+        digest.update(str(p).encode() + (KMOD_SRC / p).read_bytes())
     key = digest.hexdigest()[:16]
     if key in _BUILDS:
         return _BUILDS[key]
     out = Path(tempfile.mkdtemp(prefix=f"kmod-{key}-"))
     for p in files:
-        shutil.copy2(p, out / p.name)
+        (out / p).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(KMOD_SRC / p, out / p)
     res = subprocess.run(["make", f"KDIR={kdir}", "W=1"], cwd=out,
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]

@@ -31,9 +31,12 @@ def _fetch(release):
 
 
 def _copy_sources(dst):
-    for p in KMOD.iterdir():
-        if p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile"):
-            shutil.copy2(p, dst / p.name)
+    for p in KMOD.rglob("*"):
+        rel = p.relative_to(KMOD)
+        if p.is_file() and rel.parts[0] != "tools" and p.name != "probes.h" and (
+                p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile", "configure")):
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, dst / rel)
 
 
 @pytest.mark.parametrize("release", RELEASES)
