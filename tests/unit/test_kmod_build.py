@@ -66,3 +66,64 @@ def test_fetch_headers_rejects_bad_release():
                          capture_output=True, text=True)
     assert out.returncode == 2
     assert "bad release name" in out.stderr
+
+
+PROBE_NO_CHOICE = """// SPDX-License-Identifier: GPL-2.0
+/* choices: one two */
+#include <linux/types.h>
+#ifdef PROBE_one
+int probe_one(void) { return no_such_function_one(); }
+#endif
+#ifdef PROBE_two
+int probe_two(void) { return no_such_function_two(); }
+#endif
+"""
+PROBE_BROKEN_CONTROL = """// SPDX-License-Identifier: GPL-2.0
+/* choices: one none */
+#include <linux/no_such_header.h>
+#ifdef PROBE_one
+int probe_one(void);
+#endif
+"""
+
+
+@pytest.mark.parametrize("probe,says", [
+    (PROBE_NO_CHOICE, "probe zz_undecided cannot decide: none of its choices (one two) compiles"),
+    (PROBE_BROKEN_CONTROL, "probe zz_undecided cannot decide: its control"),
+], ids=["no-choice-compiles", "control-broken"])
+def test_a_probe_that_cannot_decide_fails_the_build_naming_it(probe, says, tmp_path):
+    """The configure step never guesses: a probe with no choice that compiles
+    (and no 'none'), or whose shared part does not compile, stops the build."""
+    if shutil.which("make") is None or shutil.which("gcc-12") is None:
+        pytest.skip("make/gcc-12 not installed (make deps)")
+    kdir = _fetch(RELEASES[0])
+    _copy_sources(tmp_path)
+    (tmp_path / "probes" / "zz_undecided.c").write_text(probe)
+    out = subprocess.run(["make", f"KDIR={kdir}"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert out.returncode != 0
+    assert says in out.stderr, out.stderr[-2000:]
+    assert not (tmp_path / "probes.h").exists() and not (tmp_path / "rfc2544_pktgen.ko").exists()
+
+
+def test_probes_choose_per_kernel_and_are_cached(tmp_path):
+    """6.1 has no <linux/unaligned.h> and marks delivery times with
+    mono_delivery_time; 6.12 has both newer forms. A second configure with
+    nothing changed leaves probes.h alone."""
+    if shutil.which("make") is None or shutil.which("gcc-12") is None:
+        pytest.skip("make/gcc-12 not installed (make deps)")
+    _copy_sources(tmp_path)
+    expect = {RELEASES[0]: ("UNALIGNED_HEADER_ASM", "SKB_TSTAMP_TYPE_MONO_DELIVERY_TIME"),
+              RELEASES[1]: ("UNALIGNED_HEADER_LINUX", "SKB_TSTAMP_TYPE_TSTAMP_TYPE")}
+    for release, names in expect.items():
+        kdir = _fetch(release)
+        out = subprocess.run(["bash", "scripts/configure", str(kdir), "probes.h"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        header = (tmp_path / "probes.h").read_text()
+        for name in names:
+            assert f"#define PG_HAVE_{name} 1" in header, header
+        before = (tmp_path / "probes.h").stat().st_mtime_ns
+        again = subprocess.run(["bash", "scripts/configure", str(kdir), "probes.h"], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0 and again.stdout == ""
+        assert (tmp_path / "probes.h").stat().st_mtime_ns == before
