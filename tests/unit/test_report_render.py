@@ -261,6 +261,30 @@ def test_unusual_but_valid_results_render(tmp_path):
     assert "measured throughput (0 % loss), IPv6" in html    # one curve per IP version
 
 
+def test_a_run_on_the_intree_pktgen_names_generator_and_receiver(tmp_path, monkeypatch):
+    """A tester with only the in-tree pktgen (the pktgen_kmod role's
+    pktgen_kmod_intree_fallback on a kernel outside the tested range):
+    results.json's conditions and the report say which generator and which
+    receiver ran, in the conditions table and in the deviations banner."""
+    from pktgen_sim import SimKernel
+    from test_tester_sim import make_tester
+    from rfc2544 import commands, profiles
+    from rfc2544.results import Results
+    from rfc2544.runner import build_plan
+    tester, _, _ = make_tester(tmp_path, SimKernel(pgrx=False))
+    monkeypatch.setattr(tester, "conditions", lambda: {"hosts": {}})      # host facts: not this test's
+    profile = profiles.load("quick")
+    conditions = commands.conditions_for(tester, tester.inventory, profile, None, None)
+    assert (conditions["generator"], conditions["receiver"], conditions["fidelity"]) == \
+        ("pktgen (in-tree)", "interface counters", "lower")
+    # written as a run writes it (and checked against the schema on save)
+    results = Results.create(tmp_path / "run", profile, build_plan(profile), profiles.deviations(profile), conditions)
+    text = visible_text(render_html(load_results(results.path)))
+    assert "Generator pktgen (in-tree) Receiver interface counters Fidelity lower" in text
+    assert ("lower-fidelity measurement: the receiver is interface counters, the generator pktgen (in-tree); "
+            "loss is counted per interface rather than per test stream") in text
+
+
 def test_report_cli_unwritable_output_is_bad_input(capsys, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")

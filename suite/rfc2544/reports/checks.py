@@ -205,7 +205,8 @@ def _tester(ctx):
     conditions = ctx.results["conditions"]
     if conditions.get("fidelity") and conditions["fidelity"] != "full":
         yield ("fidelity", f"{conditions['fidelity']}-fidelity measurement: the receiver is "
-                           f"{conditions.get('receiver') or 'unknown'}; loss is counted per interface rather "
+                           f"{conditions.get('receiver') or 'unknown'}, the generator "
+                           f"{conditions.get('generator') or 'unknown'}; loss is counted per interface rather "
                            f"than per test stream")
     bound = [t for t in ctx.results["throughput"] if t.get("tester_bound")]
     if bound:
