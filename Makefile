@@ -13,7 +13,7 @@ DEMO_LAB ?= demo
 # Debian packages the project needs on the controller (this machine).
 APT_PACKAGES := \
 	python3 python3-venv python3-pip \
-	qemu-system-x86 qemu-utils debootstrap e2fsprogs cpio zstd \
+	qemu-system-x86 qemu-utils debootstrap debian-archive-keyring e2fsprogs cpio zstd \
 	openssh-client iproute2 dpkg-dev make gcc libelf-dev dwarves \
 	sparse linux-source-6.1 perl \
 	chromium poppler-utils fonts-dejavu-core \
