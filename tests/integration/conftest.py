@@ -59,8 +59,10 @@ BACKGROUND_NICE = 19
 # background lab, whose tests unload the module under traffic: a
 # use-after-free there oopses or is reported instead of passing silently.
 BACKGROUND_KERNEL_ARGS = ("slub_debug=FZP",)
-_BACKGROUND = {"nodeids": [], "proc": None, "t0": None, "ran": None}    # the lab_background tests run by a child pytest; session_prep.py
+_BACKGROUND = {"nodeids": [], "proc": None, "t0": None}    # the lab_background tests run by a child pytest; session_prep.py
+_CHILDREN_RAN = {}  # "background"/"newest" -> (exit code, junit, log, start, end) of its child pytest
 _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log": [...]}
+_NEWEST = {}    # the newest-kernel step: release, nic, tests (test_newest_kernel.py)
 _TMP = []       # the early steps' scratch dir, removed at session end
 
 
@@ -108,38 +110,48 @@ def _module_name(item):
 
 def _background_outcome(module, name):
     def ran_in_the_background_pytest():
-        step = _EARLY.get("background")
-        if step is None:
-            pytest.fail("the background tests were not started")
-        step["done"].wait()
-        if "error" in step:
-            raise step["error"]
-        code, junit, log, *_ = step["value"]
-        case = _junit_case(junit, module, name)
-        if case is None:
-            pytest.fail(f"the background pytest (exit {code}) did not report {name}; "
-                        f"its output ends:\n{Path(log).read_text()[-3000:]}", pytrace=False)
-        for tag in ("failure", "error"):
-            found = case.find(tag)
-            if found is not None:
-                pytest.fail(f"in the background pytest: {found.get('message', '')}\n{found.text or ''}",
-                            pytrace=False)
-        skipped = case.find("skipped")
-        if skipped is not None:
-            pytest.skip(skipped.get("message", "skipped in the background pytest"))
+        child_outcome("background", module, name)
     return ran_in_the_background_pytest
 
 
-def _junit_case(path, module, name):
-    """The junit testcase of test `name` in test module `module` (junit's
-    classname is the module's dotted path)."""
+def child_outcome(step, module, name):
+    """Report here what test `name` of test module `module` did in the child
+    pytest of early step `step` (background, newest): its failure text
+    included. `name` without parameters stands for each of its
+    parametrizations, no name for every test of the module; all must pass."""
+    outcome = _EARLY.get(step)
+    if outcome is None:
+        pytest.fail(f"the {step} tests were not started")
+    outcome["done"].wait()
+    if "error" in outcome:
+        raise outcome["error"]
+    code, junit, log, *_ = outcome["value"]
+    cases = _junit_cases(junit, module, name)
+    if not cases:
+        pytest.fail(f"the {step} pytest (exit {code}) did not report {module}::{name}; "
+                    f"its output ends:\n{Path(log).read_text()[-3000:]}", pytrace=False)
+    for case in cases:
+        for tag in ("failure", "error"):
+            found = case.find(tag)
+            if found is not None:
+                pytest.fail(f"in the {step} pytest, {case.get('name')}: {found.get('message', '')}\n"
+                            f"{found.text or ''}", pytrace=False)
+    skipped = [case.find("skipped") for case in cases]
+    if all(s is not None for s in skipped):
+        pytest.skip(skipped[0].get("message", f"skipped in the {step} pytest"))
+
+
+def _junit_cases(path, module, name):
+    """The junit testcases of test `name` (or of its parametrizations; all
+    of them for no name) in test module `module` (junit's classname is the module's dotted path)."""
     import xml.etree.ElementTree as ET
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError):
-        return None
-    return next((c for c in root.iter("testcase") if c.get("name") == name
-                 and c.get("classname", "").split(".")[-1] == module), None)
+        return []
+    return [c for c in root.iter("testcase")
+            if (not name or c.get("name") == name or c.get("name", "").startswith(name + "["))
+            and c.get("classname", "").split(".")[-1] == module]
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -173,6 +185,8 @@ def pytest_collection_finish(session):
     for item in session.items:
         needs.update(n for n in ("lab", "lab2", "wheel_venv") if n in getattr(item, "fixturenames", ()))
     steps = []
+    if any(_module_name(item) == "test_kernel_matrix" for item in session.items):
+        steps.append("kernels")      # a niced process of its own from the start
     # (the background pytest's Ansible tests use the wheel too)
     if ("wheel_venv" in needs or _BACKGROUND["nodeids"]) and not os.environ.get("RFC2544_WHEEL_VENV"):
         steps.append("wheel_venv")
@@ -184,6 +198,10 @@ def pytest_collection_finish(session):
         steps.append("two")
         if any(_module_name(item) == "test_ansible_tuning_lab" for item in session.items):
             steps.append("tuning")
+    newest = next((item.module for item in session.items if _module_name(item) == "test_newest_kernel"), None)
+    if newest is not None and not os.environ.get("RFC2544_REUSE_LAB"):
+        steps.append("newest")
+        _NEWEST.update(newest.NEWEST, tests=[f"tests/integration/{t}" for t in newest.NEWEST_TESTS])
     if steps:
         _start_early(steps)
 
@@ -204,7 +222,8 @@ def _start_early(steps):
         _EARLY[step] = {"done": threading.Event(), "log": []}
     read_fd, write_fd = os.pipe()
     spec = {"steps": steps, "tmp": str(tmp), "nice": BACKGROUND_NICE, "report_fd": write_fd,
-            "names": {s: _session_lab_name(s) for s in ("single", "two", "background")},
+            "names": {s: _session_lab_name(s) for s in ("single", "two", "background", "newest")},
+            "newest": _NEWEST,
             "background_tests": _BACKGROUND["nodeids"], "background_kernel_args": BACKGROUND_KERNEL_ARGS}
     with open(tmp / "prep.log", "w") as out:
         proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("session_prep.py")), json.dumps(spec)],
@@ -237,8 +256,8 @@ def _take_report(tmp, step):
         outcome["error"] = RuntimeError(f"session preparation {step!r} failed:\n{report['error']}")
     else:
         outcome["value"] = report["value"]     # a lab's name: its Lab is made when a test asks
-        if step == "background":
-            _BACKGROUND["ran"] = report["value"]
+        if step in ("background", "newest"):
+            _CHILDREN_RAN[step] = report["value"]
     outcome["done"].set()
 
 
@@ -343,6 +362,13 @@ def results_match_the_schema(request):
 
 
 @pytest.fixture
+def child_test_outcome():
+    """child_test_outcome(step, module, name): report here what a test did
+    in the child pytest of early step `step` (child_outcome)."""
+    return child_outcome
+
+
+@pytest.fixture
 def early_result(request):
     """early_result(step): what early step `step` returned, or None if the
     session did not start it."""
@@ -357,15 +383,16 @@ def tester(lab):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """When the background pytest ran, and for how long: if it ends after
-    this session's other lab tests, it is the run's critical path."""
+    """When the child pytests ran, and for how long: one that ends after
+    this session's other lab tests is the run's critical path."""
     # (pytest_sessionfinish, which clears _EARLY, runs before this)
-    if _BACKGROUND["ran"]:
-        code, _, _, started, ended = _BACKGROUND["ran"]
-        t0 = _BACKGROUND["t0"]
-        terminalreporter.write_line(
-            f"background pytest ({len(_BACKGROUND['nodeids'])} tests, exit {code}): "
-            f"from {started - t0:.0f} s to {ended - t0:.0f} s after collection")
+    for step, what in (("background", f"{len(_BACKGROUND['nodeids'])} tests"),
+                       ("newest", f"{len(_NEWEST.get('tests', ()))} tests on {_NEWEST.get('release')}")):
+        if step in _CHILDREN_RAN:
+            code, _, _, started, ended = _CHILDREN_RAN[step]
+            t0 = _BACKGROUND["t0"]
+            terminalreporter.write_line(f"{step} pytest ({what}, exit {code}): "
+                                        f"from {started - t0:.0f} s to {ended - t0:.0f} s after collection")
 
 
 def pytest_sessionfinish(session):
@@ -383,6 +410,9 @@ def pytest_sessionfinish(session):
         outcome["done"].wait()
         if step in ("single", "two", "background") and not os.environ.get("RFC2544_KEEP_LAB"):
             Lab(_session_lab_name(step)).down(log=lambda m: None)
+        if step == "newest" and not os.environ.get("RFC2544_KEEP_LAB"):
+            for n in "12":
+                Lab(_session_lab_name(step) + n).down(log=lambda m: None)
     _EARLY.clear()
     for tmp in _TMP:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -10,7 +10,7 @@ moment it started (a run once lost both its labs to that race).
 
 SPEC_JSON: {"steps": [...], "tmp": dir, "names": {step: lab name},
 "nice": N, "background_tests": [nodeid, ...], "background_kernel_args": [word, ...],
-"report_fd": fd}. Steps, in order:
+"newest": {"release": name, "nic": model, "tests": [nodeid, ...]}, "report_fd": fd}. Steps, in order:
   wheel_venv  build the wheel, install it with its dependencies in tmp/venv
   single      boot the single lab (with the wheel's `rfc2544 lab up` when
               wheel_venv is a step: CI boots its lab as a user would)
@@ -20,6 +20,13 @@ SPEC_JSON: {"steps": [...], "tmp": dir, "names": {step: lab name},
               path, log path, start time, end time)
   two         boot the two-host lab (niced)
   tuning      test_ansible_tuning_lab.exercise on the two-host lab (niced)
+  kernels     start pktgen-kmod/scripts/check-kernels (niced) with its
+              results in tmp/kernels.json; reported when it has ended, as
+              (exit code, results path, log path, start time, end time)
+  newest      boot a single and a two-host lab of the newest kernel
+              (spec["newest"]: release, and the two-host lab's NIC model),
+              niced, and run the newest_tests in a niced child pytest on
+              them; reported when it has ended, as background is
 Each finished step is pickled to tmp/<step>.pickle as
 {"value": ..., "error": text or None, "log": [lines]} and its name written,
 one line, to report_fd. SIGTERM ends the work (and the child pytest).
@@ -59,9 +66,7 @@ class Prep:
         self.tmp = Path(spec["tmp"])
         self.nice = spec["nice"]
         self.values = {}
-        self.child = None       # the background tests' pytest
-        self.background_files = None   # (its junit path, its log path)
-        self.background_started = None  # time.time() when it started
+        self.children = {}      # step -> (its child pytest, junit path, log path, start time)
 
     def run(self, step, log):
         from rfc2544.lab import Lab
@@ -83,6 +88,14 @@ class Prep:
         if step == "background":
             self.start_background_tests(Lab(name))
             return None          # reported when the child pytest ends
+        if step == "kernels":
+            results = self.tmp / "kernels.json"
+            self.start_child("kernels", [str(ROOT / "pktgen-kmod" / "scripts" / "check-kernels"),
+                                         "--json", str(results)], {}, results)
+            return None          # reported when it ends
+        if step == "newest":
+            self.start_newest_tests(Lab(name + "1"), Lab(name + "2"))
+            return None          # reported when the child pytest ends
         if step == "tuning":
             if self.values.get("two") is None:
                 raise RuntimeError("the two-host lab did not boot")
@@ -94,19 +107,37 @@ class Prep:
         """A niced single lab of their own and a niced child pytest on it: the
         single lab's tests leave a core idle."""
         lab.up("single", log=lambda m: None, nice=self.nice, kernel_args=self.spec["background_kernel_args"])
+        self.start_pytest("background", self.spec["background_tests"], {
+            "RFC2544_REUSE_LAB": lab.name,
+            "RFC2544_LAB_KERNEL_ARGS": " ".join(self.spec["background_kernel_args"])})
+
+    def start_newest_tests(self, single, two):
+        """The newest kernel's labs (a single one, a two-host one on its NIC
+        model), niced, and a niced child pytest on them."""
+        newest = self.spec["newest"]
+        single.up("single", log=lambda m: None, nice=self.nice, release=newest["release"])
+        two.up("two-host", log=lambda m: None, nice=self.nice, release=newest["release"], nic=newest["nic"])
+        self.start_pytest("newest", newest["tests"], {"RFC2544_REUSE_LAB": single.name,
+                                                      "RFC2544_REUSE_LAB2": two.name})
+
+    def start_pytest(self, step, tests, env_add):
+        """A niced child pytest of `tests` for `step`, its junit in tmp/<step>-tests.xml."""
+        junit = self.tmp / f"{step}-tests.xml"
+        self.start_child(step, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                f"--junitxml={junit}", *tests], env_add, junit)
+
+    def start_child(self, step, argv, env_add, result):
+        """A niced child process for `step` that writes `result`; its output
+        in tmp/<step>-tests.log."""
         env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-        env["RFC2544_REUSE_LAB"] = lab.name
-        env["RFC2544_LAB_KERNEL_ARGS"] = " ".join(self.spec["background_kernel_args"])
+        env.update(env_add)
         if self.values.get("wheel_venv") is not None:
             env["RFC2544_WHEEL_VENV"] = str(self.values["wheel_venv"])
-        junit, log = self.tmp / "background-tests.xml", self.tmp / "background-tests.log"
+        log = self.tmp / f"{step}-tests.log"
         with open(log, "w") as out:
-            self.child = subprocess.Popen(
-                ["nice", "-n", str(self.nice), sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 f"--junitxml={junit}", *self.spec["background_tests"]],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        self.background_files = (str(junit), str(log))
-        self.background_started = time.time()
+            child = subprocess.Popen(["nice", "-n", str(self.nice), *argv], cwd=ROOT, env=env, stdout=out,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.children[step] = (child, str(result), str(log), time.time())
 
     def main(self, report):
         steps = self.spec["steps"]
@@ -117,13 +148,16 @@ class Prep:
             except Exception:
                 error = traceback.format_exc()
             self.values[step] = value
-            if step == "background" and error is None:
+            if step in self.children and error is None:
                 continue
             self.report(report, step, value, error, log)
-        if "background" in steps and self.child is not None:
-            code = self.child.wait()
-            self.report(report, "background", (code, *self.background_files, self.background_started, time.time()),
-                        None, [])
+        pending = dict(self.children)
+        while pending:          # each child is reported as soon as it ends
+            for step, (child, junit, log, started) in list(pending.items()):
+                if child.poll() is not None:
+                    self.report(report, step, (child.returncode, junit, log, started, time.time()), None, [])
+                    del pending[step]
+            time.sleep(0.5)
 
     def report(self, report, step, value, error, log):
         path = self.tmp / f"{step}.pickle"
@@ -132,12 +166,14 @@ class Prep:
         os.write(report, f"{step}\n".encode())
 
     def stop(self, *_):
-        if self.child is not None and self.child.poll() is None:
-            self.child.terminate()
+        for child, *_ in self.children.values():
+            if child.poll() is None:
+                child.terminate()
+        for child, *_ in self.children.values():
             try:
-                self.child.wait(timeout=60)
+                child.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                self.child.kill()
+                child.kill()
         sys.exit(143)
 
 

@@ -1,7 +1,8 @@
 """Helpers for the rfc2544_pktgen lab tests (no tests in this file).
 
 `kmod` fixture (the single lab; `kmod_on(lab)` for any lab): builds
-pktgen-kmod on the host against the lab kernel's headers (lab.kdir), copies
+pktgen-kmod on the host against the lab kernel's headers (lab.kdir; in the
+image's own root when the host lacks the kernel's compiler), copies
 the .ko and a small in-VM agent to the tester VM, unloads the in-tree pktgen
 if loaded, and guarantees that the module is unloaded and qdiscs removed when
 the test module ends.
@@ -60,24 +61,61 @@ def module_sources(src=None):
                   and not p.name.endswith(".mod.c") and p.name != "probes.h")
 
 
-def build_ko(kdir):
-    """Build once per source state and kernel; returns the .ko path."""
+def kernel_compiler(kdir):
+    """The compiler the kernel's headers name (Debian's .kernelvariables:
+    CC = ... gcc-16), or None where they name none."""
+    try:
+        text = (Path(kdir) / ".kernelvariables").read_text()
+    except OSError:
+        return None
+    found = re.search(r"^CC\s*=.*?\b((?:\$\(CROSS_COMPILE\))?gcc-\d+)\s*$", text, re.M)
+    if not found:
+        return None
+    cross = re.search(r"^override CROSS_COMPILE\s*=\s*(\S+)", text, re.M)
+    return found.group(1).replace("$(CROSS_COMPILE)", cross.group(1) if cross else "")
+
+
+def build_ko(kdir, root=None):
+    """Build once per source state and kernel; returns the .ko path. With
+    `root` (a Debian root holding the kernel's headers and compiler), `kdir`
+    is the headers' path inside it and the build runs there: chroot, with
+    /proc mounted (objtool reads it) in a mount namespace of its own."""
     files = module_sources()
-    digest = hashlib.sha256(str(kdir).encode())
+    digest = hashlib.sha256(f"{root}:{kdir}".encode())
     for p in files:
         digest.update(str(p).encode() + (KMOD_SRC / p).read_bytes())
     key = digest.hexdigest()[:16]
     if key in _BUILDS:
         return _BUILDS[key]
-    out = Path(tempfile.mkdtemp(prefix=f"kmod-{key}-"))
+    out = Path(tempfile.mkdtemp(prefix=f"kmod-{key}-", dir=Path(root, "tmp") if root else None))
     for p in files:
         (out / p).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(KMOD_SRC / p, out / p)
-    res = subprocess.run(["make", f"KDIR={kdir}", "W=1"], cwd=out,
-                         capture_output=True, text=True, timeout=900)
+    make = ["make", f"KDIR={kdir}", "W=1"]
+    if root:
+        inside = "/" + str(out.relative_to(root))
+        make = ["unshare", "--mount", "--fork", "sh", "-c",
+                'mount -t proc proc "$1/proc" && cd "$1" && exec chroot . sh -c \'cd "$0" && exec "$@"\' "$2" "$3" "$4" "$5"',
+                "sh", str(root), inside, *make]
+    res = subprocess.run(make, cwd=out, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     _BUILDS[key] = out / f"{MODULE}.ko"
     return _BUILDS[key]
+
+
+def build_ko_for(lab):
+    """The module for `lab`'s kernel: built on this host against lab.kdir
+    when the host has the compiler the kernel's headers name (Debian 12's
+    gcc-12 for its 6.1), else inside the lab image's own root, with the
+    kernel's own headers and compiler (sid's 7.x wants gcc-16)."""
+    kdir = lab.kdir
+    cc = kernel_compiler(kdir)
+    if cc is None or shutil.which(cc):
+        return build_ko(kdir)
+    root = lab.image.root
+    assert root is not None and (root / "usr/bin" / cc).exists(), \
+        f"the lab image {lab.image.dir} has no root with {cc} to build the module for {lab.kernel_release}"
+    return build_ko(f"/usr/src/linux-headers-{lab.kernel_release}", root=root)
 
 
 AGENT = r'''
@@ -450,7 +488,7 @@ def kmod_on(lab):
     """The module built against lab.kdir and loaded on lab's tester VM (any
     topology), with the agent and pgfuzz copied there; stopped, qdiscs
     removed and unloaded at the end. Yields a KmodVM."""
-    ko = build_ko(lab.kdir)
+    ko = build_ko_for(lab)
     host = lab.connect("tester")
     put_file(host, ko, REMOTE_KO)
     agent = Path(tempfile.mkdtemp()) / "kmod_agent.py"

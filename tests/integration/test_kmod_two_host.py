@@ -1,6 +1,8 @@
 """rfc2544_pktgen in the two-host lab: the tester VM's test NICs are
-virtio-net on QEMU socket links to the DUT VM, the kind of driver and link
-the single lab's veths do not have (issue 11)."""
+virtio-net (or, with `lab up --nic e1000e`, the e1000e driver of an emulated
+Intel 82574L) on QEMU socket links to the DUT VM, the kind of driver and
+link the single lab's veths do not have (issue 11; issue 22 runs it on the
+newest kernel with e1000e: test_newest_kernel.py)."""
 import json
 import re
 import time
@@ -17,6 +19,10 @@ TX, RX, DUT0 = PORTS["tx0"], PORTS["rx0"], PORTS["dut0"]
 TRACE = "/sys/kernel/tracing"
 WAKE_EVENT = f"{TRACE}/events/qdisc/qdisc_dequeue"
 COUNTERS = ("tx_packets", "tx_dropped", "tx_fifo_errors")
+# What a driver says when it is called on a queue it stopped, or its ring
+# misbehaves (virtio-net; e1000e: a TX ring the hardware stopped draining).
+DRIVER_COMPLAINTS = ("Unexpected TXQ", "queue failure", "Detected Hardware Unit Hang",
+                     "Tx Unit Hang", "NETDEV WATCHDOG")
 
 # Rounds of 6 to 10 bursts. The tester's TX ring of 256 holds 238 frames
 # before virtio-net stops the queue; whether the guest gets that far ahead
@@ -68,7 +74,7 @@ def _link_socket_port(lab, vm, mac):
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         argv = f.read().decode().split("\0")
     netdevs = dict(re.findall(r"socket,id=(\w+),\S*localaddr=127\.0\.0\.1:(\d+)", " ".join(argv)))
-    nic = re.search(r"virtio-net-pci,netdev=(\w+),mac=" + re.escape(mac), " ".join(argv))
+    nic = re.search(r"(?:virtio-net-pci|e1000e),netdev=(\w+),mac=" + re.escape(mac), " ".join(argv))
     assert nic and nic.group(1) in netdevs, argv
     return int(netdevs[nic.group(1)])
 
@@ -104,7 +110,7 @@ def _peer_counts(peer, dut, port, want, settle=1.0, limit=10.0):
 
 
 @pytest.mark.parametrize("burst,count", [(64, 640), (100, 600)])
-def test_burst_fills_virtio_ring_on_socket_link(kmod2, lab2, burst, count):
+def test_burst_fills_the_tx_ring_on_socket_link(kmod2, lab2, burst, count):
     """Bursts of 64 (and of 100) at full speed (delay 0) out of the
     tester's virtio-net tx0 fill its TX ring of 256: virtio-net stops the
     queue when fewer than 19 descriptors are free (a 64-byte frame takes
@@ -117,6 +123,13 @@ def test_burst_fills_virtio_ring_on_socket_link(kmod2, lab2, burst, count):
     exactly 17 left: the old module passed that (12 rounds with a stop).
     Bursts of 100 stop on the 39th frame of the 3rd: the old module failed
     in the first or second round (tx_fifo_errors 1, 44).
+
+    On e1000e (its ring of 256 descriptors, a 64-byte frame one of them)
+    the driver stops the queue with fewer than its worst-case frame's
+    descriptors free, and BQL stops it too (__QUEUE_STATE_STACK_XOFF, which
+    a generator ignores, as upstream's does); TX completions come from
+    NAPI after the (moderated) interrupt, so bursts back to back outrun
+    them. Either wake schedules the qdisc, as below.
 
     What proves the stop (virtio-net in 6.1 has no stop counter, no BQL):
     netif_tx_wake_queue() schedules the queue's qdisc only if the driver had
@@ -191,7 +204,7 @@ def test_burst_fills_virtio_ring_on_socket_link(kmod2, lab2, burst, count):
         vm.pg("kpktgend_0", "rem_device_all")
         dut.close()
     text = vm.dmesg_since("burst2host")
-    assert "Unexpected TXQ" not in text and "queue failure" not in text, text[-2000:]
+    assert not [w for w in DRIVER_COMPLAINTS if w in text], text[-2000:]
     assert kernel_problems(text) == [], text[-2000:]
     stopped = [r for r in rounds if r["wakes"]]
     print(f"{len(rounds)} rounds in {time.monotonic() - t0:.1f} s, {len(stopped)} with the queue stopped, "

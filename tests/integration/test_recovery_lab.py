@@ -163,9 +163,9 @@ def test_reset_time_is_the_outage_the_reset_command_made(outage_log, tmp_path):
 def queued(lab):
     """The two-stage DUT, and our generator and receiver (pgrx: sequence
     numbers, which the recovery estimate needs) loaded in the tester VM."""
-    from test_kmod_helpers import MODULE, build_ko
+    from test_kmod_helpers import MODULE, build_ko_for
     from rfc2544.ssh import put_file
-    ko = build_ko(lab.kdir)
+    ko = build_ko_for(lab)
     remote = "/root/rfc2544_pktgen_recovery.ko"
     host = lab.connect("tester")
     try:

@@ -249,9 +249,9 @@ def test_tester_reboot_mid_run(capped, tmp_path):
 def with_module(capped):
     """Our generator and receiver (rfc2544_pktgen + pgrx) loaded in the tester
     VM for one test, then unloaded: full fidelity, latency from pgrx."""
-    from test_kmod_helpers import MODULE, build_ko
+    from test_kmod_helpers import MODULE, build_ko_for
     from rfc2544.ssh import put_file
-    ko = build_ko(capped.kdir)
+    ko = build_ko_for(capped)
     host = capped.connect("tester")
     remote = "/root/rfc2544_pktgen_run.ko"
     put_file(host, ko, remote)

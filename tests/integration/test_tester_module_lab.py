@@ -1,12 +1,12 @@
 """SSHTester with OUR module in the real lab: rfc2544_pktgen generator and
 its pgrx receiver (full fidelity: per-stream loss by sequence number,
 latency with percentiles). The module is built on the host against the lab
-kernel's headers (test_kmod_helpers.build_ko), copied in, loaded for this
+kernel's headers (test_kmod_helpers.build_ko_for), copied in, loaded for this
 file's tests and unloaded afterwards (DUT cap removed too).
 """
 import pytest
 
-from test_kmod_helpers import MODULE, build_ko
+from test_kmod_helpers import MODULE, build_ko_for
 from test_tester_lab import QUICK, tlab  # noqa: F401  (fixture: the lab to use)
 
 from rfc2544 import inventory
@@ -21,7 +21,7 @@ REMOTE = "/root/rfc2544_pktgen_tester.ko"
 
 @pytest.fixture(scope="module")
 def module_loaded(tlab):  # noqa: F811
-    ko = build_ko(tlab.kdir)
+    ko = build_ko_for(tlab)
     host = tlab.connect("tester")
     put_file(host, ko, REMOTE)
     host.run(f"echo stop > /proc/net/pktgen/pgctrl 2>/dev/null; rmmod pktgen 2>/dev/null; "

@@ -1,10 +1,9 @@
 """pktgen-kmod/scripts/check-kernels (`make -C pktgen-kmod check-kernels`).
 
-The matrix itself needs root, debootstrap and the Debian archive, and runs
-apart: these tests check the list and the script's input validation, and
-read the results file of a run when CHECK_KERNELS_JSON names one.
+The matrix itself needs root, debootstrap and the Debian archive: it runs
+in tests/integration/test_kernel_matrix.py. These tests check the list and
+the script's input validation.
 """
-import json
 import os
 import re
 import subprocess
@@ -54,19 +53,3 @@ def test_an_unknown_kernel_name_is_refused():
     out = _run(KERNELS="sid nosuchkernel")
     assert out.returncode == 2
     assert "nosuchkernel" in out.stderr
-
-
-def test_results_of_a_run():
-    path = os.environ.get("CHECK_KERNELS_JSON")
-    if not path or not Path(path).is_file():
-        pytest.skip("no check-kernels results (set CHECK_KERNELS_JSON after a run)")
-    res = json.loads(Path(path).read_text())
-    assert not res["roots_only"]
-    lo, hi = (tuple(map(int, v.split("."))) for v in
-              re.findall(r'^(?:min|max): "([\d.]+)"',
-                         (KMOD / "kernel-range.yml").read_text(), re.M))
-    for k in res["kernels"]:
-        assert k["ok"], f"{k['name']}: {k['error']}\n" + "\n".join(k["warning_lines"][:40])
-        assert k["w1_warnings"] == 0 and k["sparse_warnings"] == 0 and k["vermagic_ok"]
-        assert lo <= tuple(map(int, k["release"].split(".")[:2])) <= hi, k["release"]
-    assert res["ok"]
