@@ -184,13 +184,15 @@ def test_no_free_disk_for_the_image(monkeypatch, tmp_path):
 
 
 def test_failed_build_leaves_no_half_image(monkeypatch, tmp_path):
-    """Simulated: debootstrap fails (a stand-in script on PATH exits 1)."""
+    """Simulated: debootstrap fails (a stand-in script on PATH exits 1); the
+    archive keyring check before it (an InRelease download) is patched out."""
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "debootstrap").write_text("#!/bin/sh\necho 'E: Failed getting release file' >&2\nexit 1\n")
     (fake / "debootstrap").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
     monkeypatch.setattr(image, "check_tools", lambda: None)
+    monkeypatch.setattr(image, "_debootstrap_keyring", lambda release, workdir: None)
     with pytest.raises(InfraError, match="debootstrap failed"):
         image.ensure_image()
     assert [p for p in (tmp_path / "cache" / "images").iterdir() if not p.name.endswith(".lock")] == []

@@ -1,4 +1,4 @@
-"""The local QEMU lab: Debian 12 VMs with real kernels to test against."""
+"""The local QEMU lab: Debian VMs (12 by default; trixie, sid) with real kernels to test against."""
 
 
 def __getattr__(name):

@@ -20,11 +20,15 @@ def _lab(name):
 
 name_option = click.option("--name", default="default", show_default=True,
                            help="Lab name (state in ~/.cache/rfc2544/labs/NAME).")
+# plain strings checked by the lab code (BadInput names the known values)
+release_option = click.option("--release", default="bookworm", show_default=True, metavar="RELEASE",
+                              help="Debian release of the VMs' image: bookworm (12), trixie (13) or "
+                                   "sid (unstable); one cached image per release.")
 
 
 @click.group()
 def lab():
-    """Local QEMU lab of Debian 12 hosts (tester and DUT)."""
+    """Local QEMU lab of Debian hosts (tester and DUT): Debian 12 by default, or trixie or sid."""
 
 
 @lab.command()
@@ -35,13 +39,17 @@ def lab():
 @click.option("--kernel-arg", "kernel_args", multiple=True, metavar="WORD",
               help="Append WORD to the VMs' kernel command line (repeatable), "
                    "e.g. slub_debug=FZP to catch use-after-free in a module under test.")
+@release_option
+@click.option("--nic", default="virtio", show_default=True, metavar="MODEL",
+              help="QEMU NIC model of the two-host topology's test links: virtio or e1000e "
+                   "(the management NIC stays virtio; the single topology's test links are veth).")
 @name_option
-def up(hosts, topology_name, kernel_args, name):
+def up(hosts, topology_name, kernel_args, release, nic, name):
     """Build the image if needed, boot the lab, write its inventory."""
     from rfc2544.lab import topology
     topo = topology_name or topology.from_hosts(hosts)
     topology.get(topo)
-    status = _lab(name).up(topo, log=_log, kernel_args=kernel_args)
+    status = _lab(name).up(topo, log=_log, kernel_args=kernel_args, release=release, nic=nic)
     click.echo(status["inventory"])
 
 
@@ -65,8 +73,10 @@ def status(name, as_json):
         click.echo(f"lab {name}: not up")
         return
     word = "up" if st["up"] else ("booting or stopping" if st.get("busy") else "down")
+    links = f"test NICs {st['nic']}" if st.get("nic") else "test links veth"
     click.echo(f"lab {name}: {word}, topology {st['topology']}, "
-               f"{(st.get('accel') or '?').upper()}, kernel {st.get('kernel_release')}")
+               f"{(st.get('accel') or '?').upper()}, Debian {st.get('release')}, "
+               f"kernel {st.get('kernel_release')}, {links}")
     for vm, info in st["vms"].items():
         state = f"running pid {info['pid']}" if info["running"] else "stopped"
         click.echo(f"  {vm}: {state}, ssh 127.0.0.1:{info['ssh_port']}, console {info['console']}")
@@ -103,11 +113,13 @@ def ssh(name, host, command):
 
 @lab.command()
 @click.option("--rebuild", is_flag=True, help="Build even if a cached image matches.")
-@click.option("--prune", is_flag=True, help="Remove older cached images no running lab uses.")
-def image(rebuild, prune):
-    """Build (if needed) and describe the lab image."""
+@click.option("--prune", is_flag=True, help="Remove older cached images no running lab uses "
+                                            "(the current image of every release is kept).")
+@release_option
+def image(rebuild, prune, release):
+    """Build (if needed) and describe the lab image of a Debian release."""
     from rfc2544.lab import image as image_mod
-    img = image_mod.ensure_image(force=rebuild)
+    img = image_mod.ensure_image(force=rebuild, release=release)
     click.echo(image_mod.describe(img))
     if prune:
         from rfc2544.lab.lab import images_in_use

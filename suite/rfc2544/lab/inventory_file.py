@@ -8,12 +8,12 @@ from rfc2544.lab.topology import (DUT_PORTS, NOMINAL_SPEED_MBPS, PORTS, TESTER_P
                                   Topology, addr)
 
 
-def _port(name):
+def _port(name, speed_mbps):
     p, peer = PORTS[name], PORTS[PORTS[name].peer]
     return {
         "name": p.name, "role": p.role, "mac": p.mac, "ipv4": p.ipv4, "ipv6": p.ipv6,
         "peer_mac": peer.mac, "peer_ipv4": addr(peer.ipv4), "peer_ipv6": addr(peer.ipv6),
-        "speed_mbps": NOMINAL_SPEED_MBPS,
+        "speed_mbps": speed_mbps,
     }
 
 
@@ -30,13 +30,17 @@ def _ssh_vars(ssh_port, key_file: Path, known_hosts: Path):
     }
 
 
-def build(lab_name: str, topo: Topology, ssh_ports: dict, key_file: Path, known_hosts: Path) -> dict:
+def build(lab_name: str, topo: Topology, ssh_ports: dict, key_file: Path, known_hosts: Path,
+          speed_mbps=None) -> dict:
+    """`speed_mbps`: the test ports' link speed if their NIC reports one
+    (e1000e: 1000), else NOMINAL_SPEED_MBPS."""
+    speed_mbps = speed_mbps or NOMINAL_SPEED_MBPS
     tester = _ssh_vars(ssh_ports["tester"], key_file, known_hosts)
-    tester["rfc2544_ports"] = [_port(n) for n in TESTER_PORTS]
+    tester["rfc2544_ports"] = [_port(n, speed_mbps) for n in TESTER_PORTS]
     dut = _ssh_vars(ssh_ports[topo.dut_vm], key_file, known_hosts)
     if topo.dut_netns:
         dut["rfc2544_netns"] = topo.dut_netns
-    dut["rfc2544_ports"] = [_port(n) for n in DUT_PORTS]
+    dut["rfc2544_ports"] = [_port(n, speed_mbps) for n in DUT_PORTS]
     # RFC 2544 26.6: an outage of known length, logged (rfc2544.lab.reset)
     dut["rfc2544_reset_cmd"] = reset.command()
     return {"all": {

@@ -114,17 +114,26 @@ class Lab:
         return bool(self.running_vms())
 
     # ---- up / down ----------------------------------------------------------
-    def up(self, topology_name="single", log=print, nice=0, kernel_args=()):
+    def up(self, topology_name="single", log=print, nice=0, kernel_args=(),
+           release=image_mod.DEFAULT_RELEASE, nic=qemu.DEFAULT_NIC):
         """Build the image if needed, boot the topology's VMs, write the
         inventory. `nice`: the QEMU processes' niceness (a background lab
         that should only use CPU time others leave idle). `kernel_args`:
-        extra guest kernel command-line words (checked: KERNEL_ARG)."""
+        extra guest kernel command-line words (checked: KERNEL_ARG).
+        `release`: the Debian release of the image (image.RELEASES).
+        `nic`: the QEMU NIC model of the two-host test links (qemu.NICS);
+        the single topology's test links are veth pairs inside its VM."""
         kernel_args = tuple(kernel_args)
         for word in kernel_args:
             if not KERNEL_ARG.fullmatch(word):
                 raise BadInput(f"lab: kernel argument {word!r} is not of the form name or name=value "
                                "(letters, digits, and . , _ - = :)")
         topo = topology.get(topology_name)
+        image_mod.release_info(release)
+        qemu.nic_model(nic)
+        if not topo.links and nic != qemu.DEFAULT_NIC:
+            raise BadInput(f"lab: --nic {nic} needs the two-host topology: the {topo.name} topology's "
+                           "test links are veth pairs inside one VM, not QEMU NICs")
         qemu.qemu_binary()
         with self._lock():
             running = self.running_vms()
@@ -132,7 +141,7 @@ class Lab:
                 vm, pid = next(iter(running.items()))
                 raise BadInput(f"lab '{self.name}' is already up ({vm} is pid {pid}): "
                                f"run `rfc2544 lab down --name {self.name}` first")
-            img = image_mod.ensure_image()
+            img = image_mod.ensure_image(release=release)
             self._image = img
             accel = qemu.accel(img.kernel)
             t0 = time.monotonic()
@@ -141,6 +150,7 @@ class Lab:
             ports = {vm.name: qemu.free_port() for vm in topo.vms}
             udp = self._link_ports(topo)
             state = {"name": self.name, "topology": topo.name, "accel": accel,
+                     "release": release, "nic": nic if topo.links else None,
                      "image_dir": str(img.dir), "kernel_release": img.kernel_release,
                      "kernel_args": list(kernel_args), "started": time.time(), "vms": {}}
             known = []
@@ -159,7 +169,8 @@ class Lab:
                     cmd = qemu.command(
                         name=self._qemu_name(vm.name), vm_dir=vm_dir, kernel=img.kernel,
                         initrd=img.initrd, accel_name=accel, ssh_port=ports[vm.name],
-                        mgmt_mac=vm.mgmt_mac, links=udp.get(vm.name, ()), kernel_args=kernel_args)
+                        mgmt_mac=vm.mgmt_mac, links=udp.get(vm.name, ()), kernel_args=kernel_args,
+                        nic=nic)
                     (vm_dir / "qemu.cmdline").write_text(" ".join(cmd) + "\n")
                     pid = qemu.start(cmd, vm_dir, nice=nice)
                     state["vms"][vm.name] = {"pid": pid, "ssh_port": ports[vm.name],
@@ -175,7 +186,8 @@ class Lab:
             state["boot_seconds"] = round(time.monotonic() - t0, 1)
             self._save(state)
             inventory_file.write(self.inventory_path, inventory_file.build(
-                self.name, topo, ports, self.key_file, self.known_hosts))
+                self.name, topo, ports, self.key_file, self.known_hosts,
+                speed_mbps=qemu.NICS[nic][2] if topo.links else None))
             log(f"lab {self.name}: up in {state['boot_seconds']:.0f} s; inventory {self.inventory_path}")
         return self.status()
 
@@ -267,9 +279,12 @@ class Lab:
                     "console": info.get("console")}
                for vm, info in state.get("vms", {}).items()}
         busy = self._busy()
+        # state.json of labs started before release/nic were recorded: bookworm, virtio
+        nic = state.get("nic", qemu.DEFAULT_NIC if state.get("topology") == "two-host" else None)
         return {"name": self.name, "up": bool(running) and len(running) == len(vms) and not busy,
                 "busy": busy,
                 "topology": state.get("topology"), "accel": state.get("accel"),
+                "release": state.get("release", image_mod.DEFAULT_RELEASE), "nic": nic,
                 "kernel_release": state.get("kernel_release"), "kernel_args": state.get("kernel_args", []),
                 "boot_seconds": state.get("boot_seconds"),
                 "inventory": str(self.inventory_path), "vms": vms}

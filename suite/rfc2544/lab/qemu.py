@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from rfc2544.errors import InfraError
+from rfc2544.errors import BadInput, InfraError
 from rfc2544.lab import paths
 
 QEMU = "qemu-system-x86_64"
@@ -17,6 +17,21 @@ CPUS = 2
 KVM_PROBE_TIMEOUT = 20.0
 APPEND = ("root=/dev/vda rw console=ttyS0,115200 net.ifnames=0 biosdevname=0 "
           "fsck.mode=skip mitigations=off panic=10")
+# NIC models for the two-host topology's test links (`lab up --nic`):
+# name -> (QEMU -device, the guest's driver, link speed ethtool reports in
+# Mb/s or None). The management NIC is always virtio.
+NICS = {
+    "virtio": ("virtio-net-pci", "virtio_net", None),
+    "e1000e": ("e1000e", "e1000e", 1000),
+}
+DEFAULT_NIC = "virtio"
+
+
+def nic_model(name) -> str:
+    """QEMU device for the test-link NIC `name` (BadInput if unknown)."""
+    if name not in NICS:
+        raise BadInput(f"unknown lab NIC '{name}' (known: {', '.join(NICS)})")
+    return NICS[name][0]
 
 
 def qemu_binary() -> str:
@@ -94,9 +109,11 @@ def _probe_kvm(binary, kernel: Path) -> bool:
 
 
 def command(*, name, vm_dir: Path, kernel, initrd, accel_name, ssh_port, mgmt_mac,
-            links=(), cpus=CPUS, memory_mb=MEMORY_MB, kernel_args=()):
-    """qemu-system-x86_64 argv for one lab VM. `links`: (mac, local_udp, remote_udp).
-    `kernel_args`: words appended to the kernel command line (e.g. slub_debug=FZP)."""
+            links=(), cpus=CPUS, memory_mb=MEMORY_MB, kernel_args=(), nic=DEFAULT_NIC):
+    """qemu-system-x86_64 argv for one lab VM. `links`: (mac, local_udp, remote_udp),
+    each a NIC of model `nic` (NICS). `kernel_args`: words appended to the
+    kernel command line (e.g. slub_debug=FZP)."""
+    device = nic_model(nic)
     cmd = [
         qemu_binary(), "-name", name, "-nodefaults", "-no-user-config", "-display", "none",
         "-daemonize", "-no-reboot", "-pidfile", str(vm_dir / "qemu.pid"),
@@ -118,7 +135,7 @@ def command(*, name, vm_dir: Path, kernel, initrd, accel_name, ssh_port, mgmt_ma
     ]
     for i, (mac, local, remote) in enumerate(links):
         cmd += ["-netdev", f"socket,id=link{i},udp=127.0.0.1:{remote},localaddr=127.0.0.1:{local}",
-                "-device", f"virtio-net-pci,netdev=link{i},mac={mac}"]
+                "-device", f"{device},netdev=link{i},mac={mac}"]
     return cmd
 
 

@@ -59,7 +59,7 @@ def addr(ip_prefix):
 class VM:
     name: str
     index: int                          # 1-based, picks mgmt MAC
-    nics: List[str] = field(default_factory=list)   # test ports as virtio NICs
+    nics: List[str] = field(default_factory=list)   # test ports as QEMU NICs (virtio or e1000e)
 
     @property
     def mgmt_mac(self):
@@ -86,7 +86,7 @@ class Topology:
             "rename() { for d in /sys/class/net/*; do read -r a < \"$d/address\"",
             "  if [ \"$a\" = \"$1\" ]; then ip link set dev \"${d##*/}\" name \"$2\"; return 0; fi",
             " done; echo \"no NIC with MAC $1\" >&2; return 1; }",
-            # virtio NICs are probed by udev; give them a moment under TCG
+            # NIC drivers (virtio_net, e1000e) are loaded by udev; give them a moment under TCG
             "i=0; while set -- /sys/class/net/*; [ $# -lt %d ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done" % nics,
             f"rename {vm.mgmt_mac} mgmt0",
             HOLD_RX_TIMESTAMPS,
@@ -117,6 +117,7 @@ class Topology:
                 out += _side(TESTER_PORTS, None) + _tester_loop()
             else:
                 out += _side(DUT_PORTS, None)
+            out += _wait_carrier(vm.nics)
         return "\n".join(out) + "\n"
 
     def _vm(self, name):
@@ -179,6 +180,21 @@ def _side(port_names, ns):
     if port_names == DUT_PORTS:
         settings += ["net/ipv4/ip_forward=1", "net/ipv6/conf/all/forwarding=1"]
     return _sysctl(settings) + _batch(cmds)
+
+
+CARRIER_WAIT_S = 20
+
+
+def _wait_carrier(names):
+    """Wait until the QEMU NICs report carrier: virtio does at once, e1000e
+    some time after `link set up` (QEMU's autonegotiation timer, later under
+    TCG). Until then the kernel drops what they send and pktgen refuses them."""
+    tries = CARRIER_WAIT_S * 10
+    return [f"for n in {' '.join(names)}; do i=0",
+            "  until read -r c < \"/sys/class/net/$n/carrier\" && [ \"$c\" = 1 ]; do",
+            f"    [ $i -lt {tries} ] || {{ echo \"no carrier on $n ({tries} waits of 0.1 s)\" >&2; exit 1; }}",
+            "    sleep 0.1; i=$((i+1))",
+            "  done", "done"]
 
 
 def _tester_loop():
