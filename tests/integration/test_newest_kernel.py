@@ -1,0 +1,53 @@
+"""The lab tests that matter most for a new kernel, run again on the newest
+kernel Debian has (NEWEST's release), with the two-host lab's test links on
+QEMU's e1000e (the emulated Intel 82574L: the guest runs the real e1000e
+driver, its descriptor ring, BQL, TX-completion interrupts and queue
+stop/wake, which virtio-net hides):
+
+    newest1 (single)                    newest2 (two-host)
+    +---------------------------+       +---------+  e1000e   +---------+
+    | tester  tx0 ==veth== dut0 |       | tester  |-tx0--dut0-|  DUT    |
+    |         rx0 ==veth== dut1 |       |         |-rx0--dut1-|         |
+    +---------------------------+       +---------+  socket   +---------+
+
+conftest.py boots both labs (niced) while the unit tests run and runs
+NEWEST_TESTS in a child pytest on them (session_prep.py, step `newest`);
+each test here reports one of those tests' outcome, its failure text
+included. The module is built for the newest kernel with the compiler its
+headers were built with, inside the image's own root (test_kmod_helpers).
+"""
+import pytest
+
+NEWEST = {"release": "sid", "nic": "e1000e"}
+
+# Test functions (every parametrization of each), by test file.
+NEWEST_TESTS = [
+    "test_lab_two_host.py::test_two_host_forwarding",
+    "test_kmod_two_host.py::test_burst_fills_the_tx_ring_on_socket_link",
+    "test_kmod.py::test_load_creates_files_and_threads",
+    "test_kmod.py::test_exact_tx_count",
+    "test_kmod.py::test_receiver_counts_exactly_what_crosses_the_dut",
+    "test_kmod_rx.py::test_loss_is_tx_minus_rx",
+    "test_kmod_rx.py::test_reorder_is_counted",
+    "test_kmod_rx.py::test_duplicates_are_counted",
+    "test_kmod_robust.py::test_100_load_unload_cycles_with_traffic",
+    "test_kmod_hardening.py::test_count_is_exact_with_burst",
+    "test_kmod_hardening.py::test_grammar_fuzz_idle_and_while_sending",
+    "test_kmod_selftest.py",
+    # setup builds and loads the module in the guest; the wheel's `run
+    # --setup -p quick`; teardown restores every touched value
+    "test_ansible_lab.py",
+]
+
+pytestmark = pytest.mark.lab
+
+
+def _module_and_name(nodeid):
+    path, _, name = nodeid.partition("::")
+    return path.rsplit("/", 1)[-1][:-len(".py")], name
+
+
+@pytest.mark.parametrize("nodeid", NEWEST_TESTS)
+def test_on_the_newest_kernel(nodeid, child_test_outcome):
+    module, name = _module_and_name(nodeid)
+    child_test_outcome("newest", module, name)
