@@ -262,3 +262,62 @@ def test_prune_keeps_current_and_in_use_images(tmp_path):
     removed = image.prune(in_use=[str(root / "old2")])
     assert sorted(p.name for p in removed) == ["old1"]
     assert sorted(p.name for p in root.iterdir()) == sorted([image.image_key(), "old2"])
+
+
+def test_a_vm_that_crashes_while_booting_is_booted_once_more(monkeypatch, tmp_path):
+    """Simulated (no QEMU): the first 'QEMU' of the tester exits with an oops
+    on its console (a TCG race with the kernel's live patching), the second
+    boots. up() boots it again once, from a fresh overlay, and keeps the
+    crashed console; a VM that crashes twice fails with its console tail."""
+    from rfc2544.lab import lab as lab_mod
+    from rfc2544.lab import seed
+    starts, overlays = [], []
+    lab = Lab("unit")
+    img = type("Img", (), {"rootfs": tmp_path / "rootfs.raw", "kernel": tmp_path / "vmlinuz",
+                           "initrd": tmp_path / "initrd", "dir": tmp_path, "kernel_release": "7.2.13"})()
+    monkeypatch.setattr(lab_mod.image_mod, "ensure_image", lambda release: img)
+    monkeypatch.setattr(qemu, "accel", lambda kernel: "tcg")
+    monkeypatch.setattr(qemu, "qemu_binary", lambda: "qemu-system-x86_64")
+    monkeypatch.setattr(qemu, "make_overlay", lambda base, overlay: overlays.append(overlay))
+    monkeypatch.setattr(seed, "keygen", lambda *a: None)
+    monkeypatch.setattr(seed, "make_seed", lambda *a: None)
+    monkeypatch.setattr(seed, "host_public_key", lambda vm_dir: "ssh-ed25519 AAAA")
+    crashes = {"left": 1}
+
+    def start(cmd, vm_dir, nice=0):
+        starts.append(vm_dir.name)
+        crashed = crashes["left"] > 0
+        crashes["left"] -= 1
+        (vm_dir / "console.log").write_text("[    1.6] Oops: int3: 0000 [#1] SMP NOPTI\n" if crashed
+                                            else "[    1.0] Linux version 7.2.13\n")
+        return 100 + len(starts) if not crashed else 1
+
+    def ready(self, vm, port, t0, retry=True):
+        if qemu.boot_crash(self.dir / vm / "console.log"):
+            if retry:
+                raise lab_mod.BootCrash("[    1.6] Oops: int3: 0000 [#1] SMP NOPTI")
+            raise InfraError("exited during boot")
+
+    monkeypatch.setattr(qemu, "start", start)
+    monkeypatch.setattr(Lab, "_wait_ready", ready)
+    monkeypatch.setattr(Lab, "_stop_all", lambda self, state: [])
+    monkeypatch.setattr(lab_mod.inventory_file, "write", lambda *a: None)
+    monkeypatch.setattr(lab_mod.inventory_file, "build", lambda *a, **k: None)
+    said = []
+    lab.up("single", log=said.append, release="sid")
+    assert starts == ["tester", "tester"] and len(overlays) == 2
+    assert "Oops: int3" in (lab.dir / "tester" / "console.crash.log").read_text()
+    assert any("crashed while booting" in m and "booting it again" in m for m in said), said
+    crashes["left"] = 2
+    with pytest.raises(InfraError, match="exited during boot"):
+        lab.up("single", log=said.append, release="sid")
+
+
+def test_boot_crash_reads_the_first_oops_or_panic(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text("[    1.0] Linux version 7.2\r\n[    1.6] Oops: int3: 0000 [#1] SMP NOPTI\n"
+                   "[    1.7] Kernel panic - not syncing: Fatal exception\n")
+    assert qemu.boot_crash(log) == "[    1.6] Oops: int3: 0000 [#1] SMP NOPTI"
+    log.write_text("[    1.0] Linux version 7.2\n[    2.0] rfc2544-seed: network ready\n")
+    assert qemu.boot_crash(log) is None
+    assert qemu.boot_crash(tmp_path / "missing.log") is None

@@ -1,6 +1,7 @@
 """Starting and stopping QEMU VMs, and the KVM-or-TCG probe."""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -192,6 +193,18 @@ def stop(pid: int, name: str, timeout=10.0) -> bool:
     while is_our_qemu(pid, name):
         time.sleep(0.1)
     return True
+
+
+def boot_crash(path: Path):
+    """The first line of a kernel oops or panic in the console log, or None."""
+    try:
+        text = path.read_bytes().decode(errors="replace")
+    except OSError:
+        return None
+    for line in text.replace("\r", "").splitlines():
+        if re.search(r"\] (Oops: |Kernel panic - not syncing|BUG: |general protection fault)", line):
+            return line.strip()
+    return None
 
 
 def console_tail(path: Path, lines=15) -> str:
