@@ -30,6 +30,12 @@ boots the two-host lab and runs the tuning test's lab work on it
 minutes of emulated Ansible would otherwise run alone at the end). Each
 fixture waits only for its own step; `lab2` also waits for that lab work,
 so no other test uses the two-host lab while it runs.
+Two more early steps run beside everything else, each a niced child
+process: `kernels` (pktgen-kmod/scripts/check-kernels, when
+test_kernel_matrix.py is selected) and `newest` (when test_newest_kernel.py
+is: a single and a two-host lab of the newest Debian kernel, the latter's
+test links on e1000e, and a child pytest of that module's NEWEST_TESTS on
+them, whose outcomes its tests report).
 Tests using `lab2` run after the other lab tests.
 Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
 every other test of the same lab, so those still find it up.
