@@ -200,14 +200,14 @@ def pytest_collection_finish(session):
         steps.append("single")
     if _BACKGROUND["nodeids"]:
         steps.append("background")
-    if "lab2" in needs and not os.environ.get("RFC2544_REUSE_LAB2"):
-        steps.append("two")
-        if any(_module_name(item) == "test_ansible_tuning_lab" for item in session.items):
-            steps.append("tuning")
     newest = next((item.module for item in session.items if _module_name(item) == "test_newest_kernel"), None)
     if newest is not None and not os.environ.get("RFC2544_REUSE_LAB"):
         steps.append("newest")
         _NEWEST.update(newest.NEWEST, tests=[f"tests/integration/{t}" for t in newest.NEWEST_TESTS])
+    if "lab2" in needs and not os.environ.get("RFC2544_REUSE_LAB2"):
+        steps.append("two")
+        if any(_module_name(item) == "test_ansible_tuning_lab" for item in session.items):
+            steps.append("tuning")
     if steps:
         _start_early(steps)
 

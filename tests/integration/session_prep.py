@@ -27,6 +27,7 @@ SPEC_JSON: {"steps": [...], "tmp": dir, "names": {step: lab name},
               (spec["newest"]: release, and the two-host lab's NIC model),
               niced, and run the newest_tests in a niced child pytest on
               them; reported when it has ended, as background is
+`newest` runs in a thread of its own (BESIDE), the others in order.
 Each finished step is pickled to tmp/<step>.pickle as
 {"value": ..., "error": text or None, "log": [lines]} and its name written,
 one line, to report_fd. SIGTERM ends the work (and the child pytest).
@@ -37,11 +38,15 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# Steps that run in a thread of their own beside the next ones: the newest
+# kernel's labs boot while the two-host lab does (they only wait on QEMU).
+BESIDE = ("newest",)
 
 
 def wheel_lab_up(venv, name, log):
@@ -141,16 +146,15 @@ class Prep:
 
     def main(self, report):
         steps = self.spec["steps"]
+        threads = []
         for step in steps:
-            log, value, error = [], None, None
-            try:
-                value = self.run(step, log)
-            except Exception:
-                error = traceback.format_exc()
-            self.values[step] = value
-            if step in self.children and error is None:
-                continue
-            self.report(report, step, value, error, log)
+            if step in BESIDE:
+                threads.append(threading.Thread(target=self.step, args=(report, step), daemon=True))
+                threads[-1].start()
+            else:
+                self.step(report, step)
+        for thread in threads:
+            thread.join()
         pending = dict(self.children)
         while pending:          # each child is reported as soon as it ends
             for step, (child, junit, log, started) in list(pending.items()):
@@ -158,6 +162,16 @@ class Prep:
                     self.report(report, step, (child.returncode, junit, log, started, time.time()), None, [])
                     del pending[step]
             time.sleep(0.5)
+
+    def step(self, report, step):
+        log, value, error = [], None, None
+        try:
+            value = self.run(step, log)
+        except Exception:
+            error = traceback.format_exc()
+        self.values[step] = value
+        if step not in self.children or error is not None:
+            self.report(report, step, value, error, log)
 
     def report(self, report, step, value, error, log):
         path = self.tmp / f"{step}.pickle"

@@ -32,6 +32,8 @@ PACKAGES = (
     "systemd-sysv", "udev", "kmod", "openssh-server", "python3", "python3-apt",
     "iproute2", "ethtool", "iputils-ping", "procps", "tcpdump", "ca-certificates",
     "make", "gcc", "linux-headers-amd64", "linux-image-amd64", "mount",
+    # modules_install compresses modules where the kernel's are (sid: xz)
+    "xz-utils", "zstd",
 )
 
 
