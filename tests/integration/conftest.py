@@ -81,10 +81,13 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(session, config, items):
     _run_in_background(config, items)
     # Order: lab tests, lab tests marked lab_down_last, the background
-    # tests' results, lab2 tests, lab2 tests marked lab_down_last. (Both labs
+    # tests' results, lab2 tests, lab2 tests marked lab_down_last, and last
+    # the newest kernel's results (its child pytest ends last: waiting on it
+    # earlier would hold this session's own lab tests back). (Both labs
     # stay up to the session's end: tests may request `lab` dynamically, so
     # its last user is not known.)
-    items.sort(key=lambda item: ("lab2" in getattr(item, "fixturenames", ()),
+    items.sort(key=lambda item: (_module_name(item) == "test_newest_kernel",
+                                 "lab2" in getattr(item, "fixturenames", ()),
                                  item.nodeid in _BACKGROUND["nodeids"],
                                  item.get_closest_marker("lab_down_last") is not None))
 
