@@ -82,11 +82,12 @@ def pytest_collection_modifyitems(session, config, items):
     _run_in_background(config, items)
     # Order: lab tests, lab tests marked lab_down_last, the background
     # tests' results, lab2 tests, lab2 tests marked lab_down_last, and last
-    # the newest kernel's results (its child pytest ends last: waiting on it
-    # earlier would hold this session's own lab tests back). (Both labs
+    # the build matrix's and the newest kernel's results (their child
+    # processes end late: waiting on them in file order held this session's
+    # own lab tests back 447 s and 583 s in a CI run). (Both labs
     # stay up to the session's end: tests may request `lab` dynamically, so
     # its last user is not known.)
-    items.sort(key=lambda item: (_module_name(item) == "test_newest_kernel",
+    items.sort(key=lambda item: (_module_name(item) in ("test_kernel_matrix", "test_newest_kernel"),
                                  "lab2" in getattr(item, "fixturenames", ()),
                                  item.nodeid in _BACKGROUND["nodeids"],
                                  item.get_closest_marker("lab_down_last") is not None))
