@@ -62,17 +62,14 @@ def module_sources(src=None):
 
 
 def kernel_compiler(kdir):
-    """The compiler the kernel's headers name (Debian's .kernelvariables:
-    CC = ... gcc-16), or None where they name none."""
+    """The gcc the kernel's headers name (Debian's .kernelvariables:
+    CC = ... $(CROSS_COMPILE)gcc-16), or None where they name none."""
     try:
         text = (Path(kdir) / ".kernelvariables").read_text()
     except OSError:
         return None
-    found = re.search(r"^CC\s*=.*?\b((?:\$\(CROSS_COMPILE\))?gcc-\d+)\s*$", text, re.M)
-    if not found:
-        return None
-    cross = re.search(r"^override CROSS_COMPILE\s*=\s*(\S+)", text, re.M)
-    return found.group(1).replace("$(CROSS_COMPILE)", cross.group(1) if cross else "")
+    found = re.search(r"^CC\s*=.*\b(gcc-\d+)\s*$", text, re.M)
+    return found.group(1) if found else None
 
 
 def build_ko(kdir, root=None):

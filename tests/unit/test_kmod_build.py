@@ -5,6 +5,7 @@ Headers are fetched (apt-get download + dpkg -x, no install) by
 pktgen-kmod/scripts/fetch-headers into ~/.cache/rfc2544/headers/. Sources
 are copied to a temp dir so the build does not write into the checkout.
 """
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -30,13 +31,20 @@ def _fetch(release):
     return Path(out.stdout.strip().splitlines()[-1])
 
 
+def _module_sources():
+    """test_kmod_helpers.module_sources, loaded by path (the integration
+    tests' directory is not on this one's import path)."""
+    path = ROOT / "tests" / "integration" / "test_kmod_helpers.py"
+    spec = importlib.util.spec_from_file_location("rfc2544_tests_kmod_helpers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.module_sources(KMOD)
+
+
 def _copy_sources(dst):
-    for p in KMOD.rglob("*"):
-        rel = p.relative_to(KMOD)
-        if p.is_file() and rel.parts[0] != "tools" and p.name != "probes.h" and (
-                p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile", "configure")):
-            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(p, dst / rel)
+    for rel in _module_sources():
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(KMOD / rel, dst / rel)
 
 
 @pytest.mark.parametrize("release", RELEASES)
