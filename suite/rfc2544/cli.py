@@ -3,16 +3,13 @@
 Each subcommand lives with the code it drives and is imported only when used,
 so `rfc2544 lab up` does not pay for matplotlib.
 """
-import functools
 import importlib
 import sys
-import threading
 
 import click
 
 from rfc2544 import __version__
 from rfc2544.errors import Rfc2544Error, missing_dependency
-from rfc2544.interrupts import deferred_interrupts
 
 # name -> "module:attribute" of a click command or group
 COMMANDS = {
@@ -25,23 +22,9 @@ COMMANDS = {
     "init": "rfc2544.host_setup:init",
     "report": "rfc2544.reports.cli:report",
     "compare": "rfc2544.reports.cli:compare",
+    "store": "rfc2544.store_cli:store",
+    "trend": "rfc2544.store_cli:trend",
 }
-
-
-def interruptible(command):
-    """Make SIGINT and SIGTERM raise KeyboardInterrupt while `command` runs
-    (rfc2544.interrupts: never inside paramiko or threading code). A shell
-    starts the background jobs of a non-interactive script with SIGINT
-    ignored, and Python then installs no handler of its own: without this,
-    an interrupt sent to a run would be lost and the run would finish with
-    exit 0."""
-    @functools.wraps(command)
-    def with_sigint(*args, **kwargs):
-        if threading.current_thread() is not threading.main_thread():
-            return command(*args, **kwargs)       # only the main thread may set handlers
-        with deferred_interrupts():
-            return command(*args, **kwargs)
-    return with_sigint
 
 
 class LazyGroup(click.Group):

@@ -15,8 +15,9 @@ import click
 
 from rfc2544 import inventory as inventory_mod
 from rfc2544 import profiles as profiles_mod
-from rfc2544.cli import interruptible
-from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed, missing_dependency
+from rfc2544.interrupts import interruptible
+from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed
+from rfc2544.outputs import summary_document, write_outputs
 from rfc2544.results import Results
 from rfc2544.runner import Runner, build_plan
 
@@ -24,20 +25,6 @@ from rfc2544.runner import Runner, build_plan
 # last-resort handler); our errors already say it in one line.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 REPORT_FORMATS = ("html", "pdf", "csv")
-
-
-def resolve_inventory(path):
-    """-i INVENTORY, or the local lab's when none is given."""
-    if path:
-        return inventory_mod.load(path)
-    try:
-        from rfc2544.lab import Lab
-    except ImportError:
-        raise BadInput("no inventory given (-i) and the lab is not part of this build")
-    lab_inventory = Path(Lab("default").inventory_path)
-    if not lab_inventory.exists():
-        raise BadInput("no inventory given (-i) and the local lab is not up: run 'rfc2544 lab up' or pass -i")
-    return inventory_mod.load(lab_inventory)
 
 
 def resumed_inventory(results, given):
@@ -110,7 +97,7 @@ def make_dut_reset(inventory):
 
 
 def run_setup(inventory_path):
-    from rfc2544.host_setup import run_playbook
+    from rfc2544.playbooks import run_playbook
     run_playbook("setup.yml", inventory_path, what="--setup")
 
 
@@ -119,7 +106,7 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
         hosts = tester.conditions()
     except Exception as exc:        # facts are for the report; a failure must not stop the run
         hosts = {"error": f"could not gather host facts: {exc}"}
-    return {
+    conditions = {
         "generator": getattr(tester, "generator_name", "unknown"),
         "receiver": getattr(tester, "receiver_name", "unknown"),
         "fidelity": "full" if getattr(tester, "full_fidelity", False) else "lower",
@@ -132,6 +119,15 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
         "calibration": calibration,
     }
+    # No speed from the profile or the inventory: the one the NICs reported
+    # (the report's % of line rate then says where it came from).
+    source = "profile" if profile.model.link_mbps else "inventory" if link_mbps else None
+    if link_mbps is None:
+        from rfc2544.drivers.facts import stream_port_speed
+        conditions["link_speed_mbps"] = stream_port_speed(conditions)
+        source = "NICs" if conditions["link_speed_mbps"] else None
+    conditions["link_speed_source"] = source
+    return conditions
 
 
 def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort):
@@ -157,38 +153,6 @@ def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abor
     return profiles_mod.validate(raw, "command line")
 
 
-def write_reports(results_path, out_dir, formats):
-    """Hand the finished results to the reports package. A missing report
-    dependency (jinja2, matplotlib, ...) is an infrastructure failure."""
-    try:
-        from rfc2544.reports.render import write_reports as render
-        return render(results_path, out_dir, formats)
-    except ImportError as exc:
-        raise missing_dependency(exc, "the report") from None
-
-
-def write_outputs(results_path, out_dir, formats):
-    """trials.csv and the reports of a results file, for `run` and `report`
-    alike; the paths written. results.json is on disk whatever fails here."""
-    written = write_csv(results_path, out_dir) if "csv" in formats else []
-    report_formats = tuple(f for f in formats if f != "csv")
-    if report_formats:
-        written += write_reports(results_path, out_dir, report_formats)
-    return written
-
-
-def write_csv(results_path, out_dir):
-    results = Results.load(results_path)
-    out = Path(out_dir) if out_dir else results.dir
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        return results.to_csv(out / "trials.csv")
-    except ImportError as exc:
-        raise missing_dependency(exc, "the CSV export") from None
-    except OSError as exc:
-        raise BadInput(f"{out}: cannot write the CSV: {exc.strerror or exc}") from None
-
-
 @click.command("run")
 @click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
               help="Ansible inventory (default: the local lab's).")
@@ -209,9 +173,11 @@ def write_csv(results_path, out_dir):
 @click.option("--json", "as_json", is_flag=True,
               help="Print the run's summary as JSON on stdout (as `report --json`, plus results_dir, reports "
                    "and threshold_misses); progress goes to stderr.")
+@click.option("--store", "store_dir", type=click.Path(file_okay=False),
+              help="Add the finished run to this results store, for `rfc2544 trend` [default: $RFC2544_STORE].")
 @interruptible
 def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests, frame_sizes,
-        ip_versions, early_abort, formats, as_json):
+        ip_versions, early_abort, formats, as_json, store_dir):
     """Run the RFC 2544 tests of a profile against the inventory's DUT."""
     say = functools.partial(click.echo, err=as_json)      # --json: stdout holds the document only
     if resume_dir:
@@ -227,7 +193,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         profile = profiles_mod.load(profile_name or "rfc2544")
         profile = apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort)
         results = None
-    inventory = resolve_inventory(inventory_path)
+    inventory = inventory_mod.resolve(inventory_path)
     if setup:
         run_setup(inventory.path)
     results, misses = _run_tests(inventory, profile, results, out_dir, _display(sys.stderr if as_json else None))
@@ -237,8 +203,9 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
     written = write_outputs(results.path, results.dir, formats or ("html", "csv"))
     for path in written:
         say(f"report: {path}")
+    stored = add_to_store(results, store_dir, say)
     if as_json:
-        click.echo(json.dumps(run_document(results, written, misses), indent=1))
+        click.echo(json.dumps({**run_document(results, written, misses), "stored": stored}, indent=1))
     if misses:
         raise ThresholdMissed("; ".join(misses))
 
@@ -252,13 +219,16 @@ def _run_tests(inventory, profile, results, out_dir, display):
         if results is None:
             out = Path(out_dir or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
             conditions = conditions_for(tester, inventory, profile, link, calibration)
+            link = conditions["link_speed_mbps"]
             results = Results.create(out, profile, build_plan(profile), profiles_mod.deviation_records(profile),
                                      conditions)
             if profile.model.waits.route_s:
                 time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
+        elif link is None:      # resumed: the speed the run started with
+            link = results.data.get("conditions", {}).get("link_speed_mbps")
         runner = Runner(tester, profile, results, display=display, link_mbps=link,
                         calibration=calibration, dut_reset=make_dut_reset(inventory))
-        try:   # SIGTERM, like Ctrl-C, is a KeyboardInterrupt here (cli.interruptible)
+        try:   # SIGTERM, like Ctrl-C, is a KeyboardInterrupt here (interrupts.interruptible)
             misses = [] if results.complete else runner.run()
         except (Rfc2544Error, KeyboardInterrupt):
             raise
@@ -274,10 +244,27 @@ def _run_tests(inventory, profile, results, out_dir, display):
     return results, misses or []
 
 
+def add_to_store(results, store_dir, say):
+    """Add a complete run to the results store (--store or $RFC2544_STORE);
+    the run id, or None when there is no store or the run is incomplete.
+    The run's own files are on disk before this: a store that refuses the
+    run costs nothing but the entry."""
+    from rfc2544 import store as store_mod
+    path = store_mod.store_path(store_dir)
+    if path is None:
+        return None
+    if not results.complete:
+        say(f"store: {path}: not added, the run is incomplete (resume it, then 'rfc2544 store add')")
+        return None
+    with store_mod.Store(path) as st:
+        run_id, new = st.add(results.path)
+    say(f"store: {path}: {'added' if new else 'already stored'} as {run_id}")
+    return run_id
+
+
 def run_document(results, written, misses):
     """What `run --json` prints: `report --json`'s summary of the results file,
     plus where the run's files are and the thresholds it missed."""
-    from rfc2544.reports.cli import summary_document
     return {**summary_document(results.path), "results_dir": str(results.dir),
             "reports": [str(p) for p in written], "threshold_misses": list(misses)}
 
@@ -296,7 +283,7 @@ def _display(stream=None):
 @interruptible
 def calibrate(inventory_path, frame_sizes, duration):
     """Measure the tester's own ceiling (frames/s it can send) without a DUT."""
-    inventory = resolve_inventory(inventory_path)
+    inventory = inventory_mod.resolve(inventory_path)
     try:
         from rfc2544.calibrate import calibrate as measure_ceiling
     except ImportError as exc:
@@ -320,12 +307,12 @@ def calibrate(inventory_path, frame_sizes, duration):
               help="Ansible inventory (default: the local lab's).")
 def doctor(inventory_path):
     """Check the hosts: SSH, module, links, MACs, clock sync."""
-    inventory = resolve_inventory(inventory_path)
+    inventory = inventory_mod.resolve(inventory_path)
     try:
         from rfc2544.doctor import doctor as check_hosts
     except ImportError as exc:
         raise InfraError(f"doctor is not available in this build ({exc})")
-    from rfc2544.host_setup import find_tool
+    from rfc2544.playbooks import find_tool
     click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
     checks = check_hosts(inventory)
     for name, ok, detail in checks:

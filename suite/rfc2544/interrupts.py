@@ -9,8 +9,10 @@ at where the main thread is: in our own code it raises at once; inside such
 library code it retries every RETRY_S (SIGALRM) until the thread is back in
 our code, which every wait of the trial engine reaches within ~50 ms.
 """
+import functools
 import os
 import signal
+import threading
 
 RETRY_S = 0.02
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -61,3 +63,19 @@ class deferred_interrupts:
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         return False
+
+
+def interruptible(command):
+    """Make SIGINT and SIGTERM raise KeyboardInterrupt while `command` runs
+    (never inside paramiko or threading code, as above). A shell
+    starts the background jobs of a non-interactive script with SIGINT
+    ignored, and Python then installs no handler of its own: without this,
+    an interrupt sent to a run would be lost and the run would finish with
+    exit 0."""
+    @functools.wraps(command)
+    def with_sigint(*args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            return command(*args, **kwargs)       # only the main thread may set handlers
+        with deferred_interrupts():
+            return command(*args, **kwargs)
+    return with_sigint

@@ -1,8 +1,11 @@
 """`rfc2544 run` in the QEMU lab (real Debian kernel, real generator and
 receiver): the NDR of a DUT capped at a known packet rate, the quick
 profile end to end, and the faults: a killed SSH connection, Ctrl-C and a
-rebooted tester VM, each followed by a resume that completes the run."""
+rebooted tester VM, each followed by a resume that completes the run; three runs into a results
+store judged by `rfc2544 trend`."""
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -303,3 +306,47 @@ def test_latency_and_back_to_back_with_the_module(with_module, tmp_path):
     print(f"back-to-back lengths {b2b['lengths']}, known {known:.0f}")
     assert 0.85 * known <= b2b["avg_frames"] <= 1.1 * known, (b2b["lengths"], known)
     assert b2b["implied_buffer_s"] == pytest.approx(b2b["avg_frames"] / rate)
+
+
+def test_trend_marks_the_capped_run_as_a_regression(capped, tmp_path):
+    """Three `rfc2544 run --store` runs of one profile into one store, the
+    DUT capped at CAP_PPS for two and at half that for the third: `rfc2544
+    trend` groups the two, marks the third's group a regression of about
+    -50 % and exits 1; its page renders in headless Chromium."""
+    lab = capped
+    profile = small_profile(tmp_path, tests=["throughput"], trial_duration_s=2, search={
+        "max_load_fps": 2 * CAP_PPS, "resolution_pct": 5, "min_load_pct": 10, "initial_duration_s": 0.5,
+        "exceed_ratio": 0.5, "duration_sum_s": 4})
+    store = tmp_path / "store"
+    for i, cap in enumerate((CAP_PPS, CAP_PPS, CAP_PPS // 2)):
+        lab.cap_dut(cap, cap // 2)
+        r = subprocess.run(RFC2544 + ["run", "-i", str(lab.inventory_path), "-p", str(profile), "--out",
+                                      str(tmp_path / f"run{i}"), "--format", "csv", "--store", str(store)],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert f"store: {store}: added as " in r.stdout
+    r = subprocess.run(RFC2544 + ["trend", "--store", str(store), "--junit", str(tmp_path / "trend.xml")],
+                       capture_output=True, text=True, timeout=300)
+    print(r.stdout)
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads((store / "trend" / "trend.json").read_text())
+    [ndr] = [s for s in doc["series"] if s["metric"] == "ndr_fps"]
+    values = [run["value"] for run in ndr["segments"][0]["runs"]]
+    assert len(ndr["segments"]) == 1 and len(values) == 3, ndr
+    newest = ndr["last_group"]
+    assert ndr["status"] == "regression" and newest["runs"] == 1 and newest["first_run"] == ndr["newest_run"]
+    assert -60 < newest["change_pct"] < -35, (values, newest)
+    assert "regression in" in r.stderr and "throughput NDR (frames/s) 64 B IPv4" in r.stderr
+    shot = tmp_path / "trend.png"
+    chromium = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                               f"--user-data-dir={tmp_path / 'chromium'}", "--enable-logging=stderr", "--v=0",
+                               "--window-size=1200,1600", f"--screenshot={shot}",
+                               (store / "trend" / "trend.html").as_uri()],
+                              capture_output=True, text=True, timeout=120)
+    assert chromium.returncode == 0, chromium.stderr[-2000:]
+    assert not [line for line in chromium.stderr.splitlines() if ":CONSOLE" in line]
+    from matplotlib.image import imread
+    pixels = imread(str(shot))
+    assert pixels.shape[0] >= 1000 and pixels.std() > 0.05
+    if os.environ.get("RFC2544_TEST_ARTIFACTS"):
+        shutil.copy(shot, os.environ["RFC2544_TEST_ARTIFACTS"])

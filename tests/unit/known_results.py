@@ -62,3 +62,31 @@ def key_figures(name="complete.json"):
 def headline(name="complete.json"):
     """The report's one-line throughput headline (smallest frame size)."""
     return f"Throughput: {fmt.fps(row(raw(name), 'throughput', 64)['fps'])} frames/s"
+
+
+def synthetic_run(directory, started, ndr_fps, median_ns=None, tester_bound=False, generator=None,
+                  tester_kernel=None, dut_kernel=None, link_mbps=None):
+    """A small complete run (complete.json cut down to its 64 B throughput
+    and latency rows) with the figures and conditions given: the runs of a
+    synthetic series for the store and the trend. Returns its directory."""
+    data = raw("complete.json")
+    data["started"] = data["finished"] = started
+    data["trials"], data["frame_loss"], data["back_to_back"] = [], [], []
+    data["system_recovery"], data["reset"] = [], []
+    t64 = dict(row(data, "throughput", 64), ndr_fps=ndr_fps, fps=ndr_fps, pdr_fps=None, tester_bound=tester_bound)
+    data["throughput"] = [t64]
+    data["latency"] = [dict(row(data, "latency", 64), median_ns=median_ns, p999_ns=median_ns * 1.2)] \
+        if median_ns else []
+    conditions = data["conditions"]
+    if generator:
+        conditions["generator"] = generator
+    if link_mbps:
+        conditions["link_speed_mbps"] = link_mbps
+    if tester_kernel:
+        conditions["hosts"]["tester"]["kernel"] = tester_kernel
+    if dut_kernel:
+        conditions["hosts"]["dut"]["kernel"] = dut_kernel
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "results.json").write_text(json.dumps(data))
+    return directory

@@ -18,6 +18,9 @@ case "$1" in
   compare) echo "1518 B  latency max (us)  4,329.1  7,001.8  +61.74 %  worse (not gated)"
            [ "${FAKE_COMPARE_RC:-0}" = 1 ] && echo "rfc2544: out regressed past 5 %: throughput (frames/s) at 64 B -12.0 %" >&2
            exit ${FAKE_COMPARE_RC:-0} ;;
+  trend) echo "throughput NDR (frames/s) 64 B IPv4 (dut, quick)  2  5,000.0  0.0  -50.00 %  regression"
+         [ "${FAKE_TREND_RC:-0}" = 1 ] && echo "rfc2544: regression in 1 series: throughput NDR (frames/s) 64 B IPv4 (dut, quick)" >&2
+         exit ${FAKE_TREND_RC:-0} ;;
 esac
 """
 
@@ -33,16 +36,18 @@ def pipeline(tmp_path):
                    "  children:\n    testers:\n      hosts:\n        tester: {ansible_host: 192.0.2.1}\n")
     (tmp_path / "thresholds.yml").write_text('baseline: baseline-run\nmax_regression: "5%"\n')
 
-    def run(run_rc=0, compare_rc=0, threshold=True):
+    def run(run_rc=0, compare_rc=0, threshold=True, trend_rc=0, extra=()):
         calls = tmp_path / "calls"
         calls.unlink(missing_ok=True)
         env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "playbooks/ansible.cfg"), ANSIBLE_NOCOLOR="1",
                    FAKE_CALLS=str(calls), FAKE_RUN_RC=str(run_rc), FAKE_COMPARE_RC=str(compare_rc),
-                   ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+                   FAKE_TREND_RC=str(trend_rc), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
         args = [str(BIN / "ansible-playbook"), "-i", str(inv), str(ROOT / "playbooks/rfc2544.yml"), "-l", "localhost",
                 "-e", f"rfc2544_cli={cli}", "-e", f"rfc2544_out_dir={tmp_path / 'out'}"]
         if threshold:
             args += ["-e", f"rfc2544_threshold_file={tmp_path / 'thresholds.yml'}"]
+        for var in extra:
+            args += ["-e", var.format(dir=tmp_path)]
         p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
         out = " ".join((p.stdout + p.stderr).split())
         return p.returncode, out, calls.read_text().splitlines() if calls.exists() else []
@@ -79,3 +84,25 @@ def test_failed_run_fails_the_play_without_comparing(pipeline):
     rc, out, calls = pipeline(run_rc=3)
     assert rc == 2 and [c.split()[0] for c in calls] == ["run"]
     assert "the benchmark failed: rfc2544: threshold missed" in out
+
+
+def test_the_trend_gate_adds_the_run_to_the_store_and_judges_the_trend(pipeline):
+    d = pipeline.dir
+    rc, out, calls = pipeline(threshold=False, extra=["rfc2544_store_dir={dir}/store", "rfc2544_gate=trend"])
+    assert rc == 0, out[-2000:]
+    assert calls == [f"run -i {d / 'inventory.yml'} -p quick --out {d / 'out'} --format=html --format=csv "
+                     f"--store {d / 'store'}",
+                     f"trend --store {d / 'store'} --out {d / 'out'} --junit {d / 'out/trend.junit.xml'}"]
+
+
+def test_a_trend_regression_fails_the_play_and_both_gates_run(pipeline):
+    rc, out, calls = pipeline(trend_rc=1, extra=["rfc2544_store_dir={dir}/store", "rfc2544_gate=both"])
+    assert rc == 2 and [c.split()[0] for c in calls] == ["run", "compare", "trend"]
+    assert ("rfc2544: the benchmark regressed in the trend: rfc2544: regression in 1 series: "
+            "throughput NDR (frames/s) 64 B IPv4 (dut, quick)") in out
+
+
+def test_the_trend_gate_without_a_store_is_refused_before_running(pipeline):
+    rc, out, calls = pipeline(threshold=False, extra=["rfc2544_gate=trend"])
+    assert rc == 2 and calls == []
+    assert "trend and both need rfc2544_store_dir" in out

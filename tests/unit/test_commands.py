@@ -168,7 +168,7 @@ def test_internal_error_is_one_line_with_a_log(setup, capsys):
 
 
 def test_setup_runs_the_playbook_first(setup, monkeypatch, capsys):
-    from rfc2544 import host_setup
+    from rfc2544 import playbooks as host_setup
     tmp, inv, prof, _ = setup
     calls = []
     monkeypatch.setattr(host_setup, "find_tool", lambda name: f"/usr/bin/{name}")
@@ -328,17 +328,19 @@ def test_calibrate_takes_sigint_for_its_duration_only(setup, monkeypatch):
     assert seen == [interrupts._handler]
 
 
-def test_run_json_prints_the_summary_on_stdout_and_progress_on_stderr(setup, capsys):
+def test_run_json_prints_the_summary_on_stdout_and_progress_on_stderr(setup, capsys, monkeypatch):
     """--json against the simulated DUT (capacity 40,000 frames/s): stdout is
     one JSON document, the same summary as `report --json` plus the run's paths."""
-    from rfc2544.reports.cli import summary_document
+    from rfc2544.outputs import summary_document
+    monkeypatch.delenv("RFC2544_STORE", raising=False)
     tmp, inv, prof, _ = setup
     out = tmp / "out"
     assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(out), "--json") == 0
     printed = capsys.readouterr()
     doc = json.loads(printed.out)
     written = doc.pop("reports")
-    assert doc == {**summary_document(out / "results.json"), "results_dir": str(out), "threshold_misses": []}
+    assert doc == {**summary_document(out / "results.json"), "results_dir": str(out), "threshold_misses": [],
+                   "stored": None}
     # every file the run wrote beside results.json: the CSVs and the report
     assert sorted(written) == sorted(str(p) for p in out.iterdir() if p.name != "results.json")
     assert str(out / "trials.csv") in written and str(out / "report.html") in written

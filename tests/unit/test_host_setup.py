@@ -1,4 +1,4 @@
-"""Finding Ansible and the shipped playbooks (rfc2544.host_setup): the
+"""Finding Ansible and the shipped playbooks (rfc2544.playbooks): the
 ansible-playbook beside the interpreter wins over PATH, so a venv or pipx
 install works without its bin/ on PATH; the playbooks come from the package."""
 import os
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rfc2544 import host_setup
+from rfc2544 import playbooks as host_setup
 
 VENV_BIN = Path(sys.executable).parent
 

@@ -1,6 +1,7 @@
 """Rendering: the HTML and PDF of the known results files (a simulated run,
 tests/data/results/generate.py), and `rfc2544 report`."""
 import html
+import html as html_mod
 import re
 import shutil
 import subprocess
@@ -283,6 +284,44 @@ def test_a_run_on_the_intree_pktgen_names_generator_and_receiver(tmp_path, monke
     assert "Generator pktgen (in-tree) Receiver interface counters Fidelity lower" in text
     assert ("lower-fidelity measurement: the receiver is interface counters, the generator pktgen (in-tree); "
             "loss is counted per interface rather than per test stream") in text
+
+
+def run_conditions(tmp_path, monkeypatch, tx_speed, rx_speed, link=None):
+    """conditions_for on a simulated tester whose ports tx0 and rx0 report these speeds."""
+    from test_tester_sim import make_tester
+    from rfc2544 import commands, profiles
+    tester, _, _ = make_tester(tmp_path)
+    nics = [{"name": "tx0", "speed_mbps": tx_speed}, {"name": "rx0", "speed_mbps": rx_speed}]
+    monkeypatch.setattr(tester, "conditions", lambda: {"hosts": {"tester": {"role": "tester", "nics": nics}}})
+    return commands.conditions_for(tester, tester.inventory, profiles.load("quick"), link, None)
+
+
+def test_the_link_speed_falls_back_to_what_the_ports_reported(tmp_path, monkeypatch):
+    """Neither the profile nor the inventory gives a speed: the slowest
+    stream port's; none when a port reports none."""
+    pick = lambda c: (c["link_speed_mbps"], c["link_speed_source"])
+    assert pick(run_conditions(tmp_path, monkeypatch, 25000, 10000)) == (10000, "NICs")
+    assert pick(run_conditions(tmp_path, monkeypatch, 25000, None)) == (None, None)
+    assert pick(run_conditions(tmp_path, monkeypatch, 25000, 10000, link=40000)) == (40000, "inventory")
+
+
+def test_conditions_show_the_ip_versions_and_link_speeds_used(tmp_path, monkeypatch):
+    """The report's conditions say IPv4, the speed used, where it came from
+    and what each port reported; the profile's unset link_mbps says what
+    was used instead. (Before: "IP version —" and "link_mbps —".)"""
+    from rfc2544 import profiles
+    from rfc2544.results import Results
+    from rfc2544.runner import build_plan
+    conditions = run_conditions(tmp_path, monkeypatch, 25000, 10000)
+    profile = profiles.load("quick")
+    results = Results.create(tmp_path / "run", profile, build_plan(profile), profiles.deviations(profile), conditions)
+    text = html_mod.unescape(visible_text(render_html(load_results(results.path))))
+    assert "IP versions IPv4" in text
+    assert ("Link speed 10 Gbit/s Ethernet (from the speed the tester's ports reported); "
+            "ports reported: tester:tx0 25 Gbit/s, tester:rx0 10 Gbit/s") in text
+    assert "link_mbps not set: 10 Gbit/s Ethernet from the speed the tester's ports reported was used" in text
+    conditions_table = text.split("Test conditions")[1].split("Hosts")[0]
+    assert "—" not in conditions_table.split("Latency")[0]
 
 
 def test_report_cli_unwritable_output_is_bad_input(capsys, tmp_path):

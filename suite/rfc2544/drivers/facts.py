@@ -116,3 +116,16 @@ def gather_conditions(tester):
         "hosts": hosts,
         "notes": list(det["notes"]),
     }
+
+
+def stream_port_speed(conditions):
+    """The slowest link speed the tester's stream ports reported in the
+    gathered facts (Mbit/s), or None when any of them reported none."""
+    hosts = conditions.get("hosts") or {}
+    speeds = []
+    for stream in conditions.get("streams") or []:
+        for end in (stream.get("tx"), stream.get("rx")):
+            host, _, port = (end or "").partition(":")
+            nics = (hosts.get(host) or {}).get("nics") or [] if isinstance(hosts, dict) else []
+            speeds.append(next((n.get("speed_mbps") for n in nics if n.get("name") == port), None))
+    return min(speeds) if speeds and all(isinstance(s, (int, float)) and s > 0 for s in speeds) else None

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from rfc2544.cli import interruptible
+from rfc2544.interrupts import interruptible
 from rfc2544.errors import BadInput, InfraError
 
 

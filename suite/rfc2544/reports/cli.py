@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from rfc2544.errors import BadInput, ThresholdMissed
+from rfc2544.outputs import summary_document, write_outputs
 
 FORMATS = ("html", "pdf", "csv")
 
@@ -22,8 +23,6 @@ FORMATS = ("html", "pdf", "csv")
               help="Print the summary (status, deviations, per-test results) as JSON; write no files.")
 def report(results, formats, out_dir, as_json):
     """Write the HTML, PDF and/or CSV of a results.json (or a run directory)."""
-    from rfc2544.commands import write_outputs
-
     if as_json:
         import json
         click.echo(json.dumps(summary_document(results), indent=1))
@@ -31,22 +30,6 @@ def report(results, formats, out_dir, as_json):
 
     for path in write_outputs(results, out_dir, parse_formats(formats)):
         click.echo(str(path))
-
-
-def summary_document(path):
-    """What `report --json` prints: the results without the trials, plus
-    what the report works out (completeness, deviations found in the data)."""
-    from rfc2544.reports import checks
-    from rfc2544.reports.load import SECTIONS, load_results
-
-    results = load_results(path)
-    status = dict(checks.completeness(results))
-    status.pop("last_trial")        # a whole trial record: in results.json already
-    return {"source": results["source"], "complete": results["complete"], "status": status,
-            "deviations": results["deviations"],
-            "detected_deviations": checks.undeclared(checks.detected_deviations(results), results["deviations"]),
-            "conditions": results["conditions"], "profile": results["profile"],
-            **{s: results[s] for s in SECTIONS if s != "trials"}}
 
 
 def parse_formats(text):

@@ -194,3 +194,35 @@ def recovery_reset_svg(recovery_rows, reset_rows):
         ax.legend(loc="upper right", fontsize=8)
         svg = _svg(fig, "fig-recovery")
     return _title(svg, "fig-recovery", "System recovery and reset time per repetition, with the recovery time's bounds")
+
+
+def trend_svg(series, index):
+    """One series over the runs: each run's value, each group's average
+    (solid) with its spread (band), a triangle where a group starts with a
+    regression (red, down) or progression (green, up), and a dashed line
+    where the conditions changed and the series split."""
+    prefix = f"fig-trend-{index}"
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.0, 2.6))
+        x = 0
+        for s_index, segment in enumerate(series["segments"]):
+            if s_index:
+                ax.axvline(x - 0.5, color="#555", linestyle="--", linewidth=1)
+            for group in segment["groups"]:
+                xs = list(range(x, x + group["runs"]))
+                ax.plot(xs, group["values"], "o", color=COLORS[0], markersize=3.5, zorder=3)
+                lo, hi = xs[0] - 0.4, xs[-1] + 0.4
+                ax.hlines(group["avg"], lo, hi, color="#333", linewidth=1.6, zorder=2)
+                ax.fill_between([lo, hi], group["avg"] - group["stdev"], group["avg"] + group["stdev"],
+                                color="#999", alpha=0.25, linewidth=0)
+                if group["kind"] in ("regression", "progression"):
+                    bad = group["kind"] == "regression"
+                    ax.plot([xs[0]], [group["avg"]], "v" if bad != (series["better"] == "lower") else "^",
+                            color="#c0392b" if bad else "#2e8b57", markersize=9, zorder=4)
+                x += group["runs"]
+        ax.set_xlim(-0.7, max(x - 0.3, 0.7))
+        ax.set_xlabel("run (oldest first)")
+        ax.yaxis.set_major_formatter(FuncFormatter(_rate))
+        ax.set_ylabel(series["unit"] or series["metric"])
+        svg = _svg(fig, prefix)
+    return _title(svg, prefix, series["title"])

@@ -95,6 +95,53 @@ def headline(results):
             "loss_goal": "0 % loss (RFC 1242 throughput)"}
 
 
+LINK_SOURCES = {"profile": "the profile's link_mbps", "inventory": "the inventory's port speed",
+                "NICs": "the speed the tester's ports reported"}
+
+
+def ip_versions_text(results):
+    """The IP versions the run's measurements used."""
+    return ", ".join(f"IPv{v}" for v in ip_versions(results))
+
+
+def port_speeds(results):
+    """(host:port, Mbit/s or None) of each stream end, as the host facts reported them."""
+    conditions = results["conditions"]
+    hosts = conditions.get("hosts") if isinstance(conditions.get("hosts"), dict) else {}
+    out = []
+    for stream in conditions.get("streams") or []:
+        for end in (stream.get("tx"), stream.get("rx")):
+            host, _, port = (end or "?").partition(":")
+            nics = (hosts.get(host) or {}).get("nics") or []
+            out.append((end, next((n.get("speed_mbps") for n in nics if n.get("name") == port), None)))
+    return list(dict.fromkeys(out))
+
+
+def link_used(results):
+    """The link speed the run used for line-rate figures, where it came
+    from, and what the stream ports reported: one line for the report."""
+    conditions = results["conditions"]
+    mbps = conditions.get("link_speed_mbps")
+    text = link_text(mbps)
+    source = LINK_SOURCES.get(conditions.get("link_speed_source"))
+    if mbps and source:
+        text += f" (from {source})"
+    reported = [f"{end} {link_text(speed).replace(' Ethernet', '') if speed else 'unknown'}"
+                for end, speed in port_speeds(results)]
+    if reported:
+        text += f"; ports reported: {', '.join(reported)}"
+    return text
+
+
+def profile_rows(results):
+    """The profile as (key, value) rows; a link_mbps left unset says what was used instead."""
+    rows = flatten(results["profile"])
+    mbps = results["conditions"].get("link_speed_mbps")
+    source = LINK_SOURCES.get(results["conditions"].get("link_speed_source"))
+    return [(k, f"not set: {link_text(mbps)} from {source or 'the inventory'} was used"
+             if k == "link_mbps" and v is None and mbps else v) for k, v in rows]
+
+
 def link_text(mbps):
     if not mbps:
         return "unknown link speed"
