@@ -213,6 +213,7 @@ static int pg_dev_show(struct seq_file *m, void *v)
 			seq_printf(m, "%u,%llu ", pd->imix[i].size, pd->imix_counts[i]);
 		seq_puts(m, "\n");
 	}
+	pg_dep_show(m, &pd->dep, pd->delay == PG_DELAY_PAUSE ? 0 : pd->delay);
 	seq_printf(m, "Result: %s\n", pd->result);
 	mutex_unlock(&pd->cfg_lock);
 	return 0;
@@ -614,8 +615,12 @@ static int pg_cmd_clear_counters(struct pg_dev *pd, int argc, char **argv)
 	WRITE_ONCE(pd->tx_dropped, 0);
 	WRITE_ONCE(pd->tx_bytes, 0);
 	WRITE_ONCE(pd->idle_acc, 0);
-	if (!READ_ONCE(pd->running))
+	if (!READ_ONCE(pd->running)) {
 		pd->seq_num = 1;
+		pg_dep_reset(&pd->dep, 0);
+	} else {
+		WRITE_ONCE(pd->dep_clear, true);	/* the thread owns dep */
+	}
 	return pg_res(pd, 0, "OK: Clearing counters.");
 }
 

@@ -18,6 +18,7 @@
 #include <linux/capability.h>
 #include <net/net_namespace.h>
 #include "compat.h"
+#include "departures.h"
 
 #define PG_MODNAME		"rfc2544_pktgen"
 #define PG_VERSION		"1.0"
@@ -169,6 +170,8 @@ struct pg_dev {
 	u32 clone_left;
 	struct page *frag_page;
 	char result[PG_RESULT_LEN];
+	bool dep_clear;			/* clear_counters while running: the thread resets dep */
+	struct pg_departures dep;	/* the thread's while running */
 };
 
 enum pg_req {

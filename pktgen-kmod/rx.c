@@ -509,10 +509,6 @@ static void pg_print_stat_human(struct seq_file *m, const char *name,
 	seq_puts(m, " ns^2\n");
 }
 
-static const u64 pg_pct[][2] = {
-	{ 50, 100 }, { 90, 100 }, { 99, 100 }, { 999, 1000 }, { 9999, 10000 },
-};
-static const char *const pg_pct_names[] = { "p50", "p90", "p99", "p999", "p9999" };
 
 static int pg_rx_show(struct seq_file *m, void *v)
 {
@@ -622,7 +618,7 @@ static int pg_rx_show(struct seq_file *m, void *v)
 		seq_puts(m, "  latency percentiles (ns):");
 	}
 	if (rx->script || (s && s->level == PG_LVL_TIME)) {
-		for (i = 0; i < ARRAY_SIZE(pg_pct); i++)
+		for (i = 0; i < PG_PCT_NR; i++)
 			seq_printf(m, " %s=%llu", pg_pct_names[i],
 				   hist ? pg_hist_percentile(hist, lat.n, pg_pct[i][0],
 							     pg_pct[i][1], lat.min, lat.max) : 0);

@@ -8,6 +8,11 @@
 #include <linux/bitops.h>
 #include "stats.h"
 
+const u64 pg_pct[PG_PCT_NR][2] = {
+	{ 50, 100 }, { 90, 100 }, { 99, 100 }, { 999, 1000 }, { 9999, 10000 },
+};
+const char *const pg_pct_names[PG_PCT_NR] = { "p50", "p90", "p99", "p999", "p9999" };
+
 void pg_stat_merge(struct pg_stat *into, const struct pg_stat *from)
 {
 	if (from->n) {

@@ -62,6 +62,10 @@ static inline unsigned int pg_hist_index(u64 v)
 }
 
 void pg_hist_bounds(unsigned int idx, u64 *low, u64 *high);
+/* The percentiles both read-outs print: p50 p90 p99 p999 p9999, as num/den. */
+#define PG_PCT_NR		5
+extern const u64 pg_pct[PG_PCT_NR][2];
+extern const char *const pg_pct_names[PG_PCT_NR];
 /* q = num/den; nearest-rank percentile from a merged histogram */
 u64 pg_hist_percentile(const u64 *hist, u64 n, u64 num, u64 den,
 		       u64 min, u64 max);

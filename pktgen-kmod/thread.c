@@ -79,6 +79,8 @@ static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
 	memset(pd->imix_counts, 0, sizeof(pd->imix_counts));
 	pd->started_at = ktime_get();
 	pd->stopped_at = pd->started_at;
+	pd->dep_clear = false;
+	pg_dep_reset(&pd->dep, ktime_to_ns(pd->started_at));
 	pd->next_tx = ktime_to_ns(pd->started_at);
 	pd->earliest_tx = pd->next_tx;
 	pd->resched = false;
@@ -358,7 +360,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	unsigned int burst;
 	struct sk_buff *skb;
 	unsigned int len;
-	u64 gap;
+	u64 gap, delay;
 	int ret;
 
 	if (unlikely(!netif_running(odev) || !netif_carrier_ok(odev))) {
@@ -433,12 +435,20 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	}
 	}
 	pd->last_pkt_size = len;
+	delay = READ_ONCE(pd->delay);
+	if (!now)
+		now = ktime_get_ns();
+	if (unlikely(READ_ONCE(pd->dep_clear))) {
+		WRITE_ONCE(pd->dep_clear, false);
+		pg_dep_reset(&pd->dep, now);
+	}
+	pg_dep_record(&pd->dep, now, frames, delay == PG_DELAY_PAUSE ? 0 : delay);
 	/*
 	 * One gap per frame actually handed over (a burst cut short by a
 	 * stopped queue or a held skb counts what it sent), saturating:
 	 * delay * burst and next_tx + gap may not wrap into the past.
 	 */
-	if (check_mul_overflow(READ_ONCE(pd->delay), (u64)frames, &gap))
+	if (check_mul_overflow(delay, (u64)frames, &gap))
 		gap = U64_MAX;
 	pd->next_tx = pg_sat_add(pd->next_tx, gap);
 	if (READ_ONCE(pg_catchup_pct))

@@ -13,7 +13,8 @@ def outcome_from(result):
         loss_ratio=result.loss_ratio, tester_limited=result.tester_limited,
         aborted=result.aborted_early, traffic_s=result.traffic_s,
         saved_s=result.saved_traffic_s, intended_frames=result.intended_frames,
-        tx_frames=result.tx_frames, rx_frames=result.rx_frames)
+        tx_frames=result.tx_frames, rx_frames=result.rx_frames,
+        tester_bursty=getattr(result, "tester_bursty", False))
 
 
 def make_measure(run_trial, frame_size, ipv6=False, early_abort=False, test="throughput",

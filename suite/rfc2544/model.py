@@ -50,6 +50,27 @@ class LatencyStats:
 
 
 @dataclass
+class Spacing:
+    """How evenly the generator sent a trial's frames (rfc2544_pktgen's own
+    departure times): gaps between consecutive frames, and micro-bursts,
+    runs of frames each sent less than half the nominal gap after the one
+    before. Several streams are merged: counts summed, worst burst kept."""
+    source: str                           # "generator" (departure times)
+    frames: int                           # frames with a departure time
+    nominal_gap_ns: Optional[float]       # 1e9 / the stream's rate (None: unpaced)
+    min_gap_ns: float
+    mean_gap_ns: float
+    max_gap_ns: float
+    p50_gap_ns: Optional[float]
+    p99_gap_ns: Optional[float]
+    p999_gap_ns: Optional[float]
+    micro_bursts: int
+    longest_micro_burst: int              # frames (0: none)
+    close_frames: int                     # frames sent < half the nominal gap after the one before
+    hist: List[List[int]] = field(default_factory=list)   # [low_ns, high_ns, count]
+
+
+@dataclass
 class StreamCounts:
     tx_port: str
     rx_port: str
@@ -92,6 +113,8 @@ class TrialResult:
     streams: List[StreamCounts] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     hooks: List[HookRun] = field(default_factory=list)
+    spacing: Optional[Spacing] = None
+    tester_bursty: bool = False     # failed, and the generator's micro-bursts explain the loss (pacing.py)
 
     @property
     def lost_frames(self):

@@ -10,7 +10,7 @@ through them; the document on disk is still plain JSON.
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Union
 
-from rfc2544.model import HookRun, LatencyStats, StreamCounts, TrialResult, TrialSpec
+from rfc2544.model import HookRun, LatencyStats, Spacing, StreamCounts, TrialResult, TrialSpec
 from rfc2544.summaries import SUMMARY_TYPES, Summary
 
 SCHEMA = "rfc2544-results"
@@ -90,8 +90,10 @@ class TrialRecord:
     hooks: List[HookRun] = field(default_factory=list)     # absent in files written before hooks
     samples: Optional[List[dict]] = None                   # system recovery only
     superseded: bool = False
+    spacing: Optional[Spacing] = None       # the generator's departure spacing (rfc2544_pktgen only)
+    tester_bursty: bool = False             # pacing.py's rule: the loss is the generator's micro-bursts
 
-    KEY_ORDER = ("latency", "streams", "notes", "hooks", "spec", "samples", "superseded")
+    KEY_ORDER = ("latency", "streams", "notes", "hooks", "spec", "samples", "superseded", "spacing")
 
     @classmethod
     def from_result(cls, record_id, unit, result, verdict, load_pct):
@@ -105,19 +107,22 @@ class TrialRecord:
             achieved_fps=result.achieved_fps, verdict=verdict, tester_limited=result.tester_limited,
             aborted_early=result.aborted_early, saved_traffic_s=result.saved_traffic_s,
             started=result.started, latency=result.latency, streams=list(result.streams),
-            notes=list(result.notes), hooks=list(result.hooks), spec=spec)
+            notes=list(result.notes), hooks=list(result.hooks), spec=spec, spacing=result.spacing,
+            tester_bursty=result.tester_bursty)
 
     @classmethod
     def from_dict(cls, d):
         d = dict(d)
         lat = d.pop("latency", None)
+        spacing = d.pop("spacing", None)
         return cls(latency=LatencyStats(**lat) if lat else None,
+                   spacing=Spacing(**spacing) if spacing else None,
                    streams=[StreamCounts(**s) for s in d.pop("streams", [])],
                    hooks=[HookRun(**h) for h in d.pop("hooks", [])],
                    spec=TrialSpec(**d.pop("spec")), notes=list(d.pop("notes", [])), **d)
 
     def to_dict(self):
-        out = _plain(self, {"samples": None, "superseded": False})
+        out = _plain(self, {"samples": None, "superseded": False, "spacing": None, "tester_bursty": False})
         # hooks sit between notes and spec, as the writer has always put them
         tail = {k: out.pop(k) for k in self.KEY_ORDER if k in out}
         out.update(tail)
@@ -131,7 +136,8 @@ class TrialRecord:
             traffic_s=self.traffic_s, tester_limited=self.tester_limited,
             aborted_early=self.aborted_early, saved_traffic_s=self.saved_traffic_s,
             started=self.started, latency=self.latency, streams=list(self.streams),
-            notes=list(self.notes), hooks=list(self.hooks))
+            notes=list(self.notes), hooks=list(self.hooks), spacing=self.spacing,
+            tester_bursty=self.tester_bursty)
 
 
 @dataclass

@@ -32,6 +32,8 @@ def unit_key(test, ip_version, frame_size):
 
 
 def verdict(result):
+    if result.tester_bursty:
+        return "tester-bursty"
     if result.tester_limited:
         return "tester-limited"
     if result.aborted_early:

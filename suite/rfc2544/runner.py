@@ -10,6 +10,7 @@ trials of the step that was cut short.
 import math
 import time
 
+from rfc2544 import pacing
 from rfc2544.deviations import Deviation, text_of
 from rfc2544.errors import InfraError, Rfc2544Error
 from rfc2544.measure import make_measure
@@ -93,6 +94,10 @@ class Context:
 
         r.display.trial_start(self.unit, spec)
         result = r.tester.run_trial(spec, progress=on_sample)
+        reason = pacing.bursty_reason(result, self._absorbed_burst())
+        if reason:      # the search retries it and never counts it as DUT loss
+            result.tester_bursty = result.tester_limited = True
+            result.notes.append(reason)
         record = r.results.add_trial(self.unit, result, link_mbps=r.link_mbps)
         if keep_samples:
             record["samples"] = samples
@@ -103,6 +108,12 @@ class Context:
         r.trials_run += 1
         r.display.trial(self.unit, result, replayed=False)
         return result
+
+    def _absorbed_burst(self):
+        """The longest micro-burst of a trial in this unit that passed: the DUT absorbed it."""
+        return max((t.spacing.longest_micro_burst for t in self._journal
+                    if t.spacing and t.lost_frames == 0 and not t.tester_limited and not t.aborted_early),
+                   default=0)
 
     def _record_index(self, n):
         rows = [i for i, t in enumerate(self._r.results.data["trials"])

@@ -46,6 +46,14 @@ class ThroughputSummary(Summary):
     at_max_load: bool
     ip_version: int = 4
     unit: str = ""
+    # the upper bound failed on the generator's micro-bursts (pacing.py); written only when true
+    tester_bursty: bool = False
+
+    def to_dict(self):
+        d = asdict(self)
+        if not d["tester_bursty"]:
+            del d["tester_bursty"]
+        return d
 
 
 @dataclass

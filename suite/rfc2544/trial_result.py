@@ -3,6 +3,7 @@ rate schedule's notes; outcome.judge decides the rest)."""
 from rfc2544.detection import RECEIVER_PGRX
 from rfc2544.drivers.outcome import ReceiverTotals, StreamReading, judge, latency_from_pgrx
 from rfc2544.drivers.readings import pktgen_sent
+from rfc2544.pacing import spacing_of
 from rfc2544.schedule import actual_points, rate_change_notes
 
 
@@ -33,6 +34,7 @@ def build_result(spec, plans, detection, schedule, readings_in, changes, rate_to
                    rate_tolerance=rate_tolerance, notes=notes, **kw)
     if missed:
         result.tester_limited = True   # the planned rate profile was not offered
+    result.spacing = spacing_of([tx.get(p.index) for p in plans], rates)
     return result
 
 

@@ -243,6 +243,9 @@ class DeviceState:
     current: Dict[str, str] = field(default_factory=dict)
     result_text: str = ""
     run: Optional[RunResult] = None
+    # rfc2544_pktgen's departure spacing (None with the in-tree pktgen):
+    # the `Departures:` fields as ints, and "gap_hist_ns" as [(low, high, count)]
+    departures: Optional[Dict[str, object]] = None
 
     @property
     def pkts_sofar(self):
@@ -328,6 +331,11 @@ def parse_device(text) -> DeviceState:
         elif line.startswith("Current:"):
             section = "current"
             state.current.update(_pairs(line[len("Current:"):]))
+        elif line.startswith("Departures:"):
+            section = "departures"
+            state.departures = _departure_fields(line[len("Departures:"):], {})
+        elif section == "departures":
+            _departure_fields(line, state.departures)
         elif line.startswith("Result:"):
             section = "result"
             result_lines.append(line[len("Result:"):].strip())
@@ -344,6 +352,21 @@ def parse_device(text) -> DeviceState:
     if m:
         state.run = RunResult(*(int(g or 0) for g in m.groups()))
     return state
+
+
+_HIST_RE = re.compile(r"^(\d+)-(\d+):(\d+)$")
+
+
+def _departure_fields(text, into):
+    """A line of the Departures section: `key: N` pairs, or the gap histogram."""
+    if text.startswith("gap_hist_ns:"):
+        into["gap_hist_ns"] = [tuple(int(g) for g in m.groups()) for m in map(_HIST_RE.match, text.split()[1:]) if m]
+        return into
+    for key, value in _pairs(text).items():
+        number = _int(value)
+        if number is not None:
+            into[key] = number
+    return into
 
 
 @dataclass

@@ -29,8 +29,8 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
     # trials far above a DUT-lossy upper bound (the probe, the search's first
     # loads) say nothing about the DUT.
     upper = result.ndr_upper_fps
-    upper_limited = upper is not None and any(
-        o.tester_limited for o in result.outcomes if abs(o.load_fps - upper) <= upper * 0.001)
+    at_upper = [o for o in result.outcomes if upper is not None and abs(o.load_fps - upper) <= upper * 0.001]
+    upper_limited = any(o.tester_limited for o in at_upper)
     bits = (frame_size or ctx.imix_mean_size()) * 8
     entry = {
         # fps 0: not even the minimum load passed (ndr_fps stays null)
@@ -41,6 +41,9 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
         "theoretical_max_fps": theo, "max_load_fps": max_load, "max_load_source": source,
         "tester_bound": bool(upper_limited or (ndr and ceiling and ndr >= ceiling * (1 - TESTER_BOUND_MARGIN))),
         "tester_ceiling_fps": ceiling,
+        # the upper bound failed on the generator's micro-bursts, retries included:
+        # the tester could not space its frames evenly enough to measure the DUT there
+        "tester_bursty": any(getattr(o, "tester_bursty", False) for o in at_upper),
         "search": result.method, "ndr_fps": ndr, "ndr_upper_fps": result.ndr_upper_fps,
         "pdr_fps": result.pdr_fps, "pdr_upper_fps": result.pdr_upper_fps,
         "pdr_loss_ratio": result.pdr_loss_ratio,

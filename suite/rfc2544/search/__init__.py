@@ -22,6 +22,7 @@ class Outcome:
     intended_frames: int = 0
     tx_frames: int = 0
     rx_frames: int = 0
+    tester_bursty: bool = False  # also tester_limited: the loss is the generator's micro-bursts
 
     def passed(self, goal_loss_ratio):
         return not self.tester_limited and not self.aborted and self.loss_ratio <= goal_loss_ratio

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Departure spacing (departures.h). The cost on the send path is one
+ * histogram increment and a few compares per call: a burst's frames all
+ * leave in the same call, so after the first they are counted in bulk as
+ * gaps of 0 ns.
+ */
+#include <linux/kernel.h>
+#include <linux/string.h>
+#include "departures.h"
+
+void pg_dep_reset(struct pg_departures *d, u64 start_ns)
+{
+	memset(d, 0, sizeof(*d));
+	d->last_ns = start_ns;
+}
+
+/* a frame `gap` after the one before; `close`: less than half the nominal gap */
+static void pg_dep_step(struct pg_departures *d, bool close)
+{
+	if (!close) {
+		d->run = 1;
+		return;
+	}
+	d->run = d->run ? d->run + 1 : 2;
+	if (d->run == 2)
+		d->bursts++;
+	if (d->run > d->longest)
+		d->longest = d->run;
+}
+
+void pg_dep_record(struct pg_departures *d, u64 now, unsigned int frames, u64 gap_ns)
+{
+	u64 gap, half = gap_ns / 2;
+	bool first = !d->gaps.n;
+
+	if (!frames)
+		return;
+	gap = now > d->last_ns ? now - d->last_ns : 0;
+	d->last_ns = now;
+	pg_stat_add(&d->gaps, gap);
+	d->hist[pg_hist_index(gap)]++;
+	/* the first frame follows "start", not a frame: it starts a run */
+	pg_dep_step(d, !first && gap < half);
+	if (frames == 1)
+		return;
+	/* the rest of a burst: back to back, 0 ns apart */
+	frames--;
+	d->gaps.min = 0;
+	d->gaps.n += frames;
+	d->hist[0] += frames;
+	if (half) {
+		if (d->run < 2)
+			d->bursts++;
+		d->run += frames;
+		if (d->run > d->longest)
+			d->longest = d->run;
+	}
+}
+
+void pg_dep_show(struct seq_file *m, const struct pg_departures *d, u64 gap_ns)
+{
+	u64 mean;
+	u32 milli;
+	pg_u128 var;
+	unsigned int i;
+
+	pg_stat_mean_var(&d->gaps, &mean, &milli, &var);
+	seq_printf(m, "Departures: frames: %llu  nominal_gap_ns: %llu  min_gap_ns: %llu  mean_gap_ns: %llu  max_gap_ns: %llu\n",
+		   d->gaps.n, gap_ns, d->gaps.min, mean, d->gaps.max);
+	seq_puts(m, "    ");
+	for (i = 0; i < PG_PCT_NR; i++)
+		seq_printf(m, " %s_gap_ns: %llu", pg_pct_names[i],
+			   pg_hist_percentile(d->hist, d->gaps.n, pg_pct[i][0], pg_pct[i][1],
+					      d->gaps.min, d->gaps.max));
+	seq_printf(m, "  micro_bursts: %llu  longest_micro_burst: %llu\n", d->bursts, d->longest);
+	seq_puts(m, "     gap_hist_ns:");
+	for (i = 0; i < PG_HIST_BUCKETS; i++) {
+		u64 lo, hi;
+
+		if (!d->hist[i])
+			continue;
+		pg_hist_bounds(i, &lo, &hi);
+		seq_printf(m, " %llu-%llu:%llu", lo, hi, d->hist[i]);
+	}
+	seq_puts(m, "\n");
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Departure spacing of one generator: when each frame left, as gaps from the
+ * frame before (the first frame's from "start"). A histogram of the gaps in
+ * the latency histogram's buckets, their min/mean/max, and micro-bursts:
+ * runs of frames each sent less than half the nominal gap after the one
+ * before. Written only by the device's own kpktgend thread; reset on start.
+ */
+#ifndef RFCPG_DEPARTURES_H
+#define RFCPG_DEPARTURES_H
+
+#include <linux/seq_file.h>
+#include "stats.h"
+
+struct pg_departures {
+	struct pg_stat gaps;		/* ns; n = frames recorded */
+	u64 last_ns;			/* the previous frame's departure, ktime ns */
+	u64 run;			/* frames in the current close run */
+	u64 longest;			/* longest micro-burst, frames (0: none) */
+	u64 bursts;			/* micro-bursts (runs of 2 frames or more) */
+	u64 hist[PG_HIST_BUCKETS];
+};
+
+void pg_dep_reset(struct pg_departures *d, u64 start_ns);
+/* `frames` frames left at `now` ns, the nominal gap per frame `gap_ns` (0: unpaced) */
+void pg_dep_record(struct pg_departures *d, u64 now, unsigned int frames, u64 gap_ns);
+void pg_dep_show(struct seq_file *m, const struct pg_departures *d, u64 gap_ns);
+
+#endif
