@@ -76,9 +76,14 @@ class Bench:
     def push_module(self, src, remote):
         """Build the module sources in `src` for the lab kernel, copy to `remote`."""
         work = Path(tempfile.mkdtemp(prefix="bench-kmod-"))
-        for p in Path(src).iterdir():
-            if p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile"):
-                shutil.copy2(p, work / p.name)
+        for p in Path(src).rglob("*"):
+            rel = p.relative_to(src)
+            # what a build reads: sources, Kbuild, Makefile, the configure step and its probes
+            if p.is_file() and rel.parts[0] != "tools" and p.name != "probes.h" and (
+                    p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile", "configure")) \
+                    and not p.name.endswith(".mod.c"):
+                (work / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(p, work / rel)
         res = subprocess.run(["make", f"KDIR={self.lab.kdir}"], cwd=work,
                              capture_output=True, text=True)
         if res.returncode:

@@ -293,3 +293,52 @@ def test_only_counts_on_its_device(kmod):
     kmod.start()
     rx = parse_pgrx(kmod.read("pgrx"))
     assert rx["total"]["packets"] == 0 and rx["streams"] == []
+
+
+def departures_of(kmod, dev="tx0"):
+    """The device file as the suite reads it (rfc2544.drivers.pktgen)."""
+    from rfc2544.drivers import pktgen
+    return pktgen.parse_device(kmod.read(dev))
+
+
+def test_the_departure_histogram_counts_every_frame_sent(kmod):
+    """3000 frames at 5000 pps: the histogram holds one gap per frame handed
+    over (sent plus the tester's own drops), the nominal gap is the rate's,
+    and the median gap is within 5 % of it."""
+    setup_stream(kmod, 3000, ratep=5000)
+    kmod.start()
+    state = departures_of(kmod)
+    d = state.departures
+    assert d is not None, "no Departures section"
+    handed = state.pkts_sofar + (state.tx_dropped or 0)
+    assert handed == 3000
+    assert d["frames"] == handed == sum(c for _, _, c in d["gap_hist_ns"])
+    assert d["nominal_gap_ns"] == 200_000
+    assert d["p50_gap_ns"] == pytest.approx(200_000, rel=0.05), d
+    assert d["min_gap_ns"] <= d["p50_gap_ns"] <= d["max_gap_ns"]
+    # counters cleared: the departures too
+    kmod.pg("tx0", "clear_counters")
+    assert departures_of(kmod).departures["frames"] == 0
+
+
+def test_a_burst_16_run_shows_micro_bursts_of_16(kmod):
+    """`burst 16` on a dummy device (veth cannot share skbs) at 1600 pps:
+    every call hands 16 frames over at once, so 15 of every 16 frames leave
+    0 ns after the one before and each call is a micro-burst of 16 frames
+    (two calls a vCPU stall made back to back count as one of 32)."""
+    kmod.sh("ip link add kmdep0 type dummy && ip link set kmdep0 up")
+    try:
+        kmod.pg("kpktgend_0", "rem_device_all", "add_device kmdep0")
+        kmod.pg("kmdep0", "count 640", "pkt_size 60", "ratep 1600", "burst 16", "dst 198.19.0.1",
+                "dst_mac 02:00:00:00:00:01")
+        kmod.start()
+        state = departures_of(kmod, "kmdep0")
+        d = state.departures
+        assert state.pkts_sofar == d["frames"] == 640
+        zero = sum(c for lo, hi, c in d["gap_hist_ns"] if hi == 0)
+        assert zero == 640 * 15 // 16, d["gap_hist_ns"][:5]
+        assert d["longest_micro_burst"] >= 16 and d["longest_micro_burst"] % 16 == 0, d
+        assert 1 <= d["micro_bursts"] <= 40
+    finally:
+        kmod.pg("kpktgend_0", "rem_device_all")
+        kmod.sh("ip link del kmdep0")

@@ -334,11 +334,11 @@ def parse_device(text) -> DeviceState:
         elif line.startswith("Departures:"):
             section = "departures"
             state.departures = _departure_fields(line[len("Departures:"):], {})
-        elif section == "departures":
-            _departure_fields(line, state.departures)
         elif line.startswith("Result:"):
             section = "result"
             result_lines.append(line[len("Result:"):].strip())
+        elif section == "departures":
+            _departure_fields(line, state.departures)
         elif section == "result":
             result_lines.append(line)
         elif section == "params" and line.startswith("Flags:"):

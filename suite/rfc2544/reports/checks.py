@@ -208,7 +208,7 @@ def _tester(ctx):
                            f"{conditions.get('receiver') or 'unknown'}, the generator "
                            f"{conditions.get('generator') or 'unknown'}; loss is counted per interface rather "
                            f"than per test stream")
-    bound = [t for t in ctx.results["throughput"] if t.get("tester_bound")]
+    bound = [t for t in ctx.results["throughput"] if t.get("tester_bound") and not t.get("tester_bursty")]
     if bound:
         yield ("tester_bound", f"throughput at {ctx.sizes(bound)} is tester-bound (within 5 % of the tester's own "
                                f"ceiling): the DUT may be faster than shown")
@@ -216,3 +216,23 @@ def _tester(ctx):
     if limited:
         yield ("tester_limited", f"{len(limited)} trial(s) could not be sent at the intended load "
                                  f"(verdict tester-limited)")
+    yield from _tester_bursty(ctx)
+
+
+def _tester_bursty(ctx):
+    """Losses the generator's micro-bursts explain (rfc2544.pacing's rule)."""
+    bursty = [x for x in ctx.trials if x.get("verdict") == "tester-bursty" and x.get("spacing")]
+    if bursty:
+        worst = max(bursty, key=lambda x: x["spacing"]["longest_micro_burst"])
+        s = worst["spacing"]
+        yield ("tester_bursty", f"{len(bursty)} failed trial(s) at {ctx.sizes(bursty)} lost no more frames than "
+                                f"the generator sent in micro-bursts (up to {s['longest_micro_burst']} frames, "
+                                f"{s['close_frames']} of them less than half the nominal "
+                                f"{(s['nominal_gap_ns'] or 0) / 1000:.1f} us gap after the one before, in trial "
+                                f"#{worst['id']}): marked tester-bursty and retried, not counted as DUT loss")
+    unmeasured = [t for t in ctx.results["throughput"] if t.get("tester_bursty")]
+    if unmeasured:
+        yield ("tester_bursty_ndr", f"throughput at {ctx.sizes(unmeasured)}: the tester could not space its frames "
+                                    f"evenly enough to measure the DUT above the NDR shown; the trials at the upper "
+                                    f"bound failed on the generator's micro-bursts, retries included, so the NDR is "
+                                    f"a lower bound set by the tester")

@@ -226,3 +226,38 @@ def trend_svg(series, index):
         ax.set_ylabel(series["unit"] or series["metric"])
         svg = _svg(fig, prefix)
     return _title(svg, prefix, series["title"])
+
+
+def gap_distribution_svg(rows):
+    """Each chosen trial's departure gaps: the share of frames per gap, the
+    gap in units of its nominal gap (log scale: 0 ns gaps, the frames of a
+    micro-burst, are drawn at the left edge)."""
+    series = [r for r in rows if r["spacing"].get("nominal_gap_ns") and r["spacing"].get("hist")]
+    if not series:
+        return None
+    prefix = "fig-gaps"
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        floor = 1e-3
+        all_x, all_y = [], []
+        for i, r in enumerate(series):
+            s = r["spacing"]
+            total = sum(c for _, _, c in s["hist"]) or 1
+            xs = [max((lo + hi) / 2 / s["nominal_gap_ns"], floor) for lo, hi, _ in s["hist"]]
+            ys = [c * 100 / total for _, _, c in s["hist"]]
+            all_x += xs
+            all_y += ys
+            ax.plot(xs, ys, MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[i % len(LINESTYLES)],
+                    color=COLORS[i % len(COLORS)], markersize=5 + 2 * (len(series) - 1 - i), linewidth=1,
+                    alpha=0.85, label=f"{r['test']} {r['label']}, {r['which']} (trial #{r['trial']['id']})")
+        ax.axvline(0.5, color="#c0392b", linestyle="--", linewidth=1, label="half the nominal gap")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(floor * 0.6, max(4.0, max(all_x) * 1.6))
+        ax.set_ylim(max(min(all_y) * 0.5, 1e-5), 200)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: "0" if v <= floor else f"{v:g}"))
+        ax.set_xlabel("gap before the frame / nominal gap (0 ns at the left edge)")
+        ax.set_ylabel("frames (%)")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+        svg = _svg(fig, prefix)
+    return _title(svg, prefix, "Departure gaps of the trials at the NDR and just above it")

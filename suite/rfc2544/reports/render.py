@@ -57,6 +57,8 @@ def report_context(results):
                                                  summary.section_rows(results, "reset")),
         "planned_tests": {p.get("test") for p in results["plan"]},
         "trials": summary.trial_rows(results),
+        "spacing": summary.spacing_rows(results),
+        "spacing_svg": plots.gap_distribution_svg(summary.spacing_rows(results)),
         "trial_totals": summary.trial_totals(results),
         "hosts": summary.hosts(results),
         "calibration": cal,

@@ -192,6 +192,37 @@ def trial_rows(results):
     return rows
 
 
+def spacing_rows(results):
+    """Departure spacing per test and frame size: for throughput the trial
+    at the NDR and the one just above it (the upper bound), for the other
+    tests the trial with the longest micro-burst. Each row is a trial with
+    its `spacing` and a `which` label; [] when no trial has spacing (the
+    in-tree generator records no departures)."""
+    label = labeller(results)
+    trials = [t for t in results["trials"] if t.get("spacing") and not t.get("superseded")]
+    rows = []
+    units = {}
+    for t in trials:
+        units.setdefault((t.get("test"), ip_of(results, t), t.get("frame_size")), []).append(t)
+    ndr = {key_of(results, r): r for r in results["throughput"]}
+    for (test, ip, size), unit in sorted(units.items(), key=lambda kv: (kv[0][0] or "", kv[0][1], kv[0][2] or 0)):
+        picks = []
+        row = ndr.get((ip, size)) if test == "throughput" else None
+        if row:
+            for which, load in (("at the NDR", row.get("ndr_fps")), ("just above", row.get("ndr_upper_fps"))):
+                at = [t for t in unit if load and abs(t["load_fps"] - load) <= load * 0.001]
+                if at:
+                    picks.append((which, at[-1]))
+        if not picks:
+            picks.append(("longest micro-burst", max(unit, key=lambda t: t["spacing"]["longest_micro_burst"])))
+        bursty = sum(1 for t in unit if t.get("verdict") == "tester-bursty")
+        for which, t in picks:
+            rows.append({"test": test, "label": label(t), "which": which, "trial": t, "spacing": t["spacing"],
+                         "bursty_trials": bursty, "longest_in_unit": max(x["spacing"]["longest_micro_burst"]
+                                                                          for x in unit)})
+    return rows
+
+
 def trial_totals(results):
     counted = [t for t in results["trials"] if not t.get("superseded")]
     by_verdict = {}

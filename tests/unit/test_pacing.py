@@ -1,0 +1,162 @@
+"""Departure spacing in the suite (rfc2544.pacing, pktgen.parse_device):
+the device file's Departures section, a trial's merged spacing, and the
+tester-bursty rule, also through the runner with a simulated tester
+(simdut) that now and then sends a micro-burst its DUT cannot absorb."""
+import math
+
+import pytest
+
+from rfc2544 import pacing, simdut
+from rfc2544.drivers import pktgen
+from rfc2544.model import Spacing, TrialSpec
+
+from helpers_run import profile, start
+
+DEVICE = """Params: count 3000  min_pkt_size: 60  max_pkt_size: 60
+     frags: 0  delay: 100000  clone_skb: 0  ifname: tx0
+Current:
+     pkts-sofar: 3000  errors: 0  tx_dropped: 0
+     started: 1000us  stopped: 301000us idle: 250000us
+Departures: frames: 3000  nominal_gap_ns: 100000  min_gap_ns: 0  mean_gap_ns: 99990  max_gap_ns: 2100000
+     p50_gap_ns: 100031 p90_gap_ns: 100287 p99_gap_ns: 101887 p999_gap_ns: 2097151 p9999_gap_ns: 2097151  micro_bursts: 1  longest_micro_burst: 21
+     gap_hist_ns: 0-0:20 99840-100351:2975 100352-101887:4 2097152-2113535:1
+Result: OK: 300000(c50000+d250000) usec, 3000 (60byte,0frags)
+  10000pps 4Mb/sec (4800000bps) errors: 0  tx_dropped: 0
+"""
+
+
+def test_the_departures_section_is_parsed_and_the_rest_unchanged():
+    state = pktgen.parse_device(DEVICE)
+    d = state.departures
+    assert (d["frames"], d["nominal_gap_ns"], d["longest_micro_burst"], d["micro_bursts"]) == (3000, 100000, 21, 1)
+    assert d["gap_hist_ns"][0] == (0, 0, 20) and sum(c for _, _, c in d["gap_hist_ns"]) == 3000
+    assert state.pkts_sofar == 3000 and state.run.packets == 3000 and "frames" not in state.current
+
+
+def test_the_in_tree_device_file_has_no_departures():
+    assert pktgen.parse_device(DEVICE.split("Departures:")[0] + "Result: OK: 1(c1+d0) usec, 1 (60byte,0frags)\n"
+                               "  1pps 0Mb/sec (480bps) errors: 0\n").departures is None
+
+
+def test_a_trials_spacing_counts_close_frames_from_the_histogram():
+    s = pacing.spacing_of([pktgen.parse_device(DEVICE)], [10_000])
+    assert s.frames == 3000 and s.nominal_gap_ns == 100_000 and s.longest_micro_burst == 21
+    assert s.close_frames == 20                     # the 0 ns gaps; 99.8 us is not under half a gap
+    assert s.p50_gap_ns == pytest.approx(100_000, rel=0.01)
+    assert pacing.spacing_of([pktgen.DeviceState()], [10_000]) is None     # in-tree: no data
+
+
+def result_with(lost, longest, close, tester_limited=False):
+    spacing = Spacing(source="generator", frames=1000, nominal_gap_ns=1e5, min_gap_ns=0, mean_gap_ns=1e5,
+                      max_gap_ns=2e6, p50_gap_ns=1e5, p99_gap_ns=1e5, p999_gap_ns=2e6,
+                      micro_bursts=1 if longest else 0, longest_micro_burst=longest, close_frames=close)
+    r = simdut.TrialResult(spec=TrialSpec(frame_size=64, load_fps=10_000, duration_s=0.1), tx_frames=1000,
+                           rx_frames=1000 - lost, intended_frames=1000, achieved_fps=10_000, traffic_s=0.1,
+                           tester_limited=tester_limited)
+    r.spacing = spacing
+    return r
+
+
+@pytest.mark.parametrize("lost, longest, close, absorbed, bursty", [
+    (5, 21, 20, 0, True),       # a burst longer than any absorbed, loss within the close frames
+    (5, 21, 20, 30, False),     # the DUT absorbed a longer burst before: its own loss
+    (50, 21, 20, 0, False),     # more lost than were sent too close: the DUT's
+    (5, 0, 0, 0, False),        # evenly spaced: the DUT's
+    (0, 21, 20, 0, False),      # nothing lost
+])
+def test_the_tester_bursty_rule(lost, longest, close, absorbed, bursty):
+    reason = pacing.bursty_reason(result_with(lost, longest, close), absorbed)
+    assert (reason is not None) == bursty
+    if bursty:
+        assert reason.startswith("tester-bursty: the generator sent micro-bursts of up to 21 frames")
+
+
+class BurstyTester(simdut.SimDUT):
+    """A DUT of known capacity whose tester, on its first `bursty` trials
+    below the capacity (never two in a row), sends a micro-burst of 16
+    frames that a 10-frame buffer drops 6 of; other trials are evenly spaced."""
+
+    def __init__(self, bursty, **kw):
+        super().__init__(**kw)
+        self.bursty_left = bursty
+        self.bursty_ids = []
+
+    def run_trial(self, spec, progress=None):
+        result = super().run_trial(spec, progress)
+        burst = self.bursty_left > 0 and result.lost_frames == 0 and (
+            not self.bursty_ids or self.bursty_ids[-1] != self.trials_run - 1 or self.bursty_left > 100)
+        if burst:
+            self.bursty_left -= 1
+            self.bursty_ids.append(self.trials_run)
+        if burst:
+            result.rx_frames -= 6
+        gap = 1e9 / spec.load_fps
+        result.spacing = Spacing(
+            source="generator", frames=result.tx_frames, nominal_gap_ns=gap, min_gap_ns=0 if burst else gap,
+            mean_gap_ns=gap, max_gap_ns=16 * gap if burst else gap, p50_gap_ns=gap, p99_gap_ns=gap,
+            p999_gap_ns=gap, micro_bursts=int(burst), longest_micro_burst=16 if burst else 0,
+            close_frames=15 if burst else 0,
+            hist=[[0, 0, 15], [int(gap), int(gap), result.tx_frames - 16], [int(16 * gap), int(16 * gap), 1]]
+            if burst else [[int(gap), int(gap), result.tx_frames]])
+        return result
+
+
+def test_bursty_trials_are_named_retried_and_not_blamed_on_the_dut(tmp_path):
+    """Bisection against a 40,000 frames/s DUT; its first two trials below
+    the capacity are bursty. Each is marked, retried, and the NDR is the DUT's."""
+    prof = profile(tests=["throughput"], frame_sizes=[64],
+                   search={"method": "bisection", "max_load_fps": 100_000.0, "resolution_pct": 1,
+                           "tester_limited_retries": 1})
+    sim = BurstyTester(bursty=2, capacity_fps=40_000)
+    runner, results = start(tmp_path / "run", sim, prof)
+    runner.run()
+    trials = results.data["trials"]
+    bursty = [t for t in trials if t["verdict"] == "tester-bursty"]
+    assert [t["id"] for t in bursty] == sim.bursty_ids and len(bursty) == 2
+    for t in bursty:
+        assert t["tester_limited"] and t["tester_bursty"] and t["spacing"]["longest_micro_burst"] == 16
+        assert any(n.startswith("tester-bursty:") for n in t["notes"])
+        retry = trials[t["id"]]             # the next trial: the same load again
+        assert retry["load_fps"] == t["load_fps"] and retry["verdict"] == "pass"
+    ndr = results.data["throughput"][0]["ndr_fps"]
+    assert 40_000 * 0.99 <= ndr <= 40_000
+    assert "tester_bursty" not in results.data["throughput"][0]
+    # the report: the banner names them with the figures; the spacing table and figure
+    text = report_text(results.path)
+    assert ("2 failed trial(s) at 64 B lost no more frames than the generator sent in micro-bursts (up to 16 "
+            "frames, 15 of them less than half the nominal") in text
+    assert "marked tester-bursty and retried, not counted as DUT loss" in text
+    assert "Departure spacing" in text and "at the NDR" in text and "just above" in text
+    assert "Departure gaps of the trials at the NDR and just above it" in text
+
+
+def report_text(path):
+    import re
+    from rfc2544.reports.load import load_results
+    from rfc2544.reports.render import render_html
+    html = render_html(load_results(path))
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", re.sub(r"<style.*?</style>", " ", html, flags=re.S)))
+
+
+def test_a_tester_that_stays_bursty_at_the_upper_bound_is_reported(tmp_path):
+    """Every trial is bursty: the retries fail too, and the throughput row
+    says the tester could not space its frames evenly enough."""
+    prof = profile(tests=["throughput"], frame_sizes=[64],
+                   search={"method": "bisection", "max_load_fps": 100_000.0, "resolution_pct": 5,
+                           "tester_limited_retries": 1})
+    sim = BurstyTester(bursty=1000, capacity_fps=40_000)
+    runner, results = start(tmp_path / "run", sim, prof)
+    runner.run()
+    row = results.data["throughput"][0]
+    assert row["tester_bursty"] is True and row["tester_bound"] is True
+    assert not math.isnan(row["fps"])
+    text = report_text(results.path)
+    assert "the tester could not space its frames evenly enough to measure the DUT above the NDR shown" in text
+    assert "within 5 % of the tester's own ceiling" not in text
+
+
+def test_a_run_without_departures_says_so(tmp_path):
+    runner, results = start(tmp_path / "run", simdut.SimDUT(capacity_fps=40_000),
+                            profile(tests=["throughput"], frame_sizes=[64]))
+    runner.run()
+    assert "No departure spacing: the generator (" in report_text(results.path)
