@@ -350,3 +350,48 @@ def test_trend_marks_the_capped_run_as_a_regression(capped, tmp_path):
     assert pixels.shape[0] >= 1000 and pixels.std() > 0.05
     if os.environ.get("RFC2544_TEST_ARTIFACTS"):
         shutil.copy(shot, os.environ["RFC2544_TEST_ARTIFACTS"])
+
+
+SMALL_BUCKET = 32      # frames: a DUT with a small buffer, which a tester's catch-up burst overflows
+
+
+def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
+    """The DUT policed at CAP_PPS with a bucket of 32 frames, our generator
+    and receiver: every failed trial at or below the police rate whose
+    micro-burst was longer than the bucket and lost no more frames than it
+    sent too close is named tester-bursty and retried, and the NDR lands
+    within 1 % of the police rate, or the throughput row says the tester
+    could not space evenly enough to measure it (never a silent low NDR)."""
+    from rfc2544.tester import SSHTester
+    lab = with_module
+    lab.cap_dut(CAP_PPS, SMALL_BUCKET)
+    prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=FINAL_S, search={
+        "method": "mlr", "max_load_fps": 2 * CAP_PPS, "resolution_pct": 1, "min_load_pct": 10,
+        "initial_duration_s": 1, "exceed_ratio": 0.5, "duration_sum_s": 2 * FINAL_S,
+        "tester_limited_retries": 2})))
+    inv = inventory_mod.load(lab.inventory_path)
+    tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")})
+    results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
+    try:
+        Runner(tester, prof, results, Display(quiet=True)).run()
+    finally:
+        tester.close()
+    trials = results.data["trials"]
+    log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}:{t['lost_frames']}:{t['verdict']}:"
+                    f"{(t.get('spacing') or {}).get('longest_micro_burst')}/{(t.get('spacing') or {}).get('close_frames')}"
+                    for t in trials)
+    print(log)
+    assert all(t.get("spacing") for t in trials), "a trial without departure data"
+    for t in trials:
+        s = t["spacing"]
+        if (t["verdict"] == "fail" and t["load_fps"] <= CAP_PPS and s["longest_micro_burst"] > SMALL_BUCKET
+                and t["lost_frames"] <= s["close_frames"]):
+            earlier = [x["spacing"]["longest_micro_burst"] for x in trials
+                       if x["id"] < t["id"] and x["verdict"] == "pass"]
+            assert max(earlier, default=0) >= s["longest_micro_burst"], f"#{t['id']} not named: {log}"
+    for t in (t for t in trials if t["verdict"] == "tester-bursty"):
+        assert any(x["id"] > t["id"] and x["load_fps"] == t["load_fps"] for x in trials), f"#{t['id']} not retried"
+    row = results.data["throughput"][0]
+    known = CAP_PPS + SMALL_BUCKET / FINAL_S
+    print(f"NDR {row['ndr_fps']} fps, police rate {known:.0f} fps, tester_bursty {row.get('tester_bursty')}")
+    assert row.get("tester_bursty") or abs(row["ndr_fps"] - known) / known <= 0.01, log
