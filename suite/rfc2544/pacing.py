@@ -68,7 +68,8 @@ def bursty_reason(result, absorbed):
     above); `absorbed`: the longest micro-burst of a passed trial in its
     unit so far (0 if none)."""
     s = result.spacing
-    if s is None or result.tester_limited or result.aborted_early or result.lost_frames == 0:
+    # an aborted trial (early abort: its loss already broke the goal) is a failed one too
+    if s is None or result.tester_limited or result.lost_frames == 0:
         return None
     if s.longest_micro_burst < 2 or s.longest_micro_burst <= absorbed:
         return None
