@@ -7,7 +7,10 @@
    same VM, round by round, both going first in turn:
      veth       tx0 -> DUT namespace -> rx0, 64 B, no rate limit
      dummy      a dummy device, 64 B, no rate limit (the generator alone)
-     dummy b32  the same with burst 32 (one clock read per 32 frames)
+     dummy b32  the same with burst 32
+     dummy ratep 150k  paced near the generator's ceiling: every frame timed
+   (unpaced runs read no clock and only count their frames as unpaced;
+   paced ones time every frame, so the last case carries the full cost)
    Figure: frames handed to the driver per second (Result pps plus the
    tester's own drops), median over the rounds.
 2. Pacing (item 3: the default after a late wake-up from measurements).
@@ -29,7 +32,8 @@ from kmod_common import OURS, PG, REMOTE_KO, ROOT, lab_session, median, parser, 
 
 DUMMY = "kmdepb0"
 BASELINE_KO = "/root/rfc2544_pktgen_baseline.ko"
-CASES = [("veth", "tx0", ()), ("dummy", DUMMY, ()), ("dummy b32", DUMMY, ("burst 32",))]
+CASES = [("veth", "tx0", ()), ("dummy", DUMMY, ()), ("dummy b32", DUMMY, ("burst 32",)),
+         ("dummy ratep 150k", DUMMY, ("ratep 150000",))]
 
 
 def handed_pps(b, dev):

@@ -66,8 +66,8 @@ void pg_dep_show(struct seq_file *m, const struct pg_departures *d, u64 gap_ns)
 	unsigned int i;
 
 	pg_stat_mean_var(&d->gaps, &mean, &milli, &var);
-	seq_printf(m, "Departures: frames: %llu  nominal_gap_ns: %llu  min_gap_ns: %llu  mean_gap_ns: %llu  max_gap_ns: %llu\n",
-		   d->gaps.n, gap_ns, d->gaps.min, mean, d->gaps.max);
+	seq_printf(m, "Departures: frames: %llu  unpaced_frames: %llu  nominal_gap_ns: %llu  min_gap_ns: %llu  mean_gap_ns: %llu  max_gap_ns: %llu\n",
+		   d->gaps.n, d->unpaced, gap_ns, d->gaps.min, mean, d->gaps.max);
 	seq_puts(m, "    ");
 	for (i = 0; i < PG_PCT_NR; i++)
 		seq_printf(m, " %s_gap_ns: %llu", pg_pct_names[i],

@@ -5,6 +5,8 @@
  * the latency histogram's buckets, their min/mean/max, and micro-bursts:
  * runs of frames each sent less than half the nominal gap after the one
  * before. Written only by the device's own kpktgend thread; reset on start.
+ * A generator with no rate (delay 0, catchup_pct 0) reads no clock to send:
+ * its frames are only counted, as unpaced.
  */
 #ifndef RFCPG_DEPARTURES_H
 #define RFCPG_DEPARTURES_H
@@ -18,6 +20,7 @@ struct pg_departures {
 	u64 run;			/* frames in the current close run */
 	u64 longest;			/* longest micro-burst, frames (0: none) */
 	u64 bursts;			/* micro-bursts (runs of 2 frames or more) */
+	u64 unpaced;			/* frames sent with no schedule (delay 0): not timed */
 	u64 hist[PG_HIST_BUCKETS];
 };
 

@@ -15,7 +15,7 @@
 
 unsigned long pg_spin_ns = 100000;
 module_param_named(spin_ns, pg_spin_ns, ulong, 0644);
-MODULE_PARM_DESC(spin_ns, "busy-wait when the next packet is due within this many ns, sleep otherwise (default 100000)");
+MODULE_PARM_DESC(spin_ns, "sleep until this many ns before the next packet is due, then busy-wait (default 100000)");
 
 unsigned long pg_max_lag_ns = NSEC_PER_SEC;
 module_param_named(max_lag_ns, pg_max_lag_ns, ulong, 0644);

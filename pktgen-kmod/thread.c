@@ -444,13 +444,14 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	}
 	pd->last_pkt_size = len;
 	delay = READ_ONCE(pd->delay);
-	if (!now)
-		now = ktime_get_ns();
 	if (unlikely(READ_ONCE(pd->dep_clear))) {
 		WRITE_ONCE(pd->dep_clear, false);
-		pg_dep_reset(&pd->dep, now);
+		pg_dep_reset(&pd->dep, now ? now : ktime_get_ns());
 	}
-	pg_dep_record(&pd->dep, now, frames, delay == PG_DELAY_PAUSE ? 0 : delay);
+	if (now)
+		pg_dep_record(&pd->dep, now, frames, delay == PG_DELAY_PAUSE ? 0 : delay);
+	else
+		pd->dep.unpaced += frames;	/* no schedule, no clock read: full speed */
 	/*
 	 * One gap per frame actually handed over (a burst cut short by a
 	 * stopped queue or a held skb counts what it sent), saturating:

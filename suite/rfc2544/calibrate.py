@@ -45,3 +45,60 @@ def calibrate(inventory, frame_sizes, duration=2.0, *, tester=None, ipv6=False, 
     finally:
         if own:
             tester.close()
+
+
+PACING_STEPS = (0.25, 0.5, 0.75, 0.9)       # of the measured ceiling
+# settings tried at the highest step, each restored afterwards
+PACING_ALTERNATIVES = (("spin_ns", lambda v: v * 3), ("catchup_pct", lambda v: 10 if v == 0 else 0))
+
+
+def pacing_fidelity(tester, ceilings, duration=2.0, progress=None):
+    """How evenly the generator paces below its ceiling, as MoonGen measures
+    rate control: per frame size and rate step (PACING_STEPS of the
+    ceiling), the gaps' p99.9 against the nominal gap and the longest
+    micro-burst. Then, at the step of the smallest size where the current
+    settings paced worst, alternatives to the module's pacing settings
+    (PACING_ALTERNATIVES, set and restored), so it can say which sends most
+    evenly while keeping the rate.
+    Returns {"rows": [...], "settings": [...], "generator": name} or None
+    when the generator records no departures (the in-tree pktgen)."""
+    params = tester.module_parameters()
+    if not params:
+        return None
+    rows = []
+    for size, ceiling in sorted(ceilings.items()):
+        for step in PACING_STEPS:
+            rows.append(_pacing_row(tester, size, ceiling * step, duration, step=step, settings=params))
+            if progress is not None:
+                progress(rows[-1])
+    # the settings compared where the current ones paced worst (smallest frame size)
+    worst = max((r for r in rows if r["frame_size"] == min(ceilings)),
+                key=lambda r: (r["longest_micro_burst"] or 0, r["p999_over_nominal"] or 0))
+    settings = [worst]
+    for name, change in PACING_ALTERNATIVES:
+        value = change(params[name])
+        try:
+            tester.set_module_parameter(name, value)
+            settings.append(_pacing_row(tester, worst["frame_size"], worst["fps"], duration, step=worst["step"],
+                                        settings={**params, name: value}))
+        finally:
+            tester.set_module_parameter(name, params[name])
+        if progress is not None:
+            progress(settings[-1])
+    kept = [s for s in settings if s["kept_rate"]] or settings
+    best = min(kept, key=lambda s: (s["longest_micro_burst"], s["p999_over_nominal"] or 0))
+    for s in settings:
+        s["best"] = s is best
+    return {"generator": tester.generator_name, "rows": rows, "settings": settings}
+
+
+def _pacing_row(tester, size, fps, duration, step, settings):
+    frames, elapsed, spacing = tester.send_paced(size, fps, duration)
+    achieved = frames / elapsed if elapsed else 0.0
+    nominal = spacing.nominal_gap_ns if spacing else None
+    return {"frame_size": size, "step": step, "fps": round(fps), "achieved_fps": achieved,
+            "kept_rate": achieved >= 0.99 * fps, "settings": dict(settings),
+            "p999_over_nominal": spacing.p999_gap_ns / nominal if spacing and nominal and spacing.p999_gap_ns else None,
+            "longest_micro_burst": spacing.longest_micro_burst if spacing else None,
+            "micro_bursts": spacing.micro_bursts if spacing else None,
+            "close_frames": spacing.close_frames if spacing else None}

@@ -30,7 +30,9 @@ def spacing_of(devices, rates):
     """Spacing of one trial from the generators' device states (None when no
     generator reports departures: the in-tree pktgen). `rates`: each
     device's frames/s (None: unpaced), for the nominal gap."""
-    parts = [(d.departures, r) for d, r in zip(devices, rates) if d is not None and d.departures]
+    # an unpaced generator (no rate) times no frame: nothing to say about spacing
+    parts = [(d.departures, r) for d, r in zip(devices, rates)
+             if d is not None and d.departures and d.departures.get("frames")]
     if not parts:
         return None
     merged = {}

@@ -188,6 +188,44 @@ class SSHTester:
         elapsed = max((st.run.elapsed_s for st in tx.values() if st.run is not None), default=0.0)
         return frames, elapsed
 
+    def send_paced(self, frame_size, fps, duration_s, ipv6=False):
+        """As send_at_max_rate, but at `fps` frames/s (split over the
+        streams): (frames sent, sending time in s, the run's Spacing or None
+        when the generator records no departures)."""
+        from rfc2544.pacing import spacing_of
+        n = len(self.plans)
+        rates = [max(int(round(fps / n)), 1)] * n
+        spec = TrialSpec(frame_size=frame_size, load_fps=float(fps), duration_s=duration_s, ipv6=ipv6,
+                         learning=False, test="calibrate")
+        self.engine.check_spec(spec)
+        with self._lock:
+            try:
+                tx = self.engine.send_at_max_rate(spec, True, rates=rates)
+            except BaseException:
+                self.stop_all()
+                raise
+        states = [tx.get(p.index) for p in self.plans]
+        frames = sum(pktgen_sent(st) for st in states if st is not None)
+        elapsed = max((st.run.elapsed_s for st in states if st is not None and st.run is not None), default=0.0)
+        return frames, elapsed, spacing_of(states, rates)
+
+    def module_parameters(self, names=("spin_ns", "catchup_pct", "max_lag_ns")):
+        """rfc2544_pktgen's pacing parameters on the first tester host
+        ({} when the module is not what sends)."""
+        host = self.tx_hosts[0]
+        paths = " ".join(f"/sys/module/rfc2544_pktgen/parameters/{n}" for n in names)
+        status, out, _ = self.transport.session(host).run(f"cat {paths}", check=False)
+        values = out.split()
+        return dict(zip(names, map(int, values))) if status == 0 and len(values) == len(names) else {}
+
+    def set_module_parameter(self, name, value):
+        """Set one of rfc2544_pktgen's pacing parameters on every tester host."""
+        if name not in ("spin_ns", "catchup_pct") or not isinstance(value, int) or value < 0:
+            raise ValueError(f"not a pacing parameter setting: {name}={value!r}")
+        for host in self.tx_hosts:
+            self.transport.session(host).run(
+                f"echo {value} > /sys/module/rfc2544_pktgen/parameters/{name}", check=True)
+
     def stop_all(self):
         """Stop the generators on every tester host. Never raises: a dead
         connection is reopened once; failures are swallowed (the in-tree

@@ -230,12 +230,13 @@ class TrialEngine:
             self.clock.sleep(max(0.0, self._last_traffic_end + spec.idle_s - now()))
 
     # ------------------------------------------------------------ calibration
-    def send_at_max_rate(self, spec, to_self):
-        """Every tx port sends as fast as it can for `spec.duration_s`, then
-        is stopped (see SSHTester.send_at_max_rate). -> final tx states."""
+    def send_at_max_rate(self, spec, to_self, rates=None):
+        """Every tx port sends as fast as it can (or at `rates`, frames/s per
+        stream) for `spec.duration_s`, then is stopped (see
+        SSHTester.send_at_max_rate). -> final tx states."""
         self.setup()
         n = len(self.plans)
-        configs = device_configs(self.plans, spec, [10**12] * n, [None] * n,
+        configs = device_configs(self.plans, spec, [10**12] * n, rates or [None] * n,
                                  dst_mac_override=(lambda p: p.tx_mac) if to_self else None)
         starts = {h: self.transport.session(h).open_start() for h in self.tx_hosts}
         batches = {}

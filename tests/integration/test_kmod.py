@@ -312,7 +312,7 @@ def test_the_departure_histogram_counts_every_frame_sent(kmod):
     assert d is not None, "no Departures section"
     handed = state.pkts_sofar + (state.tx_dropped or 0)
     assert handed == 3000
-    assert d["frames"] == handed == sum(c for _, _, c in d["gap_hist_ns"])
+    assert d["frames"] == handed == sum(c for _, _, c in d["gap_hist_ns"]) and d["unpaced_frames"] == 0
     assert d["nominal_gap_ns"] == 200_000
     assert d["p50_gap_ns"] == pytest.approx(200_000, rel=0.05), d
     assert d["min_gap_ns"] <= d["p50_gap_ns"] <= d["max_gap_ns"]

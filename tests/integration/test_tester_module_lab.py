@@ -134,3 +134,20 @@ def test_diff_writes_verified_on_the_real_read_out(tlab, tester):  # noqa: F811
         host.close()
     spares = list(tester.transport._spare_starts.values())
     assert len(spares) == 1 and spares[0].loop and not spares[0].done()
+
+
+def test_calibrate_measures_pacing_below_the_ceiling(tester):
+    """`calibrate`'s pacing fidelity on the real generator: every step
+    measured with departure data, the rate kept at the lower steps, the
+    alternative settings tried and the module's own settings restored."""
+    from rfc2544.calibrate import PACING_STEPS, calibrate, pacing_fidelity
+    before = tester.module_parameters()
+    assert set(before) == {"spin_ns", "catchup_pct", "max_lag_ns"}
+    ceilings = calibrate(tester.inventory, [64], 1.0, tester=tester)
+    out = pacing_fidelity(tester, ceilings, duration=1.0)
+    print(out)
+    assert [r["step"] for r in out["rows"]] == list(PACING_STEPS)
+    assert all(r["longest_micro_burst"] is not None and r["p999_over_nominal"] >= 1 for r in out["rows"])
+    assert out["rows"][0]["kept_rate"], out["rows"][0]
+    assert len(out["settings"]) == 3 and sum(s["best"] for s in out["settings"]) == 1
+    assert tester.module_parameters() == before

@@ -134,8 +134,8 @@ def test_calibrate_saves_and_run_uses_the_ceiling(setup, monkeypatch, capsys):
     import rfc2544.calibrate as cal
     tmp, inv, prof, testers = setup
     monkeypatch.setattr(cal, "calibrate",
-                        lambda inventory, sizes, duration=2.0, progress=None: {s: 30_500.0 for s in sizes})
-    assert main("calibrate", "-i", str(inv), "--frame-size", "64") == 0
+                        lambda inventory, sizes, duration=2.0, tester=None, progress=None: {s: 30_500.0 for s in sizes})
+    assert main("calibrate", "-i", str(inv), "--frame-size", "64", "--no-pacing") == 0
     saved = json.loads((tmp / "inventory.yml.calibration.json").read_text())
     assert saved["fps"] == {"64": 30_500.0}
     prof.write_text(PROFILE.replace(", max_load_fps: 100000", ""))
@@ -313,14 +313,14 @@ def test_calibrate_takes_sigint_for_its_duration_only(setup, monkeypatch):
     _, inv, _, _ = setup
     seen = []
 
-    def fake_calibrate(inventory, sizes, duration=2.0, progress=None):
+    def fake_calibrate(inventory, sizes, duration=2.0, tester=None, progress=None):
         seen.append(signal.getsignal(signal.SIGINT))
         return {s: 30_000.0 for s in sizes}
 
     monkeypatch.setattr(cal, "calibrate", fake_calibrate)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        assert main("calibrate", "-i", str(inv), "--frame-size", "64") == 0
+        assert main("calibrate", "-i", str(inv), "--frame-size", "64", "--no-pacing") == 0
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN       # given back afterwards
     finally:
         signal.signal(signal.SIGINT, previous)

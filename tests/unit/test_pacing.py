@@ -160,3 +160,57 @@ def test_a_run_without_departures_says_so(tmp_path):
                             profile(tests=["throughput"], frame_sizes=[64]))
     runner.run()
     assert "No departure spacing: the generator (" in report_text(results.path)
+
+
+class PacingTester:
+    """A stand-in for SSHTester's pacing calls (simulated: no host): the
+    generator paces worse the closer to its ceiling, and a larger spin_ns
+    removes its micro-bursts while catchup_pct 10 loses the rate."""
+    generator_name = "rfc2544_pktgen"
+
+    def __init__(self, params=None):
+        self.params = dict(params or {"spin_ns": 100_000, "catchup_pct": 0, "max_lag_ns": 10**9})
+        self.sets = []
+
+    def module_parameters(self):
+        return dict(self.params)
+
+    def set_module_parameter(self, name, value):
+        self.sets.append((name, value))
+        self.params[name] = value
+
+    def send_paced(self, size, fps, duration):
+        gap = 1e9 / fps
+        burst = 0 if self.params["spin_ns"] > 100_000 or self.params["catchup_pct"] else int(fps / 1000)
+        achieved = fps * (0.8 if self.params["catchup_pct"] else 1.0)
+        spacing = Spacing(source="generator", frames=int(achieved * duration), nominal_gap_ns=gap, min_gap_ns=0,
+                          mean_gap_ns=gap, max_gap_ns=10 * gap, p50_gap_ns=gap, p99_gap_ns=2 * gap,
+                          p999_gap_ns=(3 if burst else 1.5) * gap, micro_bursts=int(bool(burst)),
+                          longest_micro_burst=burst, close_frames=max(burst - 1, 0))
+        return int(achieved * duration), duration, spacing
+
+
+def test_pacing_fidelity_steps_and_the_settings_that_pace_best():
+    from rfc2544.calibrate import PACING_STEPS, pacing_fidelity
+    tester = PacingTester()
+    seen = []
+    out = pacing_fidelity(tester, {64: 20_000.0, 1518: 8_000.0}, duration=1.0, progress=seen.append)
+    assert [(r["frame_size"], r["step"]) for r in out["rows"]] == [(s, f) for s in (64, 1518) for f in PACING_STEPS]
+    assert out["rows"][0]["longest_micro_burst"] == 5 and out["rows"][0]["p999_over_nominal"] == pytest.approx(3)
+    # current settings, spin_ns x3, catchup_pct 10: the best keeps the rate and has no micro-burst
+    assert [s["settings"] for s in out["settings"]] == [
+        {"spin_ns": 100_000, "catchup_pct": 0, "max_lag_ns": 10**9},
+        {"spin_ns": 300_000, "catchup_pct": 0, "max_lag_ns": 10**9},
+        {"spin_ns": 100_000, "catchup_pct": 10, "max_lag_ns": 10**9}]
+    assert [s["best"] for s in out["settings"]] == [False, True, False]
+    assert out["settings"][2]["kept_rate"] is False
+    assert tester.params == {"spin_ns": 100_000, "catchup_pct": 0, "max_lag_ns": 10**9}    # restored
+    assert len(seen) == len(out["rows"]) + 2
+    assert out["settings"][0] is out["rows"][len(PACING_STEPS) - 1]     # 64 B at 90 %: the worst pacing
+
+
+def test_pacing_fidelity_without_departure_times_is_none():
+    from rfc2544.calibrate import pacing_fidelity
+    tester = PacingTester()
+    tester.module_parameters = lambda: {}
+    assert pacing_fidelity(tester, {64: 20_000.0}) is None
