@@ -136,6 +136,23 @@ def resume(out):
     return data
 
 
+def run_ndr_search(lab, tmp_path, **search):
+    """The throughput search (MLRsearch, FINAL_S s final trials) against the
+    lab's DUT as it is capped now: the Results."""
+    from rfc2544.tester import SSHTester
+    prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=FINAL_S, search={
+        "method": "mlr", "max_load_fps": 2 * CAP_PPS, "min_load_pct": 10, "initial_duration_s": 1,
+        "exceed_ratio": 0.5, "duration_sum_s": 2 * FINAL_S, **search})))
+    inv = inventory_mod.load(lab.inventory_path)
+    tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")})
+    results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
+    try:
+        Runner(tester, prof, results, Display(quiet=True)).run()
+    finally:
+        tester.close()
+    return results
+
+
 @pytest.fixture
 def capped(lab):
     lab.cap_dut(CAP_PPS, CAP_BURST)
@@ -148,18 +165,8 @@ def test_ndr_of_a_capped_dut_within_3_percent(capped, tmp_path):
     loses a few frames now and then at any rate, and one such trial must not
     decide the NDR (classic bisection, which trusts every single trial, is
     tested against simulated DUTs in tests/unit/test_search.py)."""
-    from rfc2544.tester import SSHTester
     method = "mlr"
-    prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=FINAL_S, search={
-        "method": method, "max_load_fps": 2 * CAP_PPS, "resolution_pct": 2, "min_load_pct": 10,
-        "initial_duration_s": 1, "exceed_ratio": 0.5, "duration_sum_s": 2 * FINAL_S})))
-    inv = inventory_mod.load(capped.inventory_path)
-    tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")})
-    results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
-    try:
-        Runner(tester, prof, results, Display(quiet=True)).run()
-    finally:
-        tester.close()
+    results = run_ndr_search(capped, tmp_path, resolution_pct=2)
     ndr = results.data["throughput"][0]["ndr_fps"]
     log = "; ".join(f"{t['load_fps']:.0f}/{t['duration_s']:g}s:{t['lost_frames']}:{t['verdict']}"
                     for t in results.data["trials"])
@@ -362,20 +369,10 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     sent too close is named tester-bursty and retried, and the NDR lands
     within 1 % of the police rate, or the throughput row says the tester
     could not space evenly enough to measure it (never a silent low NDR)."""
-    from rfc2544.tester import SSHTester
     lab = with_module
     lab.cap_dut(CAP_PPS, SMALL_BUCKET)
-    prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=FINAL_S, search={
-        "method": "mlr", "max_load_fps": 2 * CAP_PPS, "resolution_pct": 1, "min_load_pct": 10,
-        "initial_duration_s": 1, "exceed_ratio": 0.5, "duration_sum_s": 2 * FINAL_S,
-        "tester_limited_retries": 2})))
-    inv = inventory_mod.load(lab.inventory_path)
-    tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")})
-    results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
-    try:
-        Runner(tester, prof, results, Display(quiet=True)).run()
-    finally:
-        tester.close()
+    retries = 2
+    results = run_ndr_search(lab, tmp_path, resolution_pct=1, tester_limited_retries=retries)
     trials = results.data["trials"]
     log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}:{t['lost_frames']}:{t['verdict']}:"
                     f"{(t.get('spacing') or {}).get('longest_micro_burst')}/{(t.get('spacing') or {}).get('close_frames')}"
@@ -389,7 +386,6 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
             earlier = [x["spacing"]["longest_micro_burst"] for x in trials
                        if x["id"] < t["id"] and x["verdict"] == "pass"]
             assert max(earlier, default=0) >= s["longest_micro_burst"], f"#{t['id']} not named: {log}"
-    retries = prof["search"]["tester_limited_retries"]
     for i, t in enumerate(trials):
         if t["verdict"] != "tester-bursty":
             continue
@@ -399,7 +395,8 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
                 and trials[i - attempts]["verdict"] in ("tester-bursty", "tester-limited"):
             attempts += 1
         retried = i + 1 < len(trials) and trials[i + 1]["load_fps"] == t["load_fps"]
-        assert retried or attempts == 1 + retries, f"#{t['id']} not retried: {log}"
+        # (the search may ask the same load again: its attempts follow on directly)
+        assert retried or attempts % (1 + retries) == 0, f"#{t['id']} not retried: {log}"
     row = results.data["throughput"][0]
     known = CAP_PPS + SMALL_BUCKET / FINAL_S
     print(f"NDR {row['ndr_fps']} fps, police rate {known:.0f} fps, tester_bursty {row.get('tester_bursty')}")

@@ -101,15 +101,21 @@ class BurstyTester(simdut.SimDUT):
         return result
 
 
+def bursty_run(tmp_path, bursty, resolution_pct):
+    """Bisection (one retry) against a BurstyTester of 40,000 frames/s: (the tester, the Results)."""
+    prof = profile(tests=["throughput"], frame_sizes=[64],
+                   search={"method": "bisection", "max_load_fps": 100_000.0, "resolution_pct": resolution_pct,
+                           "tester_limited_retries": 1})
+    sim = BurstyTester(bursty=bursty, capacity_fps=40_000)
+    runner, results = start(tmp_path / "run", sim, prof)
+    runner.run()
+    return sim, results
+
+
 def test_bursty_trials_are_named_retried_and_not_blamed_on_the_dut(tmp_path):
     """Bisection against a 40,000 frames/s DUT; its first two trials below
     the capacity are bursty. Each is marked, retried, and the NDR is the DUT's."""
-    prof = profile(tests=["throughput"], frame_sizes=[64],
-                   search={"method": "bisection", "max_load_fps": 100_000.0, "resolution_pct": 1,
-                           "tester_limited_retries": 1})
-    sim = BurstyTester(bursty=2, capacity_fps=40_000)
-    runner, results = start(tmp_path / "run", sim, prof)
-    runner.run()
+    sim, results = bursty_run(tmp_path, bursty=2, resolution_pct=1)
     trials = results.data["trials"]
     bursty = [t for t in trials if t["verdict"] == "tester-bursty"]
     assert [t["id"] for t in bursty] == sim.bursty_ids and len(bursty) == 2
@@ -141,12 +147,7 @@ def report_text(path):
 def test_a_tester_that_stays_bursty_at_the_upper_bound_is_reported(tmp_path):
     """Every trial is bursty: the retries fail too, and the throughput row
     says the tester could not space its frames evenly enough."""
-    prof = profile(tests=["throughput"], frame_sizes=[64],
-                   search={"method": "bisection", "max_load_fps": 100_000.0, "resolution_pct": 5,
-                           "tester_limited_retries": 1})
-    sim = BurstyTester(bursty=1000, capacity_fps=40_000)
-    runner, results = start(tmp_path / "run", sim, prof)
-    runner.run()
+    _, results = bursty_run(tmp_path, bursty=1000, resolution_pct=5)
     row = results.data["throughput"][0]
     assert row["tester_bursty"] is True and row["tester_bound"] is True
     assert not math.isnan(row["fps"])

@@ -42,7 +42,11 @@ def junit_tree(result, old_path, new_path):
 
 
 def write_junit(result, old_path, new_path, target):
-    tree = junit_tree(result, old_path, new_path)
+    return write_tree(junit_tree(result, old_path, new_path), target)
+
+
+def write_tree(tree, target):
+    """A JUnit XML tree to `target` (--junit); BadInput when it cannot be written."""
     ET.indent(tree)
     target = Path(target)
     try:

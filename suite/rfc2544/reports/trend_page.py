@@ -8,6 +8,7 @@ from pathlib import Path
 from rfc2544 import __version__
 from rfc2544.errors import BadInput
 from rfc2544.reports import plots
+from rfc2544.reports.junit import write_tree
 from rfc2544.reports.render import _atomic_write, environment
 
 
@@ -58,11 +59,4 @@ def junit_tree(document):
 
 
 def write_junit(document, target):
-    tree = junit_tree(document)
-    ET.indent(tree)
-    target = Path(target)
-    try:
-        tree.write(target, encoding="utf-8", xml_declaration=True)
-    except OSError as exc:
-        raise BadInput(f"--junit {target}: cannot write: {exc.strerror or exc}") from None
-    return target
+    return write_tree(junit_tree(document), target)
