@@ -22,6 +22,10 @@ tester-limited one: retried, and never taken as a pass.
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.model import Spacing
 
+# The trials whose loss the rule may put on the tester: steady rates that
+# should pass (system recovery overloads on purpose, reset makes an outage,
+# back-to-back bursts at the maximum rate).
+STEADY_TESTS = ("throughput", "latency", "frame_loss")
 # pgrx's percentiles over merged histograms (the same bucket geometry)
 _Q = {"p50_gap_ns": 0.5, "p99_gap_ns": 0.99, "p999_gap_ns": 0.999}
 
@@ -70,6 +74,10 @@ def bursty_reason(result, absorbed):
     above); `absorbed`: the longest micro-burst of a passed trial in its
     unit so far (0 if none)."""
     s = result.spacing
+    spec = result.spec
+    # loss is the point of an overload, an outage or a burst at the maximum rate
+    if spec.test not in STEADY_TESTS or spec.recovery_load_fps is not None or spec.burst_frames:
+        return None
     # an aborted trial (early abort: its loss already broke the goal) is a failed one too
     if s is None or result.tester_limited or result.lost_frames == 0:
         return None

@@ -20,6 +20,11 @@ KERNEL_ARG = re.compile(r"[A-Za-z0-9_.-]+(=[A-Za-z0-9_.,:=-]+)?")
 SSH_TIMEOUT = float(os.environ.get("RFC2544_LAB_SSH_TIMEOUT", "300"))
 
 
+def ready_timeout(nice):
+    """Seconds to wait for a VM's SSH: twice as long for a niced (background) VM."""
+    return SSH_TIMEOUT * (2 if nice else 1)
+
+
 class BootCrash(InfraError):
     """A lab VM's kernel oopsed or panicked before it was ready."""
 
@@ -182,11 +187,14 @@ class Lab:
                         nic=nic)
                     (vm_dir / "qemu.cmdline").write_text(" ".join(cmds[vm.name]) + "\n")
                     self._start_vm(state, vm.name, cmds[vm.name], ports[vm.name], nice)
+                # A niced VM yields the host to everything else: CI saw a
+                # niced sid VM ready 296 s after its start under load.
+                wait_s = ready_timeout(nice)
                 log(f"lab {self.name}: {topo.name} topology, {len(topo.vms)} VM(s) booting under "
-                    f"{accel.upper()} (waiting up to {SSH_TIMEOUT:.0f} s for SSH)")
+                    f"{accel.upper()} (waiting up to {wait_s:.0f} s for SSH)")
                 for vm in topo.vms:
                     try:
-                        self._wait_ready(vm.name, ports[vm.name], t0)
+                        self._wait_ready(vm.name, ports[vm.name], t0, wait_s=wait_s)
                     except BootCrash as crash:
                         # Under TCG a vCPU can run code another vCPU is
                         # live-patching (an int3 of text_poke_bp the kernel no
@@ -199,7 +207,7 @@ class Lab:
                         shutil.copyfile(vm_dir / "console.log", vm_dir / "console.crash.log")
                         qemu.make_overlay(img.rootfs, vm_dir / "overlay.qcow2")
                         self._start_vm(state, vm.name, cmds[vm.name], ports[vm.name], nice)
-                        self._wait_ready(vm.name, ports[vm.name], time.monotonic(), retry=False)
+                        self._wait_ready(vm.name, ports[vm.name], time.monotonic(), retry=False, wait_s=wait_s)
             except BaseException:
                 self._stop_all(state)
                 raise
@@ -236,11 +244,11 @@ class Lab:
         state["vms"][vm] = {"pid": pid, "ssh_port": port, "console": str(self.dir / vm / "console.log")}
         self._save(state)
 
-    def _wait_ready(self, vm, port, t0, retry=True):
+    def _wait_ready(self, vm, port, t0, retry=True, wait_s=SSH_TIMEOUT):
         """Wait until SSH answers with the VM's verified host key and the seed
         unit marked the network ready. A VM whose kernel crashed while
         booting raises BootCrash if `retry`, else InfraError."""
-        deadline = t0 + SSH_TIMEOUT
+        deadline = t0 + wait_s
         console = self.dir / vm / "console.log"
         last_err = "no answer"
         while time.monotonic() < deadline:
@@ -273,7 +281,7 @@ class Lab:
                     last_err = "network setup still running"
             time.sleep(2)
         raise InfraError(f"lab {self.name}: SSH to {vm} (127.0.0.1:{port}) not ready after "
-                         f"{SSH_TIMEOUT:.0f} s ({last_err}); console tail:\n" + qemu.console_tail(console))
+                         f"{wait_s:.0f} s ({last_err}); console tail:\n" + qemu.console_tail(console))
 
     def down(self, log=print):
         """Stop the lab's QEMU processes (only those recorded and verified)."""
