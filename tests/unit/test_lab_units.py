@@ -292,7 +292,7 @@ def test_a_vm_that_crashes_while_booting_is_booted_once_more(monkeypatch, tmp_pa
                                             else "[    1.0] Linux version 7.2.13\n")
         return 100 + len(starts) if not crashed else 1
 
-    def ready(self, vm, port, t0, retry=True):
+    def ready(self, vm, port, t0, retry=True, wait_s=None):
         if qemu.boot_crash(self.dir / vm / "console.log"):
             if retry:
                 raise lab_mod.BootCrash("[    1.6] Oops: int3: 0000 [#1] SMP NOPTI")

@@ -244,10 +244,11 @@ class Lab:
         state["vms"][vm] = {"pid": pid, "ssh_port": port, "console": str(self.dir / vm / "console.log")}
         self._save(state)
 
-    def _wait_ready(self, vm, port, t0, retry=True, wait_s=SSH_TIMEOUT):
+    def _wait_ready(self, vm, port, t0, retry=True, wait_s=None):
         """Wait until SSH answers with the VM's verified host key and the seed
         unit marked the network ready. A VM whose kernel crashed while
         booting raises BootCrash if `retry`, else InfraError."""
+        wait_s = SSH_TIMEOUT if wait_s is None else wait_s
         deadline = t0 + wait_s
         console = self.dir / vm / "console.log"
         last_err = "no answer"
