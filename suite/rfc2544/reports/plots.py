@@ -11,7 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 from rfc2544.model import theoretical_max_fps  # noqa: E402
 
@@ -218,9 +218,10 @@ def trend_svg(series, index):
                 if group["kind"] in ("regression", "progression"):
                     bad = group["kind"] == "regression"
                     ax.plot([xs[0]], [group["avg"]], "v" if bad != (series["better"] == "lower") else "^",
-                            color="#c0392b" if bad else "#2e8b57", markersize=9, zorder=4)
+                            color="#c0392b" if bad else "#2e8b57", markersize=9, zorder=2, alpha=0.8)
                 x += group["runs"]
         ax.set_xlim(-0.7, max(x - 0.3, 0.7))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("run (oldest first)")
         ax.yaxis.set_major_formatter(FuncFormatter(_rate))
         ax.set_ylabel(series["unit"] or series["metric"])
