@@ -44,12 +44,12 @@ def spacing_of(devices, rates):
         for low, high, count in dep.get("gap_hist_ns", []):
             merged[(low, high)] = merged.get((low, high), 0) + count
     buckets = [pgrx_mod.HistBucket(lo, hi, c) for (lo, hi), c in sorted(merged.items())]
-    frames = sum(dep.get("frames", 0) for dep, _ in parts)
+    frames = sum(dep["frames"] for dep, _ in parts)     # > 0: parts hold timed frames only
     nominal = [1e9 / r for _, r in parts if r]
     nominal_gap = min(nominal) if len(nominal) == len(parts) else None
     lo = min(dep.get("min_gap_ns", 0) for dep, _ in parts)
     hi = max(dep.get("max_gap_ns", 0) for dep, _ in parts)
-    mean = sum(dep.get("mean_gap_ns", 0) * dep.get("frames", 0) for dep, _ in parts) / frames if frames else 0.0
+    mean = sum(dep.get("mean_gap_ns", 0) * dep["frames"] for dep, _ in parts) / frames
     return Spacing(
         source="generator", frames=frames, nominal_gap_ns=nominal_gap, min_gap_ns=float(lo),
         mean_gap_ns=float(mean), max_gap_ns=float(hi),

@@ -35,12 +35,12 @@ from rfc2544.reports.load import load_results
 ENV = "RFC2544_STORE"
 INDEX = "index.sqlite"
 BUSY_TIMEOUT_S = 120
-# (section, metric, field, better): the figures a trend follows
+# (section, metric: the section row's field, better): the figures a trend follows
 METRICS = (
-    ("throughput", "ndr_fps", "ndr_fps", "higher"),
-    ("throughput", "pdr_fps", "pdr_fps", "higher"),
-    ("latency", "median_ns", "median_ns", "lower"),
-    ("latency", "p999_ns", "p999_ns", "lower"),
+    ("throughput", "ndr_fps", "higher"),
+    ("throughput", "pdr_fps", "higher"),
+    ("latency", "median_ns", "lower"),
+    ("latency", "p999_ns", "lower"),
 )
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -240,9 +240,9 @@ def figures_of(results):
     default_ip = results["conditions"].get("ip_version") or 4
     bound = {(r.get("ip_version") or default_ip, r["frame_size"]): bool(r.get("tester_bound"))
              for r in results["throughput"]}
-    for section, metric, field, better in METRICS:
+    for section, metric, better in METRICS:
         for row in results[section]:
-            value = row.get(field)
+            value = row.get(metric)
             if value is None or isinstance(value, bool) or value <= 0:
                 continue
             ip = row.get("ip_version") or default_ip

@@ -33,6 +33,7 @@ def report_context(results):
     tput = summary.throughput_rows(results)
     loss = summary.frame_loss_rows(results)
     cal = summary.calibration_rows(results)
+    spacing = summary.spacing_rows(results)
     return {
         "r": results,
         "conditions": conditions,
@@ -57,8 +58,8 @@ def report_context(results):
                                                  summary.section_rows(results, "reset")),
         "planned_tests": {p.get("test") for p in results["plan"]},
         "trials": summary.trial_rows(results),
-        "spacing": summary.spacing_rows(results),
-        "spacing_svg": plots.gap_distribution_svg(summary.spacing_rows(results)),
+        "spacing": spacing,
+        "spacing_svg": plots.gap_distribution_svg(spacing),
         "trial_totals": summary.trial_totals(results),
         "hosts": summary.hosts(results),
         "calibration": cal,

@@ -5,6 +5,7 @@ Percentages of the theoretical maximum are recomputed from frames/s and the
 link speed whenever both are known, so the report does not depend on how a
 writer scaled `pct_of_max` / `load_pct`; the stored value is the fallback.
 """
+from rfc2544.drivers.facts import stream_port_speeds
 from rfc2544.model import ETHERNET_OVERHEAD, theoretical_max_fps
 
 TEST_TITLES = {
@@ -104,19 +105,6 @@ def ip_versions_text(results):
     return ", ".join(f"IPv{v}" for v in ip_versions(results))
 
 
-def port_speeds(results):
-    """(host:port, Mbit/s or None) of each stream end, as the host facts reported them."""
-    conditions = results["conditions"]
-    hosts = conditions.get("hosts") if isinstance(conditions.get("hosts"), dict) else {}
-    out = []
-    for stream in conditions.get("streams") or []:
-        for end in (stream.get("tx"), stream.get("rx")):
-            host, _, port = (end or "?").partition(":")
-            nics = (hosts.get(host) or {}).get("nics") or []
-            out.append((end, next((n.get("speed_mbps") for n in nics if n.get("name") == port), None)))
-    return list(dict.fromkeys(out))
-
-
 def link_used(results):
     """The link speed the run used for line-rate figures, where it came
     from, and what the stream ports reported: one line for the report."""
@@ -127,7 +115,7 @@ def link_used(results):
     if mbps and source:
         text += f" (from {source})"
     reported = [f"{end} {link_text(speed).replace(' Ethernet', '') if speed else 'unknown'}"
-                for end, speed in port_speeds(results)]
+                for end, speed in stream_port_speeds(conditions)]
     if reported:
         text += f"; ports reported: {', '.join(reported)}"
     return text
