@@ -213,7 +213,7 @@ static int pg_dev_show(struct seq_file *m, void *v)
 			seq_printf(m, "%u,%llu ", pd->imix[i].size, pd->imix_counts[i]);
 		seq_puts(m, "\n");
 	}
-	pg_dep_show(m, &pd->dep, pd->delay == PG_DELAY_PAUSE ? 0 : pd->delay);
+	pg_dep_show(m, &pd->dep, pg_nominal_gap(pd->delay));
 	seq_printf(m, "Result: %s\n", pd->result);
 	mutex_unlock(&pd->cfg_lock);
 	return 0;

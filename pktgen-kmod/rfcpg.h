@@ -174,6 +174,12 @@ struct pg_dev {
 	struct pg_departures dep;	/* the thread's while running */
 };
 
+/* The nominal gap between frames, ns: none while paused (and 0 unpaced). */
+static inline u64 pg_nominal_gap(u64 delay)
+{
+	return delay == PG_DELAY_PAUSE ? 0 : delay;
+}
+
 enum pg_req {
 	PG_REQ_NONE,
 	PG_REQ_RUN,

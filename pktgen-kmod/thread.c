@@ -449,7 +449,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 		pg_dep_reset(&pd->dep, now ? now : ktime_get_ns());
 	}
 	if (now)
-		pg_dep_record(&pd->dep, now, frames, delay == PG_DELAY_PAUSE ? 0 : delay);
+		pg_dep_record(&pd->dep, now, frames, pg_nominal_gap(delay));
 	else
 		pd->dep.unpaced += frames;	/* no schedule, no clock read: full speed */
 	/*
