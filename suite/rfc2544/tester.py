@@ -175,18 +175,8 @@ class SSHTester:
         port; a router ignores frames not for its MAC): the DUT forwards
         nothing and only the generator is measured.
         Returns (frames sent, sending time in s) summed/maxed over streams."""
-        spec = TrialSpec(frame_size=frame_size, load_fps=1.0, duration_s=duration_s, ipv6=ipv6,
-                         learning=False, test="calibrate")
-        self.engine.check_spec(spec)
-        with self._lock:
-            try:
-                tx = self.engine.send_at_max_rate(spec, to_self)
-            except BaseException:
-                self.stop_all()
-                raise
-        frames = sum(pktgen_sent(st) for st in tx.values())
-        elapsed = max((st.run.elapsed_s for st in tx.values() if st.run is not None), default=0.0)
-        return frames, elapsed
+        tx = self._send_untimed(frame_size, 1.0, duration_s, ipv6, to_self=to_self)
+        return _sent_and_elapsed(tx.values())
 
     def send_paced(self, frame_size, fps, duration_s, ipv6=False):
         """As send_at_max_rate, but at `fps` frames/s (split over the
@@ -195,19 +185,23 @@ class SSHTester:
         from rfc2544.pacing import spacing_of
         n = len(self.plans)
         rates = [max(int(round(fps / n)), 1)] * n
-        spec = TrialSpec(frame_size=frame_size, load_fps=float(fps), duration_s=duration_s, ipv6=ipv6,
+        tx = self._send_untimed(frame_size, float(fps), duration_s, ipv6, to_self=True, rates=rates)
+        states = [tx.get(p.index) for p in self.plans]
+        return (*_sent_and_elapsed(tx.values()), spacing_of(states, rates))
+
+    def _send_untimed(self, frame_size, load_fps, duration_s, ipv6, to_self, rates=None):
+        """Every tx port sends for `duration_s` (at `rates`, else as fast as
+        it can), then is stopped: the final tx states. No DUT trial: no
+        learning frames, no receiver."""
+        spec = TrialSpec(frame_size=frame_size, load_fps=load_fps, duration_s=duration_s, ipv6=ipv6,
                          learning=False, test="calibrate")
         self.engine.check_spec(spec)
         with self._lock:
             try:
-                tx = self.engine.send_at_max_rate(spec, True, rates=rates)
+                return self.engine.send_at_max_rate(spec, to_self, rates=rates)
             except BaseException:
                 self.stop_all()
                 raise
-        states = [tx.get(p.index) for p in self.plans]
-        frames = sum(pktgen_sent(st) for st in states if st is not None)
-        elapsed = max((st.run.elapsed_s for st in states if st is not None and st.run is not None), default=0.0)
-        return frames, elapsed, spacing_of(states, rates)
 
     def module_parameters(self, names=("spin_ns", "catchup_pct", "max_lag_ns")):
         """rfc2544_pktgen's pacing parameters on the first tester host
@@ -238,3 +232,11 @@ class SSHTester:
         """Facts for the report (results.json `conditions`)."""
         from rfc2544.drivers.facts import gather_conditions
         return gather_conditions(self)
+
+
+def _sent_and_elapsed(states):
+    """(frames sent, sending time in s) of generator states: summed, longest."""
+    states = list(states)
+    frames = sum(pktgen_sent(st) for st in states)
+    elapsed = max((st.run.elapsed_s for st in states if st.run is not None), default=0.0)
+    return frames, elapsed
