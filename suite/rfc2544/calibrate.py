@@ -12,6 +12,7 @@ QEMU lab it shares the same CPUs as the DUT namespace). A result near this
 ceiling is the tester's limit, not the DUT's.
 """
 from rfc2544.errors import BadInput
+from rfc2544.pacing import SOURCE_GENERATOR, SOURCE_LINK
 
 
 def calibrate(inventory, frame_sizes, duration=2.0, *, tester=None, ipv6=False, progress=None):
@@ -60,17 +61,24 @@ def pacing_fidelity(tester, ceilings, duration=2.0, progress=None):
     settings paced worst, alternatives to the module's pacing settings
     (PACING_ALTERNATIVES, set and restored), so it can say which sends most
     evenly while keeping the rate.
-    Returns {"rows": [...], "settings": [...], "generator": name} or None
-    when the generator records no departures (the in-tree pktgen)."""
+    A generator that records no departures (the in-tree pktgen) is
+    measured on the inventory's calibration link instead (arrival times;
+    no settings to compare).
+    Returns {"rows": [...], "settings": [...], "generator": name, "source":
+    "generator" or "calibration link"} or None when neither is there."""
     params = tester.module_parameters()
-    if not params:
+    on_link = not params
+    if on_link and not tester.has_calibration_link:
         return None
     rows = []
     for size, ceiling in sorted(ceilings.items()):
         for step in PACING_STEPS:
-            rows.append(_pacing_row(tester, size, ceiling * step, duration, step=step, settings=params))
+            send = tester.send_on_link if on_link else tester.send_paced
+            rows.append(_pacing_row(send, size, ceiling * step, duration, step=step, settings=params))
             if progress is not None:
                 progress(rows[-1])
+    if on_link:
+        return {"generator": tester.generator_name, "source": SOURCE_LINK, "rows": rows, "settings": []}
     # the settings compared where the current ones paced worst (smallest frame size)
     worst = max((r for r in rows if r["frame_size"] == min(ceilings)),
                 key=lambda r: (r["longest_micro_burst"] or 0, r["p999_over_nominal"] or 0))
@@ -79,7 +87,8 @@ def pacing_fidelity(tester, ceilings, duration=2.0, progress=None):
         value = change(params[name])
         try:
             tester.set_module_parameter(name, value)
-            settings.append(_pacing_row(tester, worst["frame_size"], worst["fps"], duration, step=worst["step"],
+            settings.append(_pacing_row(tester.send_paced, worst["frame_size"], worst["fps"], duration,
+                                        step=worst["step"],
                                         settings={**params, name: value}))
         finally:
             tester.set_module_parameter(name, params[name])
@@ -89,11 +98,11 @@ def pacing_fidelity(tester, ceilings, duration=2.0, progress=None):
     best = min(kept, key=lambda s: (s["longest_micro_burst"], s["p999_over_nominal"] or 0))
     for s in settings:
         s["best"] = s is best
-    return {"generator": tester.generator_name, "rows": rows, "settings": settings}
+    return {"generator": tester.generator_name, "source": SOURCE_GENERATOR, "rows": rows, "settings": settings}
 
 
-def _pacing_row(tester, size, fps, duration, step, settings):
-    frames, elapsed, spacing = tester.send_paced(size, fps, duration)
+def _pacing_row(send, size, fps, duration, step, settings):
+    frames, elapsed, spacing = send(size, fps, duration)
     achieved = frames / elapsed if elapsed else 0.0
     nominal = spacing.nominal_gap_ns if spacing else None
     return {"frame_size": size, "step": step, "fps": round(fps), "achieved_fps": achieved,

@@ -281,7 +281,8 @@ def _display(stream=None):
               help="Frame sizes to calibrate (repeatable) [default: 64 and 1518].")
 @click.option("--duration", default=2.0, show_default=True, type=float, help="Seconds per measurement.")
 @click.option("--pacing/--no-pacing", default=True, show_default=True,
-              help="Also measure how evenly the generator paces below its ceiling (rfc2544_pktgen).")
+              help="Also measure how evenly the generator paces below its ceiling (rfc2544_pktgen's "
+                   "departure times, or arrivals on the inventory's calibration link).")
 @interruptible
 def calibrate(inventory_path, frame_sizes, duration, pacing):
     """Measure the tester's own ceiling (frames/s it can send) without a DUT,
@@ -303,8 +304,11 @@ def calibrate(inventory_path, frame_sizes, duration, pacing):
                        "than half the nominal gap after the one before):")
             fidelity = pacing_fidelity(tester, ceilings, duration, progress=lambda row: click.echo(pacing_line(row)))
             if fidelity is None:
-                click.echo(f"  {tester.generator_name}: records no departure times, pacing not measured "
-                           "(rfc2544_pktgen does)")
+                click.echo(f"  {tester.generator_name}: records no departure times and the inventory names no "
+                           "calibration link (rfc2544_calibration_link), pacing not measured (rfc2544_pktgen "
+                           "records them)")
+            elif fidelity["source"] != "generator":
+                click.echo(f"  {tester.generator_name}: measured on the calibration link (arrival times)")
             else:
                 best = next(s for s in fidelity["settings"] if s["best"])
                 click.echo("  most even: " + ", ".join(f"{k} {v}" for k, v in best["settings"].items()))

@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import yaml
 
@@ -48,6 +48,9 @@ class Host:
     # per-trial DUT commands: {"pre": [...], "post": [...]} (drivers/hooks.py)
     trial_hooks: Dict[str, List[str]] = field(default_factory=dict)
     ports: Dict[str, Port] = field(default_factory=dict)
+    # two of a tester's own ports cabled to each other, outside the test
+    # ports: (tx, rx) interface names (calibration_link.py)
+    calibration_link: Optional[Tuple[str, str]] = None
 
 
 @dataclass
@@ -139,6 +142,26 @@ def _trial_hooks(path, where, group, raw):
     return hooks
 
 
+def _calibration_link(path, where, group, raw, ports):
+    if raw is None:
+        return None
+    where = f"{where}.rfc2544_calibration_link"
+    if group != "testers":
+        _fail(path, where, "a calibration link joins two ports of a tester host (put it on a host under 'testers')")
+    if not isinstance(raw, dict) or set(raw) != {"tx", "rx"}:
+        _fail(path, where, "must be a mapping with exactly 'tx: PORT' and 'rx: PORT' (interface names)")
+    for key in ("tx", "rx"):
+        name = str(raw[key])
+        problem = ifname_problem(name)
+        if problem:
+            _fail(path, f"{where}.{key}", f"'{name}' is not a valid interface name ({problem})")
+        if name in ports:
+            _fail(path, f"{where}.{key}", f"'{name}' is a test port; the calibration link needs two other ports")
+    if str(raw["tx"]) == str(raw["rx"]):
+        _fail(path, where, "tx and rx must be two different ports")
+    return str(raw["tx"]), str(raw["rx"])
+
+
 def load(path) -> Inventory:
     path = Path(path)
     try:
@@ -181,6 +204,7 @@ def load(path) -> Inventory:
                 netns=hv.get("rfc2544_netns"), reset_cmd=hv.get("rfc2544_reset_cmd"),
                 trial_hooks=_trial_hooks(path, where, group, hv.get("rfc2544_trial_hooks")),
                 ports=ports,
+                calibration_link=_calibration_link(path, where, group, hv.get("rfc2544_calibration_link"), ports),
             )
     if not any(h.group == "testers" for h in hosts.values()):
         _fail(path, "all.children.testers", "at least one tester host is required")

@@ -52,11 +52,12 @@ class LatencyStats:
 @dataclass
 class Spacing:
     """How evenly the generator sent a trial's frames (rfc2544_pktgen's own
-    departure times): gaps between consecutive frames, and micro-bursts,
-    runs of frames each sent less than half the nominal gap after the one
-    before. Several streams are merged: counts summed, worst burst kept."""
-    source: str                           # "generator" (departure times)
-    frames: int                           # frames with a departure time
+    departure times, or an estimate from a calibration link's arrivals):
+    gaps between consecutive frames, and micro-bursts, runs of frames each
+    sent less than half the nominal gap after the one before. Several
+    streams are merged: counts summed, worst burst kept."""
+    source: str                           # "generator" or "calibration link" (pacing.py)
+    frames: int                           # frames with a departure (or arrival) time
     nominal_gap_ns: Optional[float]       # 1e9 / the stream's rate (None: unpaced)
     min_gap_ns: float
     mean_gap_ns: float

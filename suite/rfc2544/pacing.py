@@ -14,11 +14,25 @@ The tester-bursty rule. A failed trial is tester-bursty when all hold:
   3. the frames lost L are at most the close frames C, the frames sent less
      than half a gap after the one before: a buffer that overflowed on
      bursts can lose only frames that came too close.
+The in-tree pktgen records no departures. Where the inventory names a
+calibration link (two tester ports cabled to each other), the spacing of a
+failed trial is estimated there: the same generator sends at the trial's
+rate and frame size, the receiving port's kernel timestamps the arrivals,
+and spacing_of_arrivals turns their gaps into a Spacing whose source says
+"calibration link" (calibration_link.py). Its close frames are scaled to the
+trial's frames sent. The estimate shows how the generator paces at that
+rate, not the trial's own stalls: the report says which source it used.
+Passed trials get no estimate, so with it A (below) is 0.
+
 A DUT that cannot carry the rate loses frames spread over the whole trial,
 typically more than the few close frames (3 fails), or the same loss again
 on an evenly paced retry. The search treats a tester-bursty trial like a
 tester-limited one: retried, and never taken as a pass.
 """
+import math
+from dataclasses import replace
+from fractions import Fraction
+
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.model import Spacing
 
@@ -51,13 +65,60 @@ def spacing_of(devices, rates):
     hi = max(dep.get("max_gap_ns", 0) for dep, _ in parts)
     mean = sum(dep.get("mean_gap_ns", 0) * dep["frames"] for dep, _ in parts) / frames
     return Spacing(
-        source="generator", frames=frames, nominal_gap_ns=nominal_gap, min_gap_ns=float(lo),
+        source=SOURCE_GENERATOR, frames=frames, nominal_gap_ns=nominal_gap, min_gap_ns=float(lo),
         mean_gap_ns=float(mean), max_gap_ns=float(hi),
         **{k: pgrx_mod.percentile_from_hist(buckets, q, lo, hi) for k, q in _Q.items()},
         micro_bursts=sum(dep.get("micro_bursts", 0) for dep, _ in parts),
         longest_micro_burst=max(dep.get("longest_micro_burst", 0) for dep, _ in parts),
         close_frames=close_frames(buckets, nominal_gap),
         hist=[[b.low, b.high, b.count] for b in buckets])
+
+
+SOURCE_GENERATOR = "generator"              # rfc2544_pktgen's departure times
+SOURCE_LINK = "calibration link"            # arrivals on the tester's own link (an estimate)
+
+
+def spacing_of_arrivals(times_ns, rate_fps):
+    """Spacing of frames from their arrival times on a calibration link (the
+    receiving port's kernel timestamps, in ns, in arrival order) sent at
+    `rate_fps`; None for fewer than two frames. Exact percentiles; the
+    histogram has log2 buckets (its shape is for the report's figure)."""
+    times = sorted(int(t) for t in times_ns)
+    if len(times) < 2:
+        return None
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    nominal = 1e9 / rate_fps if rate_fps else None
+    half = nominal / 2 if nominal else None
+    bursts, longest, run = 0, 0, 1
+    for gap in gaps:
+        if half is not None and gap < half:
+            run += 1
+            continue
+        if run > 1:
+            bursts, longest = bursts + 1, max(longest, run)
+        run = 1
+    if run > 1:
+        bursts, longest = bursts + 1, max(longest, run)
+    ordered = sorted(gaps)
+    hist = {}
+    for gap in gaps:
+        low = 0 if gap == 0 else 1 << (gap.bit_length() - 1)
+        hist[low] = hist.get(low, 0) + 1
+    return Spacing(
+        source=SOURCE_LINK, frames=len(times), nominal_gap_ns=nominal, min_gap_ns=float(ordered[0]),
+        mean_gap_ns=(times[-1] - times[0]) / len(gaps), max_gap_ns=float(ordered[-1]),
+        **{k: float(ordered[max(1, math.ceil(Fraction(str(q)) * len(ordered))) - 1]) for k, q in _Q.items()},
+        micro_bursts=bursts, longest_micro_burst=longest,
+        close_frames=sum(1 for gap in gaps if half is not None and gap < half),
+        hist=[[low, max(2 * low - 1, 0), count] for low, count in sorted(hist.items())])
+
+
+def scaled_to(spacing, frames):
+    """An estimate measured over spacing.frames frames, its close frames
+    scaled to a trial of `frames` frames (the rest is a rate property)."""
+    if spacing is None or not spacing.frames:
+        return spacing
+    return replace(spacing, close_frames=round(spacing.close_frames * frames / spacing.frames))
 
 
 def close_frames(buckets, nominal_gap_ns):
@@ -69,23 +130,31 @@ def close_frames(buckets, nominal_gap_ns):
     return sum(b.count for b in buckets if b.high < half)
 
 
+def may_be_bursty(result):
+    """A failed trial of a steady rate the tester sent in full: one the rule
+    may put on the tester's pacing."""
+    spec = result.spec
+    # loss is the point of an overload, an outage or a burst at the maximum rate
+    if spec.test not in STEADY_TESTS or spec.recovery_load_fps is not None or spec.burst_frames:
+        return False
+    # an aborted trial (early abort: its loss already broke the goal) is a failed one too
+    return not result.tester_limited and result.lost_frames > 0
+
+
 def bursty_reason(result, absorbed):
     """Why `result` (a TrialResult) is tester-bursty, or None (the rule
     above); `absorbed`: the longest micro-burst of a passed trial in its
     unit so far (0 if none)."""
     s = result.spacing
-    spec = result.spec
-    # loss is the point of an overload, an outage or a burst at the maximum rate
-    if spec.test not in STEADY_TESTS or spec.recovery_load_fps is not None or spec.burst_frames:
-        return None
-    # an aborted trial (early abort: its loss already broke the goal) is a failed one too
-    if s is None or result.tester_limited or result.lost_frames == 0:
+    if s is None or not may_be_bursty(result):
         return None
     if s.longest_micro_burst < 2 or s.longest_micro_burst <= absorbed:
         return None
     if result.lost_frames > s.close_frames:
         return None
-    return (f"tester-bursty: the generator sent micro-bursts of up to {s.longest_micro_burst} frames "
+    sent = ("the generator sent" if s.source == SOURCE_GENERATOR else
+            "on the calibration link, at this rate and frame size, the generator sends")
+    return (f"tester-bursty: {sent} micro-bursts of up to {s.longest_micro_burst} frames "
             f"({s.close_frames} frames less than half the nominal {s.nominal_gap_ns / 1000:.1f} us gap after "
             f"the one before), enough to explain the {result.lost_frames} frames lost; the longest micro-burst "
             f"a passed trial showed the DUT absorbing is {absorbed} frames")

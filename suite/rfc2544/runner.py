@@ -94,6 +94,12 @@ class Context:
 
         r.display.trial_start(self.unit, spec)
         result = r.tester.run_trial(spec, progress=on_sample)
+        if result.spacing is None and pacing.may_be_bursty(result) and hasattr(r.tester, "link_spacing"):
+            # no departure data (the in-tree pktgen): the calibration link's estimate, if there is one
+            try:
+                result.spacing = r.tester.link_spacing(spec, result.tx_frames)
+            except InfraError as exc:     # the trial stands; only the estimate is missing
+                result.notes.append(f"no departure spacing estimate: {exc}")
         reason = pacing.bursty_reason(result, self._absorbed_burst())
         if reason:      # the search retries it and never counts it as DUT loss
             result.tester_bursty = result.tester_limited = True

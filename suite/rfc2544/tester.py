@@ -100,6 +100,7 @@ class SSHTester:
                                   hooks=hooks_of(inventory))
         self._lock = threading.Lock()
         self._detected = None
+        self._link_pacing = None
 
     # the constructor's settings, readable as before
     waits = property(lambda self: self.settings.waits)
@@ -199,6 +200,36 @@ class SSHTester:
         with self._lock:
             try:
                 return self.engine.send_at_max_rate(spec, to_self, rates=rates)
+            except BaseException:
+                self.stop_all()
+                raise
+
+    @property
+    def has_calibration_link(self):
+        from rfc2544.calibration_link import link_host
+        return link_host(self.inventory) is not None
+
+    def link_spacing(self, spec, frames):
+        """The departure spacing estimated on the inventory's calibration
+        link at `spec`'s rate and frame size, close frames scaled to
+        `frames` (calibration_link.py); None without a calibration link."""
+        return self._on_link(lambda link: link.estimate(spec, frames))
+
+    def send_on_link(self, frame_size, fps, duration_s, ipv6=False):
+        """As send_paced, on the calibration link, the spacing from its
+        arrivals; None without a calibration link."""
+        return self._on_link(lambda link: link.measure(frame_size, fps, duration_s, ipv6))
+
+    def _on_link(self, use):
+        if self._link_pacing is None:
+            from rfc2544.calibration_link import LinkPacing, link_host
+            host = link_host(self.inventory)
+            if host is None:
+                return None
+            self._link_pacing = LinkPacing(self, host)
+        with self._lock:
+            try:
+                return use(self._link_pacing)
             except BaseException:
                 self.stop_all()
                 raise

@@ -67,6 +67,7 @@ BACKGROUND_NICE = 19
 BACKGROUND_KERNEL_ARGS = ("slub_debug=FZP",)
 _BACKGROUND = {"nodeids": [], "proc": None, "t0": None}    # the lab_background tests run by a child pytest; session_prep.py
 _CHILDREN_RAN = {}  # "background"/"newest" -> (exit code, junit, log, start, end) of its child pytest
+_CHILD_SLOWEST = {}     # "background"/"newest" -> its slowest tests (the junit file goes with the session)
 _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log": [...]}
 _NEWEST = {}    # the newest-kernel step: release, nic, tests (test_newest_kernel.py)
 _TMP = []       # the early steps' scratch dir, removed at session end
@@ -151,9 +152,17 @@ def child_outcome(step, module, name):
         pytest.skip(skipped[0].get("message", f"skipped in the {step} pytest"))
 
 
+def _slowest_cases(junit, n=8):
+    """The n slowest tests of a child pytest's junit file: (seconds, module::name)."""
+    cases = [(float(c.get("time") or 0), f"{c.get('classname', '').split('.')[-1]}::{c.get('name')}")
+             for c in _junit_cases(junit, None, None)]
+    return sorted(cases, reverse=True)[:n]
+
+
 def _junit_cases(path, module, name):
     """The junit testcases of test `name` (or of its parametrizations; all
-    of them for no name) in test module `module` (junit's classname is the module's dotted path)."""
+    of them for no name) in test module `module` (any module for None; junit's classname is
+    the module's dotted path)."""
     import xml.etree.ElementTree as ET
     try:
         root = ET.parse(path).getroot()
@@ -161,7 +170,7 @@ def _junit_cases(path, module, name):
         return []
     return [c for c in root.iter("testcase")
             if (not name or c.get("name") == name or c.get("name", "").startswith(name + "["))
-            and c.get("classname", "").split(".")[-1] == module]
+            and (module is None or c.get("classname", "").split(".")[-1] == module)]
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -268,6 +277,7 @@ def _take_report(tmp, step):
         outcome["value"] = report["value"]     # a lab's name: its Lab is made when a test asks
         if step in ("background", "newest"):
             _CHILDREN_RAN[step] = report["value"]
+            _CHILD_SLOWEST[step] = _slowest_cases(report["value"][1])
     outcome["done"].set()
 
 
@@ -402,7 +412,9 @@ def pytest_terminal_summary(terminalreporter):
             code, _, _, started, ended = _CHILDREN_RAN[step]
             t0 = _BACKGROUND["t0"]
             terminalreporter.write_line(f"{step} pytest ({what}, exit {code}): "
-                                        f"from {started - t0:.0f} s to {ended - t0:.0f} s after collection")
+                                        f"from {started - t0:.0f} s to {ended - t0:.0f} s after collection; "
+                                        "slowest: " + ", ".join(f"{name} {sec:.0f} s"
+                                                                for sec, name in _CHILD_SLOWEST.get(step, ())))
 
 
 def pytest_sessionfinish(session):

@@ -363,6 +363,21 @@ def test_trend_marks_the_capped_run_as_a_regression(capped, tmp_path):
 SMALL_BUCKET = 32      # frames: a DUT with a small buffer, which a tester's catch-up burst overflows
 
 
+def assert_bursty_retried(trials, retries, log):
+    """Each tester-bursty trial is followed by the same load, unless it was
+    the last of 1 + retries attempts."""
+    for i, t in enumerate(trials):
+        if t["verdict"] != "tester-bursty":
+            continue
+        attempts = 1
+        while i - attempts >= 0 and trials[i - attempts]["load_fps"] == t["load_fps"] \
+                and trials[i - attempts]["verdict"] in ("tester-bursty", "tester-limited"):
+            attempts += 1
+        retried = i + 1 < len(trials) and trials[i + 1]["load_fps"] == t["load_fps"]
+        # (the search may ask the same load again: its attempts follow on directly)
+        assert retried or attempts % (1 + retries) == 0, f"#{t['id']} not retried: {log}"
+
+
 def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     """The DUT policed at CAP_PPS with a bucket of 32 frames, our generator
     and receiver: every failed trial at or below the police rate whose
@@ -388,18 +403,92 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
             earlier = [x["spacing"]["longest_micro_burst"] for x in trials
                        if x["id"] < t["id"] and x["verdict"] == "pass"]
             assert max(earlier, default=0) >= s["longest_micro_burst"], f"#{t['id']} not named: {log}"
-    for i, t in enumerate(trials):
-        if t["verdict"] != "tester-bursty":
-            continue
-        # retried: the next trial is the same load, unless this was the last of 1 + retries attempts
-        attempts = 1
-        while i - attempts >= 0 and trials[i - attempts]["load_fps"] == t["load_fps"] \
-                and trials[i - attempts]["verdict"] in ("tester-bursty", "tester-limited"):
-            attempts += 1
-        retried = i + 1 < len(trials) and trials[i + 1]["load_fps"] == t["load_fps"]
-        # (the search may ask the same load again: its attempts follow on directly)
-        assert retried or attempts % (1 + retries) == 0, f"#{t['id']} not retried: {log}"
+    assert_bursty_retried(trials, retries, log)
     row = results.data["throughput"][0]
     known = CAP_PPS + SMALL_BUCKET / final_s
     print(f"NDR {row['ndr_fps']} fps, police rate {known:.0f} fps, tester_bursty {row.get('tester_bursty')}")
     assert row.get("tester_bursty") or abs(row["ndr_fps"] - known) / known <= 0.01, log
+
+
+def stalling(lab, stall_s, every_s):
+    """A context in which the tester VM stalls `stall_s` every `every_s`
+    (SIGSTOP, then SIGCONT, of its QEMU process), as a vCPU on a loaded
+    host does: the generator then owes the frames due in the stall."""
+    pid = lab.running_vms()["tester"]
+    done = threading.Event()
+
+    def stall():
+        while not done.wait(every_s):
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                time.sleep(stall_s)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+
+    class Stalls:
+        def __enter__(self):
+            self.thread = threading.Thread(target=stall, daemon=True)
+            self.thread.start()
+
+        def __exit__(self, *exc):
+            done.set()
+            self.thread.join()
+            os.kill(pid, signal.SIGCONT)
+    return Stalls()
+
+
+def test_the_in_tree_generators_bursts_are_named_from_the_calibration_link(capped, tmp_path):
+    """The in-tree pktgen (no departure records) against the DUT policed at
+    CAP_PPS with a 32-frame bucket, the tester VM stalling 20 ms every
+    second: after a stall the generator sends its debt back to back, more
+    than the bucket holds. Every failed trial gets the spacing the
+    generator shows on the tester's calibration link (cal0 -> cal1, at the
+    trial's rate) and passed ones none; a failed trial at or below the
+    police rate that the rule explains is named tester-bursty and retried,
+    and the report's banner says the spacing was estimated on the link.
+    Then `calibrate`'s pacing rows for the in-tree generator, measured there."""
+    from rfc2544.calibrate import pacing_fidelity
+    from rfc2544.detection import GENERATOR_INTREE
+    from rfc2544.reports.load import load_results
+    from rfc2544.reports.render import render_html
+    from rfc2544.tester import SSHTester
+    lab = capped
+    lab.cap_dut(CAP_PPS, SMALL_BUCKET)
+    with stalling(lab, 0.02, 1.0):
+        results = run_ndr_search(lab, tmp_path, final_s=2, method="bisection", resolution_pct=5,
+                                 tester_limited_retries=1)
+    trials = results.data["trials"]
+    log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}:{t['lost_frames']}:{t['verdict']}:"
+                    f"{(t.get('spacing') or {}).get('longest_micro_burst')}/{(t.get('spacing') or {}).get('close_frames')}"
+                    for t in trials)
+    print(log)
+    failed = [t for t in trials if t["lost_frames"] and not t["tester_limited"] or t["verdict"] == "tester-bursty"]
+    assert failed, f"no trial failed: the search never went above the police rate? {log}"
+    for t in trials:
+        s = t.get("spacing")
+        if t not in failed:
+            assert s is None, f"#{t['id']} passed but has a spacing estimate: {log}"
+            continue
+        assert s and s["source"] == "calibration link", f"#{t['id']} failed without an estimate: {t['notes']} {log}"
+        # the link's capture saw the generator's frames at the trial's rate
+        assert s["nominal_gap_ns"] == pytest.approx(1e9 / t["load_fps"], rel=1e-3)
+        assert s["frames"] >= 0.5 * t["load_fps"] * t["duration_s"], (t["id"], s["frames"])
+        if t["load_fps"] <= CAP_PPS and s["longest_micro_burst"] > 1 and t["lost_frames"] <= s["close_frames"]:
+            assert t["verdict"] == "tester-bursty", f"#{t['id']} not named: {log}"
+    bursty = [t for t in trials if t["verdict"] == "tester-bursty"]
+    assert bursty, f"20 ms stalls at up to {CAP_PPS} fps owe more than {SMALL_BUCKET} frames, yet none named: {log}"
+    assert all("on the calibration link" in " ".join(t["notes"]) for t in bursty)
+    assert_bursty_retried(trials, 1, log)
+    html = render_html(load_results(results.path))
+    assert "spacing estimated on the calibration link for" in html and "calibration link (estimate)" in html
+    # calibrate: the in-tree generator's pacing, measured on the link (no stalls now)
+    tester = SSHTester(inventory_mod.load(lab.inventory_path), waits={"learning_frames": 0})
+    try:
+        assert tester.generator_name == GENERATOR_INTREE
+        fidelity = pacing_fidelity(tester, {64: 2 * CAP_PPS}, duration=1.0)
+    finally:
+        tester.close()
+    assert fidelity["source"] == "calibration link" and fidelity["generator"] == GENERATOR_INTREE
+    for row in fidelity["rows"]:
+        assert row["achieved_fps"] > 0.9 * row["fps"] and row["longest_micro_burst"] is not None, row
+        assert row["p999_over_nominal"] >= 0.5, row

@@ -151,3 +151,39 @@ def test_calibrate_measures_pacing_below_the_ceiling(tester):
     assert out["rows"][0]["kept_rate"], out["rows"][0]
     assert len(out["settings"]) == 3 and sum(s["best"] for s in out["settings"]) == 1
     assert tester.module_parameters() == before
+
+
+def test_the_calibration_link_sees_what_the_module_recorded(tester):
+    """The calibration link's estimate (calibration_link.py: tcpdump's
+    arrival times on cal1) against the module's own departure records of
+    the same frames sent on cal0: one measurement, two sources. The link is
+    what a generator without departure records is judged by, so it must
+    agree with the records where both exist: every frame, the same longest
+    micro-burst (+-2 frames), close frames and the p99.9 gap within 20 %
+    (the records' figures come from histogram buckets, a few % wide: their
+    close frames leave out the bucket that straddles half the gap, their
+    percentiles are bucket midpoints; the two clocks are read at different
+    points of the same transmit call). A link that batched its arrivals
+    (NAPI, interrupt coalescing) would be off by far more."""
+    from rfc2544.calibration_link import LinkPacing, link_host
+    link = LinkPacing(tester, link_host(tester.inventory))
+    recorded = []
+    send = link._link().send_paced
+
+    def send_and_keep(*args, **kw):
+        out = send(*args, **kw)
+        recorded.append(out[2])
+        return out
+    link._link().send_paced = send_and_keep
+    for fps in (3000, 12000):
+        _, _, arrivals = link.measure(64, fps, 1.5)
+        departures = recorded[-1]
+        print(fps, "arrivals", arrivals, "departures", departures)
+        assert (arrivals.source, departures.source) == ("calibration link", "generator")
+        assert arrivals.frames == departures.frames > 1.4 * fps
+        assert abs(arrivals.longest_micro_burst - departures.longest_micro_burst) <= 2
+        assert arrivals.close_frames == pytest.approx(departures.close_frames, rel=0.2, abs=10)
+        assert arrivals.p999_gap_ns == pytest.approx(departures.p999_gap_ns, rel=0.2)
+    # the trials' devices come back after the link's
+    r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0))
+    assert r.tx_frames == r.rx_frames == 2000, r.notes

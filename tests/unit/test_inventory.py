@@ -67,6 +67,35 @@ def test_bad_field_is_named(tmp_path, old, new, field):
     assert field in str(exc.value)
 
 
+CAL = "          rfc2544_calibration_link: {tx: cal0, rx: cal1}\n"
+
+
+def with_link(text=CAL, host="tester"):
+    """GOOD with `text` added to `host`'s variables."""
+    anchor = "          ansible_port: 2222\n" if host == "tester" else "          rfc2544_netns: dut\n"
+    return GOOD.replace(anchor, anchor + text, 1)
+
+
+def test_a_calibration_link_loads(tmp_path):
+    inv = inventory.load(write(tmp_path, with_link()))
+    assert inv.hosts["tester"].calibration_link == ("cal0", "cal1")
+    assert inventory.load(write(tmp_path, GOOD)).hosts["tester"].calibration_link is None
+
+
+@pytest.mark.parametrize("text,host,says", [
+    (CAL, "dut", "put it on a host under 'testers'"),
+    (CAL.replace("cal1", "cal0"), "tester", "two different ports"),
+    (CAL.replace("cal1", "rx0"), "tester", "'rx0' is a test port"),
+    (CAL.replace("cal0", "cal0;reboot"), "tester", "rfc2544_calibration_link.tx: 'cal0;reboot' is not a valid"),
+    (CAL.replace(", rx: cal1", ""), "tester", "exactly 'tx: PORT' and 'rx: PORT'"),
+    ("          rfc2544_calibration_link: cal0\n", "tester", "exactly 'tx: PORT' and 'rx: PORT'"),
+])
+def test_a_bad_calibration_link_is_named(tmp_path, text, host, says):
+    with pytest.raises(BadInput) as exc:
+        inventory.load(write(tmp_path, with_link(text, host)))
+    assert "rfc2544_calibration_link" in str(exc.value) and says in str(exc.value)
+
+
 def test_not_yaml_and_missing_file(tmp_path):
     with pytest.raises(BadInput, match="not valid YAML"):
         inventory.load(write(tmp_path, "all: [unclosed"))

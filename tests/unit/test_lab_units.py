@@ -42,6 +42,10 @@ def test_network_scripts_are_valid_sh(name, vm, tmp_path):
         assert "neigh replace 198.18.0.1 lladdr 02:00:00:18:00:01 dev dut0 nud permanent" in script
     if vm == "tester":
         assert "neigh replace 198.18.0.2 lladdr 02:00:00:18:00:02 dev tx0 nud permanent" in script
+    # the tester's calibration link: a veth pair of its own, up, no addresses
+    assert ("link add cal0 type veth peer name cal1" in script) == (vm == "tester")
+    if vm == "tester":
+        assert "link set cal1 up" in script and "dev cal0" not in script and "dev cal1" not in script
 
 
 def test_single_topology_puts_dut_ports_in_the_namespace():
@@ -82,6 +86,7 @@ def test_written_inventory_loads_with_the_project_schema(name, tmp_path):
     assert tester.ports["rx0"].ipv6 == "2001:2:0:1::1/64"
     assert dut.netns == ("dut" if name == "single" else None)
     assert dut.port == (tester.port if name == "single" else 20002)
+    assert tester.calibration_link == ("cal0", "cal1") and dut.calibration_link is None
     raw = yaml.safe_load(path.read_text())
     args = raw["all"]["children"]["testers"]["hosts"]["tester"]["ansible_ssh_common_args"]
     assert "StrictHostKeyChecking=yes" in args and f"UserKnownHostsFile={tmp_path / 'kh'}" in args

@@ -1,7 +1,9 @@
 """Departure spacing in the suite (rfc2544.pacing, pktgen.parse_device):
 the device file's Departures section, a trial's merged spacing, and the
 tester-bursty rule, also through the runner with a simulated tester
-(simdut) that now and then sends a micro-burst its DUT cannot absorb."""
+(simdut) that now and then sends a micro-burst its DUT cannot absorb; the
+calibration link's estimate from arrival times, for a generator without
+departure records (simulated: a tester whose link_spacing returns one)."""
 import math
 
 import pytest
@@ -177,11 +179,125 @@ def test_a_run_without_departures_says_so(tmp_path):
     assert "No departure spacing: the generator (" in report_text(results.path)
 
 
+def test_spacing_of_arrivals_finds_the_bursts_and_exact_percentiles():
+    """1000 frames at 10 kframes/s (100 us), a stall of 1 ms after frame 500
+    and the 10 frames due in it sent 1 us apart."""
+    times, t = [], 0
+    for i in range(1000):
+        times.append(t)
+        t += 1_100_000 if i == 499 else (1_000 if 500 <= i < 510 else 100_000)
+    s = pacing.spacing_of_arrivals(reversed(times), 10_000)
+    assert s.source == pacing.SOURCE_LINK and s.frames == 1000 and s.nominal_gap_ns == 100_000
+    assert (s.micro_bursts, s.longest_micro_burst, s.close_frames) == (1, 11, 10)
+    assert (s.min_gap_ns, s.max_gap_ns, s.p50_gap_ns) == (1_000, 1_100_000, 100_000)
+    assert s.mean_gap_ns == pytest.approx(times[-1] / 999)
+    assert sum(c for _, _, c in s.hist) == 999 and all(lo <= hi for lo, hi, _ in s.hist)
+    assert [lo for lo, _, _ in s.hist] == sorted(lo for lo, _, _ in s.hist)
+    assert pacing.spacing_of_arrivals([5], 10_000) is None
+    # an estimate for a longer trial: the close frames scale, the burst length does not
+    big = pacing.scaled_to(s, 5000)
+    assert (big.close_frames, big.longest_micro_burst) == (50, 11)
+
+
+def test_tcpdump_times_are_parsed_to_the_nanosecond():
+    from rfc2544.calibration_link import parse_times
+    out = "1764123456.000000001\n1764123456.100000000\nreading from file x\n12.5\n"
+    assert parse_times(out) == [1764123456000000001, 1764123456100000000]
+
+
+class LinkTester(simdut.SimDUT):
+    """The in-tree generator on a simulated DUT with a small buffer: a trial
+    below capacity loses 6 frames when the generator's stall made a burst
+    (its first `bursty` such trials, never two in a row); no trial carries
+    departure data. Its calibration link (link_spacing) shows micro-bursts
+    of `link_burst` frames."""
+
+    def __init__(self, bursty, link_burst=16, **kw):
+        super().__init__(**kw)
+        self.bursty_left = bursty
+        self.link_burst = link_burst
+        self.estimates = []
+        self.last_bursty = False
+
+    def run_trial(self, spec, progress=None):
+        result = super().run_trial(spec, progress)
+        burst = self.bursty_left > 0 and result.lost_frames == 0 and not self.last_bursty
+        if burst:
+            self.bursty_left -= 1
+            result.rx_frames -= 6
+        self.last_bursty = burst
+        return result
+
+    def link_spacing(self, spec, frames):
+        self.estimates.append((spec.load_fps, frames))
+        gap = 1e9 / spec.load_fps
+        return Spacing(source=pacing.SOURCE_LINK, frames=frames, nominal_gap_ns=gap, min_gap_ns=0, mean_gap_ns=gap,
+                       max_gap_ns=16 * gap, p50_gap_ns=gap, p99_gap_ns=gap, p999_gap_ns=16 * gap, micro_bursts=1,
+                       longest_micro_burst=self.link_burst, close_frames=self.link_burst - 1,
+                       hist=[[0, 1, self.link_burst - 1], [int(gap), int(gap), frames - self.link_burst]])
+
+
+def link_run(tmp_path, **kw):
+    prof = profile(tests=["throughput"], frame_sizes=[64],
+                   search={"method": "bisection", "max_load_fps": 100_000.0, "resolution_pct": 1,
+                           "tester_limited_retries": 1})
+    sim = LinkTester(capacity_fps=40_000, **kw)
+    runner, results = start(tmp_path / "run", sim, prof)
+    runner.run()
+    return sim, results
+
+
+def test_failed_trials_without_departures_get_the_calibration_links_estimate(tmp_path):
+    """Only failed trials are estimated; the two the stalls made fail are
+    named tester-bursty from the estimate, retried, and the report says the
+    spacing came from the calibration link."""
+    sim, results = link_run(tmp_path, bursty=2)
+    trials = results.data["trials"]
+    failed = [t for t in trials if t["lost_frames"]]
+    assert len(sim.estimates) == len(failed) and all(t["spacing"]["source"] == "calibration link" for t in failed)
+    assert all(t.get("spacing") is None for t in trials if not t["lost_frames"])
+    bursty = [t for t in trials if t["verdict"] == "tester-bursty"]
+    assert len(bursty) == 2 and all("on the calibration link" in " ".join(t["notes"]) for t in bursty)
+    # trials above the capacity lose more than the 15 close frames: the DUT's loss
+    assert all(t["verdict"] in ("fail", "aborted") for t in failed if t["load_fps"] > 40_000)
+    for t in bursty:        # retried: the same load next, and it passed
+        retry = trials[t["id"]]
+        assert retry["load_fps"] == t["load_fps"] and retry["verdict"] == "pass"
+    assert 40_000 * 0.99 <= results.data["throughput"][0]["ndr_fps"] <= 40_000
+    text = report_text(results.path)
+    assert "spacing estimated on the calibration link for 2 of them" in text
+    assert "calibration link (estimate)" in text
+
+
+def test_a_report_of_bursty_trials_with_deviations_as_bare_sentences_renders(tmp_path):
+    """Results whose declared deviations are sentences (files written before
+    deviation records; the lab tests still write them): the tester-bursty
+    checks have topics too (a KeyError once)."""
+    from rfc2544 import profiles
+    from rfc2544.display import Display
+    from rfc2544.results import Results
+    from rfc2544.runner import Runner, build_plan
+    prof = profile(tests=["throughput"], frame_sizes=[64], trial_duration_s=2,
+                   search={"method": "bisection", "max_load_fps": 100_000.0, "resolution_pct": 5,
+                           "tester_limited_retries": 1})
+    assert profiles.deviations(prof), "the profile declares no deviation: nothing to cover"
+    results = Results.create(tmp_path / "run", prof, build_plan(prof), profiles.deviations(prof), {})
+    Runner(LinkTester(bursty=2, capacity_fps=40_000), prof, results, Display(quiet=True)).run()
+    assert "spacing estimated on the calibration link for 2 of them" in report_text(results.path)
+
+
+def test_a_link_without_bursts_leaves_the_loss_on_the_dut(tmp_path):
+    sim, results = link_run(tmp_path, bursty=1, link_burst=0)
+    trials = results.data["trials"]
+    assert sim.estimates and not [t for t in trials if t["verdict"] == "tester-bursty"]
+
+
 class PacingTester:
     """A stand-in for SSHTester's pacing calls (simulated: no host): the
     generator paces worse the closer to its ceiling, and a larger spin_ns
     removes its micro-bursts while catchup_pct 10 loses the rate."""
     generator_name = "rfc2544_pktgen"
+    has_calibration_link = False
 
     def __init__(self, params=None):
         self.params = dict(params or {"spin_ns": 100_000, "catchup_pct": 0, "max_lag_ns": 10**9})
@@ -229,3 +345,22 @@ def test_pacing_fidelity_without_departure_times_is_none():
     tester = PacingTester()
     tester.module_parameters = lambda: {}
     assert pacing_fidelity(tester, {64: 20_000.0}) is None
+
+
+def test_pacing_fidelity_of_the_in_tree_generator_on_the_calibration_link():
+    """No departure records, a calibration link: every step measured there,
+    no settings to compare."""
+    from rfc2544.calibrate import PACING_STEPS, pacing_fidelity
+    tester = PacingTester()
+    tester.module_parameters = lambda: {}
+    tester.generator_name, tester.has_calibration_link = "pktgen", True
+    sent = []
+
+    def send_on_link(size, fps, duration):
+        sent.append(fps)
+        return PacingTester.send_paced(tester, size, fps, duration)
+    tester.send_on_link = send_on_link
+    out = pacing_fidelity(tester, {64: 20_000.0})
+    assert out["source"] == "calibration link" and out["generator"] == "pktgen" and out["settings"] == []
+    assert sent == [20_000.0 * s for s in PACING_STEPS] and len(out["rows"]) == len(PACING_STEPS)
+    assert not tester.sets

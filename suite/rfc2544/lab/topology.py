@@ -118,6 +118,8 @@ class Topology:
             else:
                 out += _side(DUT_PORTS, None)
             out += _wait_carrier(vm.nics)
+        if vm.name == "tester":
+            out += _calibration_link()
         return "\n".join(out) + "\n"
 
     def _vm(self, name):
@@ -139,6 +141,18 @@ HOLD_RX_TIMESTAMPS = (
     "setsid python3 -c 'import socket, time; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
     "s.setsockopt(socket.SOL_SOCKET, 35, 1); time.sleep(1 << 30)  # rfc2544-hold-rx-timestamps' "
     "</dev/null >/dev/null 2>&1 &")
+
+
+CALIBRATION_LINK = ("cal0", "cal1")     # the tester's own link (rfc2544.calibration_link)
+
+
+def _calibration_link():
+    """Two more tester ports joined to each other, no addresses: where a
+    generator without departure records has its spacing measured."""
+    tx, rx = CALIBRATION_LINK
+    return (_batch([f"link add {tx} type veth peer name {rx}"])
+            + _sysctl([f"net/ipv6/conf/{n}/disable_ipv6=1" for n in (tx, rx)])     # no RS, DAD or MLD
+            + _batch([f"link set {tx} up", f"link set {rx} up"]))
 
 
 def _quiet(conf):

@@ -61,6 +61,8 @@ TOPICS = {
     "fidelity": (r"fidelity|interface counters",),
     "tester_bound": (r"tester-bound",),
     "tester_limited": (r"tester-limited",),
+    "tester_bursty": (r"tester-bursty",),
+    "tester_bursty_ndr": (r"tester-bursty", r"lower bound"),
 }
 
 
@@ -74,7 +76,10 @@ def undeclared(found, declared):
     sentences = [text_of(d) for d in declared if code_of(d) is None]
 
     def covered(topic):
-        return topic in codes or any(all(re.search(p, d, re.I) for p in TOPICS[topic]) for d in sentences)
+        # a topic without patterns is stated by its code only
+        patterns = TOPICS.get(topic)
+        return topic in codes or bool(patterns) and any(all(re.search(p, d, re.I) for p in patterns)
+                                                        for d in sentences)
     return [text for topic, text in found if not covered(topic)]
 
 
@@ -225,8 +230,11 @@ def _tester_bursty(ctx):
     if bursty:
         worst = max(bursty, key=lambda x: x["spacing"]["longest_micro_burst"])
         s = worst["spacing"]
+        estimated = sum(1 for x in bursty if x["spacing"].get("source") != "generator")
+        how = (f" (spacing estimated on the calibration link for {estimated} of them: the generator records no "
+               f"departures)" if estimated else "")
         yield ("tester_bursty", f"{len(bursty)} failed trial(s) at {ctx.sizes(bursty)} lost no more frames than "
-                                f"the generator sent in micro-bursts (up to {s['longest_micro_burst']} frames, "
+                                f"the generator sent in micro-bursts{how} (up to {s['longest_micro_burst']} frames, "
                                 f"{s['close_frames']} of them less than half the nominal "
                                 f"{(s['nominal_gap_ns'] or 0) / 1000:.1f} us gap after the one before, in trial "
                                 f"#{worst['id']}): marked tester-bursty and retried, not counted as DUT loss")
