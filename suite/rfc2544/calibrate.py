@@ -101,6 +101,24 @@ def pacing_fidelity(tester, ceilings, duration=2.0, progress=None):
     return {"generator": tester.generator_name, "source": SOURCE_GENERATOR, "rows": rows, "settings": settings}
 
 
+def in_tree_pacing(tester, ceilings, duration=2.0, progress=None):
+    """The in-tree pktgen's pacing beside our module's: with rfc2544_pktgen
+    swapped out for it (SSHTester.in_tree_generator, then back), the same
+    rate steps of the module's ceilings measured on the calibration link.
+    Returns pacing_fidelity's dict for the in-tree generator."""
+    if not tester.has_calibration_link:
+        raise BadInput("comparing with the in-tree pktgen needs a calibration link in the inventory "
+                       "(rfc2544_calibration_link: the in-tree pktgen records no departures)")
+    with tester.in_tree_generator():
+        rows = []
+        for size, ceiling in sorted(ceilings.items()):
+            for step in PACING_STEPS:
+                rows.append(_pacing_row(tester.send_on_link, size, ceiling * step, duration, step=step, settings={}))
+                if progress is not None:
+                    progress(rows[-1])
+        return {"generator": tester.generator_name, "source": SOURCE_LINK, "rows": rows, "settings": []}
+
+
 def _pacing_row(send, size, fps, duration, step, settings):
     frames, elapsed, spacing = send(size, fps, duration)
     achieved = frames / elapsed if elapsed else 0.0

@@ -283,13 +283,19 @@ def _display(stream=None):
 @click.option("--pacing/--no-pacing", default=True, show_default=True,
               help="Also measure how evenly the generator paces below its ceiling (rfc2544_pktgen's "
                    "departure times, or arrivals on the inventory's calibration link).")
+@click.option("--compare-in-tree", is_flag=True,
+              help="Also measure the in-tree pktgen's pacing at the same steps, on the inventory's calibration "
+                   "link: unloads rfc2544_pktgen for it, then loads it again with its settings (it must be "
+                   "installed, as the playbooks do).")
 @interruptible
-def calibrate(inventory_path, frame_sizes, duration, pacing):
+def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree):
     """Measure the tester's own ceiling (frames/s it can send) without a DUT,
     and how evenly it paces below it."""
     inventory = inventory_mod.resolve(inventory_path)
+    if compare_in_tree and not pacing:
+        raise BadInput("--compare-in-tree compares pacing: it cannot go with --no-pacing")
     try:
-        from rfc2544.calibrate import calibrate as measure_ceiling, pacing_fidelity
+        from rfc2544.calibrate import calibrate as measure_ceiling, in_tree_pacing, pacing_fidelity
         from rfc2544.tester import SSHTester
     except ImportError as exc:
         raise InfraError(f"calibration is not available in this build ({exc})")
@@ -312,6 +318,15 @@ def calibrate(inventory_path, frame_sizes, duration, pacing):
             else:
                 best = next(s for s in fidelity["settings"] if s["best"])
                 click.echo("  most even: " + ", ".join(f"{k} {v}" for k, v in best["settings"].items()))
+            if compare_in_tree:
+                if fidelity is None or fidelity["source"] != "generator":
+                    raise BadInput("--compare-in-tree compares the in-tree pktgen with rfc2544_pktgen, "
+                                   "which is not the generator here")
+                click.echo("the in-tree pktgen at the same steps, on the calibration link "
+                           "(rfc2544_pktgen unloaded meanwhile):")
+                fidelity["in_tree"] = in_tree_pacing(tester, ceilings, duration,
+                                                     progress=lambda row: click.echo(pacing_line(row)))
+                click.echo(f"  rfc2544_pktgen loaded again: {tester.generator_name}")
     finally:
         tester.close()
     fps = {str(k): float(v) for k, v in dict(ceilings).items()}

@@ -9,11 +9,13 @@ A thin facade over three parts:
                         rate schedule's segments (schedule.RateSchedule),
                         residual wait, final read, per-trial DUT hooks.
 """
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, fields
 
-from rfc2544.errors import BadInput
+from rfc2544.drivers.pktgen import PGCTRL
+from rfc2544.errors import BadInput, InfraError
 from rfc2544.model import TrialResult, TrialSpec
 
 from rfc2544.detection import (GENERATOR_INTREE, GENERATOR_MODULE, RECEIVER_COUNTERS,  # noqa: F401 (API)
@@ -233,6 +235,42 @@ class SSHTester:
             except BaseException:
                 self.stop_all()
                 raise
+
+    @contextlib.contextmanager
+    def in_tree_generator(self):
+        """Our module swapped for the in-tree pktgen on every tester host
+        for the block, then back with its pacing parameters (calibrate's
+        side-by-side). Refused (InfraError, nothing changed on that host)
+        where rfc2544_pktgen is not installed under /lib/modules, where
+        modprobe could not load it again afterwards."""
+        params = self.module_parameters()
+        if not params:
+            raise InfraError("rfc2544_pktgen is not loaded: there is nothing to compare the in-tree pktgen with")
+        args = " ".join(f"{k}={int(v)}" for k, v in sorted(params.items()))
+        swapped = []
+        try:
+            for host in self.tx_hosts:
+                self.transport.session(host).run(
+                    'f=$(modinfo -n rfc2544_pktgen 2>/dev/null); case "$f" in /lib/modules/*) ;; *) '
+                    'echo "rfc2544_pktgen is not installed under /lib/modules (${f:-not found by modinfo}): it '
+                    'could not be loaded again after the comparison; install it (the playbooks do)" >&2; exit 3;; esac; '
+                    f"echo stop > {PGCTRL}; rmmod rfc2544_pktgen && modprobe -i pktgen", check=True, timeout=60)
+                swapped.append(host)
+            self._forget_tools()
+            yield
+        finally:
+            self.stop_all()
+            for host in swapped:
+                self.transport.session(host).run(
+                    f"echo stop > {PGCTRL}; modprobe -r -i pktgen; modprobe -i rfc2544_pktgen {args}",
+                    check=True, timeout=60)
+            self._forget_tools()
+
+    def _forget_tools(self):
+        """The generator changed under us: detect it again, set devices up again."""
+        self._detected = None
+        self._link_pacing = None
+        self.engine.generator_changed()
 
     def module_parameters(self, names=("spin_ns", "catchup_pct", "max_lag_ns")):
         """rfc2544_pktgen's pacing parameters on the first tester host

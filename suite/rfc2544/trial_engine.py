@@ -111,6 +111,13 @@ class TrialEngine:
         self.control_counts = {"configures": 0, "writes": 0, "full_writes": 0,
                                "mismatches": 0, "unverifiable": 0}
 
+    def generator_changed(self):
+        """Another generator module was loaded: read with a new reader, set
+        the devices up again (detection is the caller's)."""
+        self._reader = None
+        self._verifiable = True
+        self.ready = False
+
     @property
     def reader(self):
         if self._reader is None:

@@ -163,6 +163,36 @@ def test_modprobe_pktgen_acts_on_the_module(ctx):
     assert pktgen_modules(ssh) == [MODULE] and "pgrx" in sh(ssh, "ls /proc/net/pktgen")
 
 
+def test_calibrate_compares_the_in_tree_generator_with_the_installed_module(ctx):
+    """`calibrate --compare-in-tree`'s core on the module the playbooks
+    installed: rfc2544_pktgen is swapped for the in-tree pktgen, whose
+    pacing is measured at the same rate steps on the calibration link
+    (cal0 -> cal1), and then loaded again with its pacing parameters as
+    they were (a changed spin_ns included); the teardown test below then
+    finds nothing left behind."""
+    from rfc2544 import inventory
+    from rfc2544.calibrate import PACING_STEPS, in_tree_pacing
+    from rfc2544.detection import GENERATOR_INTREE
+    from rfc2544.model import TrialSpec
+    from rfc2544.tester import SSHTester
+    tester = SSHTester(inventory.load(ctx["inv"]), waits={"learning_frames": 0})
+    try:
+        tester.set_module_parameter("spin_ns", 150_000)
+        before = tester.module_parameters()
+        out = in_tree_pacing(tester, {64: 8000.0}, duration=0.5)
+        print(out)
+        assert out["generator"] == GENERATOR_INTREE and out["source"] == "calibration link"
+        assert [r["step"] for r in out["rows"]] == list(PACING_STEPS)
+        assert all(r["achieved_fps"] > 0 and r["longest_micro_burst"] is not None for r in out["rows"]), out
+        assert tester.generator_name == "rfc2544_pktgen" and tester.module_parameters() == before
+        assert pktgen_modules(ctx["ssh"]) == [MODULE]
+        r = tester.run_trial(TrialSpec(frame_size=64, load_fps=1000, duration_s=1.0))
+        assert r.tx_frames == r.rx_frames == 1000, r.notes
+    finally:
+        tester.set_module_parameter("spin_ns", 100_000)
+        tester.close()
+
+
 def test_wheel_second_setup_changes_nothing_and_runs_the_quick_profile(ctx, wheel_venv, tmp_path):
     """The product from its wheel alone, as a pipx user has it: installed
     with its dependencies into a fresh virtualenv outside the checkout

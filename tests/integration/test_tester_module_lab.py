@@ -187,3 +187,14 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
     # the trials' devices come back after the link's
     r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0))
     assert r.tx_frames == r.rx_frames == 2000, r.notes
+
+
+def test_compare_in_tree_refuses_a_module_that_could_not_be_loaded_again(tester):
+    """`calibrate --compare-in-tree` with our module loaded by insmod from
+    /root, not installed: the swap is refused before anything is unloaded
+    (test_ansible_lab.py compares with the module the playbooks installed)."""
+    from rfc2544.calibrate import in_tree_pacing
+    from rfc2544.errors import InfraError
+    with pytest.raises(InfraError, match="not installed under /lib/modules"):
+        in_tree_pacing(tester, {64: 8000.0}, duration=0.5)
+    assert tester.generator_name == "rfc2544_pktgen"

@@ -366,3 +366,70 @@ def test_run_json_interrupted_prints_no_document(setup, capsys):
     assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(tmp / "o"), "--json") == 130
     printed = capsys.readouterr()
     assert printed.out == "" and "interrupted" in printed.err
+
+
+def test_calibrate_compare_in_tree_needs_pacing(setup, capsys):
+    _, inv, _, _ = setup
+    assert main("calibrate", "-i", str(inv), "--no-pacing", "--compare-in-tree") == 2
+    assert "--compare-in-tree compares pacing" in capsys.readouterr().err
+
+
+def test_calibrate_compare_in_tree_measures_both_and_saves_them(setup, monkeypatch, capsys):
+    """Simulated (no host): a tester whose module paces evenly and whose
+    in-tree pktgen, swapped in for the block, sends micro-bursts of 8 on
+    the calibration link; both sets of rows are printed and saved, and the
+    module is back afterwards."""
+    import contextlib
+    import rfc2544.calibrate as cal
+    import rfc2544.tester as tester_mod
+    from rfc2544.model import Spacing
+    tmp, inv, _, _ = setup
+    monkeypatch.setattr(cal, "calibrate",
+                        lambda inventory, sizes, duration=2.0, tester=None, progress=None: {s: 40_000.0 for s in sizes})
+
+    class Sim:
+        has_calibration_link = True
+
+        def __init__(self, inventory, waits=None):
+            self.generator_name, self.swaps = "rfc2544_pktgen", []
+
+        def module_parameters(self):
+            return {"spin_ns": 100_000, "catchup_pct": 0} if self.generator_name == "rfc2544_pktgen" else {}
+
+        def set_module_parameter(self, name, value):
+            pass
+
+        def spacing(self, fps, burst, source):
+            gap = 1e9 / fps
+            return Spacing(source=source, frames=1000, nominal_gap_ns=gap, min_gap_ns=0, mean_gap_ns=gap,
+                           max_gap_ns=gap, p50_gap_ns=gap, p99_gap_ns=gap, p999_gap_ns=2 * gap, micro_bursts=1,
+                           longest_micro_burst=burst, close_frames=max(burst - 1, 0))
+
+        def send_paced(self, size, fps, duration):
+            return int(fps * duration), duration, self.spacing(fps, 0, "generator")
+
+        def send_on_link(self, size, fps, duration):
+            assert self.generator_name == "pktgen (in-tree)"
+            return int(fps * duration), duration, self.spacing(fps, 8, "calibration link")
+
+        @contextlib.contextmanager
+        def in_tree_generator(self):
+            self.generator_name = "pktgen (in-tree)"
+            self.swaps.append("in")
+            try:
+                yield
+            finally:
+                self.generator_name = "rfc2544_pktgen"
+                self.swaps.append("back")
+
+        def close(self):
+            pass
+    monkeypatch.setattr(tester_mod, "SSHTester", Sim)
+    assert main("calibrate", "-i", str(inv), "--frame-size", "64", "--duration", "0.5", "--compare-in-tree") == 0
+    out = capsys.readouterr().out
+    assert "the in-tree pktgen at the same steps, on the calibration link" in out
+    assert "rfc2544_pktgen loaded again: rfc2544_pktgen" in out
+    saved = json.loads((tmp / "inventory.yml.calibration.json").read_text())["pacing"]
+    assert saved["source"] == "generator" and saved["in_tree"]["source"] == "calibration link"
+    assert [r["longest_micro_burst"] for r in saved["in_tree"]["rows"]] == [8] * 4
+    assert [r["fps"] for r in saved["in_tree"]["rows"]] == [r["fps"] for r in saved["rows"]]
