@@ -117,6 +117,15 @@ def discover(session, netns=None, mgmt=None):
                 "peer_ipv4": peer["ipv4"], "peer_ipv6": peer["ipv6"], "peers": len(peer["macs"])}
         port["skip"] = _skip_reason(link, port, local, mgmt)
         ports.append(port)
+    # two ports joined to each other on this host (a veth pair here, in this
+    # namespace): a calibration link, never a path through the DUT
+    by_name = {link.get("ifname"): link for link in links}
+    for port in ports:
+        peer = by_name.get(by_name[port["name"]].get("link"))
+        if (port["skip"] is None and peer is not None and peer.get("link") == port["name"]
+                and "link_netnsid" not in by_name[port["name"]]):
+            port["joined_to"] = peer["ifname"]
+            port["skip"] = f"joined to {peer['ifname']} on this host: a calibration link, not a test port"
     return ports
 
 
@@ -173,6 +182,12 @@ def _host_lines(name, target, key_file, known_hosts, netns, ports, role, macs_el
               f"          ansible_ssh_common_args: {_q(f'-o UserKnownHostsFile={known_hosts} -o StrictHostKeyChecking=yes')}"]
     if netns:
         lines.append(f"          rfc2544_netns: {_q(netns)}")
+    joined = sorted(p["name"] for p in ports if p.get("joined_to"))
+    if joined and role == ROLE_PLACEHOLDER:
+        tx = joined[0]
+        rx = next(p["joined_to"] for p in ports if p["name"] == tx)
+        lines += ["          # two ports joined to each other: where the in-tree pktgen's pacing is measured",
+                  f"          rfc2544_calibration_link: {{tx: {_q(tx)}, rx: {_q(rx)}}}"]
     lines.append("          rfc2544_ports:")
     for p in ports:
         if p["skip"]:

@@ -143,3 +143,35 @@ def test_init_refuses_a_host_missing_from_known_hosts(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (
         f"rfc2544: --tester: [10.0.0.1]:2200 has no host key in {known}: ssh to it once "
         "(checking the fingerprint) or pass --known-hosts FILE")
+
+
+def test_init_proposes_two_ports_joined_to_each_other_as_the_calibration_link(tmp_path, sessions, monkeypatch):
+    """A veth pair on the tester, both ends in its namespace (`ip -j link`
+    names each end's peer in "link"): no test ports, but the calibration
+    link, which loads; a veth whose peer is in another namespace stays a
+    test port."""
+    def veth(index, name, peer, mac, **extra):
+        return {"ifindex": index, "link": peer, "ifname": name, "flags": ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"],
+                "operstate": "UP", "link_type": "ether", "address": mac, **extra}
+    links = json.loads((DATA / "tester-link.json").read_text()) + [
+        veth(20, "cal0", "cal1", "02:00:00:ca:00:00"), veth(21, "cal1", "cal0", "02:00:00:ca:00:01"),
+        veth(22, "vx0", "dut9", "02:00:00:ca:00:02", link_netnsid=0)]
+    real_run = FakeSession.run
+
+    def run(self, command, check=True):
+        if self.name == "tester" and command.endswith("ip -j link"):
+            return 0, json.dumps(links), ""
+        return real_run(self, command, check)
+    monkeypatch.setattr(FakeSession, "run", run)
+    target = tmp_path / "lab.yml"
+    assert run_init(str(target), "--tester", "root@192.0.2.10", "--dut", "admin@192.0.2.20:2222") == 0
+    text = target.read_text()
+    data = yaml.safe_load(text)
+    tester = data["all"]["children"]["testers"]["hosts"]["tester"]
+    assert "cal0" not in ports_of(data, "testers", "tester") and "vx0" in ports_of(data, "testers", "tester")
+    assert tester["rfc2544_calibration_link"] == {"tx": "cal0", "rx": "cal1"}
+    assert "# cal1: left out, joined to cal0 on this host: a calibration link" in text
+    tester["rfc2544_ports"] = [dict(p, role="tx" if p["name"] == "enp1s0f0" else "rx") for p in tester["rfc2544_ports"]]
+    data["all"]["vars"] = {"rfc2544_streams": [{"tx": "tester:enp1s0f0", "rx": "tester:enp1s0f1"}]}
+    target.write_text(yaml.safe_dump(data))
+    assert inventory.load(target).hosts["tester"].calibration_link == ("cal0", "cal1")
