@@ -1,12 +1,13 @@
-"""Host-side build of pktgen-kmod against Debian 12's 6.1 and the 6.12
-backport headers, with W=1: must compile with zero warnings.
+"""Host-side builds of pktgen-kmod: the configure probes' choices per
+kernel and their cache, a probe that cannot decide, fetch-headers' input
+checks. The zero-warning W=1 and sparse builds of every kernel, vermagic
+included, are `make -C pktgen-kmod check-kernels` (test_kernel_matrix.py).
 
 Headers are fetched (apt-get download + dpkg -x, no install) by
 pktgen-kmod/scripts/fetch-headers into ~/.cache/rfc2544/headers/. Sources
 are copied to a temp dir so the build does not write into the checkout.
 """
 import importlib.util
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,28 +46,6 @@ def _copy_sources(dst):
     for rel in _module_sources():
         (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(KMOD / rel, dst / rel)
-
-
-@pytest.mark.parametrize("release", RELEASES)
-def test_builds_without_warnings(release, tmp_path):
-    if shutil.which("make") is None or shutil.which("gcc-12") is None:
-        pytest.skip("make/gcc-12 not installed (make deps)")
-    kdir = _fetch(release)
-    _copy_sources(tmp_path)
-    out = subprocess.run(["make", f"KDIR={kdir}", "W=1"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=900)
-    log = out.stdout + out.stderr
-    assert out.returncode == 0, log[-4000:]
-    warnings = [line for line in log.splitlines()
-                if re.search(r"\b(warning|error):", line)]
-    assert warnings == [], "\n".join(warnings)
-    ko = tmp_path / "rfc2544_pktgen.ko"
-    assert ko.is_file()
-    # the .modinfo section names the kernel it was built for
-    vermagic = re.search(rb"vermagic=([^\0]+)", ko.read_bytes())
-    assert vermagic and vermagic.group(1).split()[0].decode() == release
-    # nothing was written into the checkout
-    assert not list(KMOD.glob("*.o"))
 
 
 def test_fetch_headers_rejects_bad_release():
