@@ -177,7 +177,10 @@ def test_calibrate_compares_the_in_tree_generator_with_the_installed_module(ctx)
     from rfc2544.detection import GENERATOR_INTREE
     from rfc2544.model import TrialSpec
     from rfc2544.tester import SSHTester
-    tester = SSHTester(inventory.load(ctx["inv"]), waits={"learning_frames": 0})
+    from rfc2544.lab.topology import CALIBRATION_LINK
+    inv = inventory.load(ctx["inv"])
+    inv.hosts["tester"].calibration_link = CALIBRATION_LINK     # wired in the lab, left out of its inventory
+    tester = SSHTester(inv, waits={"learning_frames": 0})
     try:
         tester.set_module_parameter("spin_ns", 150_000)
         before = tester.module_parameters()

@@ -18,6 +18,7 @@ import yaml
 
 from rfc2544 import inventory as inventory_mod
 from rfc2544 import profiles
+from rfc2544.lab.topology import CALIBRATION_LINK
 from rfc2544.display import Display
 from rfc2544.errors import InfraError
 from rfc2544.results import Results
@@ -136,14 +137,18 @@ def resume(out):
     return data
 
 
-def run_ndr_search(lab, tmp_path, final_s=FINAL_S, **search):
+def run_ndr_search(lab, tmp_path, final_s=FINAL_S, calibration_link=False, **search):
     """The throughput search (MLRsearch, final_s s final trials) against the
-    lab's DUT as it is capped now: the Results."""
+    lab's DUT as it is capped now: the Results. `calibration_link`: name the
+    lab tester's cal0-cal1 as its calibration link (the lab's inventory
+    leaves it out)."""
     from rfc2544.tester import SSHTester
     prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=final_s, search={
         "method": "mlr", "max_load_fps": 2 * CAP_PPS, "min_load_pct": 10, "initial_duration_s": 1,
         "exceed_ratio": 0.5, "duration_sum_s": 2 * final_s, **search})))
     inv = inventory_mod.load(lab.inventory_path)
+    if calibration_link:
+        inv.hosts["tester"].calibration_link = CALIBRATION_LINK
     tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")})
     results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
     try:
@@ -455,8 +460,8 @@ def test_the_in_tree_generators_bursts_are_named_from_the_calibration_link(cappe
     lab = capped
     lab.cap_dut(CAP_PPS, SMALL_BUCKET)
     with stalling(lab, 0.02, 1.0):
-        results = run_ndr_search(lab, tmp_path, final_s=2, method="bisection", resolution_pct=5,
-                                 tester_limited_retries=1)
+        results = run_ndr_search(lab, tmp_path, final_s=2, calibration_link=True, method="bisection",
+                                 resolution_pct=5, tester_limited_retries=1)
     trials = results.data["trials"]
     log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}:{t['lost_frames']}:{t['verdict']}:"
                     f"{(t.get('spacing') or {}).get('longest_micro_burst')}/{(t.get('spacing') or {}).get('close_frames')}"
@@ -482,7 +487,9 @@ def test_the_in_tree_generators_bursts_are_named_from_the_calibration_link(cappe
     html = render_html(load_results(results.path))
     assert "spacing estimated on the calibration link for" in html and "calibration link (estimate)" in html
     # calibrate: the in-tree generator's pacing, measured on the link (no stalls now)
-    tester = SSHTester(inventory_mod.load(lab.inventory_path), waits={"learning_frames": 0})
+    inv = inventory_mod.load(lab.inventory_path)
+    inv.hosts["tester"].calibration_link = CALIBRATION_LINK
+    tester = SSHTester(inv, waits={"learning_frames": 0})
     try:
         assert tester.generator_name == GENERATOR_INTREE
         fidelity = pacing_fidelity(tester, {64: 2 * CAP_PPS}, duration=1.0)

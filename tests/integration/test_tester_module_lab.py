@@ -165,8 +165,11 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
     percentiles are bucket midpoints; the two clocks are read at different
     points of the same transmit call). A link that batched its arrivals
     (NAPI, interrupt coalescing) would be off by far more."""
-    from rfc2544.calibration_link import LinkPacing, link_host
-    link = LinkPacing(tester, link_host(tester.inventory))
+    from rfc2544.calibration_link import LinkPacing
+    from rfc2544.lab.topology import CALIBRATION_LINK
+    host = tester.inventory.hosts["tester"]
+    host.calibration_link = CALIBRATION_LINK       # wired in the lab, left out of its inventory
+    link = LinkPacing(tester, host)
     recorded = []
     send = link._link().send_paced
 
@@ -195,6 +198,8 @@ def test_compare_in_tree_refuses_a_module_that_could_not_be_loaded_again(tester)
     (test_ansible_lab.py compares with the module the playbooks installed)."""
     from rfc2544.calibrate import in_tree_pacing
     from rfc2544.errors import InfraError
+    from rfc2544.lab.topology import CALIBRATION_LINK
+    tester.inventory.hosts["tester"].calibration_link = CALIBRATION_LINK
     with pytest.raises(InfraError, match="not installed under /lib/modules"):
         in_tree_pacing(tester, {64: 8000.0}, duration=0.5)
     assert tester.generator_name == "rfc2544_pktgen"
