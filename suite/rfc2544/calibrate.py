@@ -70,13 +70,7 @@ def pacing_fidelity(tester, ceilings, duration=2.0, progress=None):
     on_link = not params
     if on_link and not tester.has_calibration_link:
         return None
-    rows = []
-    for size, ceiling in sorted(ceilings.items()):
-        for step in PACING_STEPS:
-            send = tester.send_on_link if on_link else tester.send_paced
-            rows.append(_pacing_row(send, size, ceiling * step, duration, step=step, settings=params))
-            if progress is not None:
-                progress(rows[-1])
+    rows = _step_rows(tester.send_on_link if on_link else tester.send_paced, ceilings, duration, params, progress)
     if on_link:
         return {"generator": tester.generator_name, "source": SOURCE_LINK, "rows": rows, "settings": []}
     # the settings compared where the current ones paced worst (smallest frame size)
@@ -110,13 +104,19 @@ def in_tree_pacing(tester, ceilings, duration=2.0, progress=None):
         raise BadInput("comparing with the in-tree pktgen needs a calibration link in the inventory "
                        "(rfc2544_calibration_link: the in-tree pktgen records no departures)")
     with tester.in_tree_generator():
-        rows = []
-        for size, ceiling in sorted(ceilings.items()):
-            for step in PACING_STEPS:
-                rows.append(_pacing_row(tester.send_on_link, size, ceiling * step, duration, step=step, settings={}))
-                if progress is not None:
-                    progress(rows[-1])
+        rows = _step_rows(tester.send_on_link, ceilings, duration, {}, progress)
         return {"generator": tester.generator_name, "source": SOURCE_LINK, "rows": rows, "settings": []}
+
+
+def _step_rows(send, ceilings, duration, settings, progress):
+    """One _pacing_row per frame size and PACING_STEPS of its ceiling."""
+    rows = []
+    for size, ceiling in sorted(ceilings.items()):
+        for step in PACING_STEPS:
+            rows.append(_pacing_row(send, size, ceiling * step, duration, step=step, settings=settings))
+            if progress is not None:
+                progress(rows[-1])
+    return rows
 
 
 def _pacing_row(send, size, fps, duration, step, settings):
