@@ -250,11 +250,15 @@ def capture_run(req):
         if done.is_set() and deadline is None:
             deadline = time.time() + req.get("settle", 0.3)
         if deadline is not None and time.time() > deadline:
-            break
+            # the frames in flight have arrived; a slow guest may not have
+            # read all that the socket holds yet: take them too
+            s.setblocking(False)
         try:
             pkt, anc, _, addr = s.recvmsg(65535, 256)
         except socket.timeout:
             continue
+        except BlockingIOError:
+            break
         if addr[2] == socket.PACKET_OUTGOING:
             continue
         for level, typ, data in anc:

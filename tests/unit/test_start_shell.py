@@ -7,7 +7,6 @@ and a slow read stay blocked until the test lets them go: every ordering
 below is forced, none depends on how fast this machine runs.
 """
 import os
-import select
 import subprocess
 import threading
 
@@ -22,8 +21,9 @@ from rfc2544.drivers.shell import RemoteShell
 class LocalChannel:
     """The paramiko Channel methods RemoteShell uses, over a local bash.
     As in paramiko, threads fill the buffers: `recv_ready()` means data is
-    buffered (not "EOF"), and the channel's fileno turns readable when
-    data arrives."""
+    buffered (not "EOF"), and `status_event` is set when the shell exited.
+    No fileno: the shells must never select() on a channel (paramiko's
+    pipe for it races Channel.close(), see drivers/shell.py)."""
 
     def __init__(self, root):
         self.root = str(root)
@@ -32,9 +32,10 @@ class LocalChannel:
         self.closed = False
         self.out, self.err = bytearray(), bytearray()
         self.lock = threading.Lock()
-        self._wake_r, self._wake_w = os.pipe()
+        self.status_event = threading.Event()
         for pipe, buf in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
             threading.Thread(target=self._fill, args=(pipe, buf), daemon=True).start()
+        threading.Thread(target=lambda: (self.proc.wait(), self.status_event.set()), daemon=True).start()
 
     def _fill(self, pipe, buf):
         while True:
@@ -43,10 +44,9 @@ class LocalChannel:
                 return
             with self.lock:
                 buf += data.replace(self.root.encode(), PROC_PKTGEN.encode())
-            os.write(self._wake_w, b"x")
 
     def fileno(self):
-        return self._wake_r
+        raise AssertionError("select() on a channel: paramiko would make it a pipe that close() races")
 
     def sendall(self, data):
         self.proc.stdin.write(data.replace(PROC_PKTGEN.encode(), self.root.encode()))
@@ -56,8 +56,6 @@ class LocalChannel:
         with self.lock:
             data = bytes(buf[:n])
             del buf[:n]
-        while select.select([self._wake_r], [], [], 0)[0]:
-            os.read(self._wake_r, 4096)
         return data
 
     def recv_ready(self):
@@ -179,3 +177,22 @@ def test_the_script_writes_start_to_pgctrl_once(start, pktgen_dir):
     assert start.wait(30) == 0
     assert (pktgen_dir / "pgctrl").read_text() == "start\n"
     assert PGCTRL == f"{PROC_PKTGEN}/pgctrl"
+
+
+def test_the_wait_for_output_wakes_on_data_and_never_selects_the_channel(tmp_path):
+    """_wait_readable polls the channel (LocalChannel.fileno fails the test):
+    it returns once output is buffered, and after its timeout without any."""
+    from rfc2544.drivers.shell import _wait_readable
+    chan = LocalChannel(tmp_path)
+    try:
+        _wait_readable(chan, 0.05)
+        assert not chan.recv_ready()
+        chan.sendall(b"sleep 0.1; echo hello\n")
+        _wait_readable(chan, 30)
+        assert chan.recv_ready() and not chan.exit_status_ready()
+        assert chan.recv(100) == b"hello\n"
+        chan.sendall(b"exit 3\n")
+        _wait_readable(chan, 30)
+        assert chan.exit_status_ready()
+    finally:
+        chan.close()

@@ -7,13 +7,14 @@ overhead of a trial in milliseconds. Each script runs with stdin from
 into stdout; a random end marker carries its exit status back.
 """
 import secrets
-import select
 import time
 
 from rfc2544.errors import InfraError
 from rfc2544.ssh import quote
 
 from rfc2544.drivers import validate
+
+POLL_S = 0.002      # _wait_readable's poll interval (as SSHHost.run's)
 
 
 class RemoteShell:
@@ -151,9 +152,15 @@ class RemoteShell:
 
 
 def _wait_readable(chan, seconds):
-    """Sleep until the channel has stdout/stderr data (or `seconds` pass)."""
-    try:
-        select.select([chan], [], [], seconds)
-    except (OSError, ValueError, TypeError):
-        # objects without a usable fileno (test doubles): plain short sleep
-        time.sleep(min(seconds, 0.001))
+    """Sleep until the channel has stdout/stderr data or has ended (or
+    `seconds` pass). It polls rather than select()s on chan.fileno():
+    that makes paramiko give the channel a pipe, which Channel.close()
+    closes without the lock its transport thread holds while feeding it,
+    and a write into the closed pipe there kills the whole connection."""
+    end = time.monotonic() + seconds
+    while not (chan.recv_ready() or chan.recv_stderr_ready() or chan.exit_status_ready() or chan.closed):
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        # status_event is set on the exit status; otherwise a short sleep
+        chan.status_event.wait(min(left, POLL_S))
