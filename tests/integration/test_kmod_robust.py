@@ -171,3 +171,43 @@ def test_namespace_deleted_while_sending(kmod):
         kmod.pg("pgrx", "rx_disable")
     problems = kernel_problems(kmod.dmesg_since("netns"))
     assert problems == [], problems
+
+
+def test_calibrate_compares_the_in_tree_generator_with_the_installed_module(kmod):
+    """`calibrate --compare-in-tree`'s core: rfc2544_pktgen, installed under
+    /lib/modules as the playbooks install it (here: the test's build copied
+    to updates/, depmod), is swapped for the in-tree pktgen, whose pacing is
+    measured at the same rate steps on the calibration link (cal0 -> cal1),
+    and then loaded again with its pacing parameters as they were (a
+    changed spin_ns included)."""
+    from rfc2544 import inventory
+    from rfc2544.calibrate import PACING_STEPS, in_tree_pacing
+    from rfc2544.detection import GENERATOR_INTREE
+    from rfc2544.lab.topology import CALIBRATION_LINK
+    from rfc2544.model import TrialSpec
+    from rfc2544.tester import SSHTester
+    installed = f"/lib/modules/$(uname -r)/updates/{MODULE}.ko"
+    kmod.unload()
+    kmod.sh(f"mkdir -p /lib/modules/$(uname -r)/updates && cp {REMOTE_KO} {installed} && depmod -a && "
+            f"modprobe {MODULE}")
+    inv = inventory.load(kmod.lab.inventory_path)
+    inv.hosts["tester"].calibration_link = CALIBRATION_LINK     # wired in the lab, left out of its inventory
+    tester = SSHTester(inv, waits={"learning_frames": 0})
+    try:
+        tester.set_module_parameter("spin_ns", 150_000)
+        before = tester.module_parameters()
+        out = in_tree_pacing(tester, {64: 8000.0}, duration=0.5)
+        print(out)
+        assert out["generator"] == GENERATOR_INTREE and out["source"] == "calibration link"
+        assert [r["step"] for r in out["rows"]] == list(PACING_STEPS)
+        assert all(r["achieved_fps"] > 0 and r["longest_micro_burst"] is not None for r in out["rows"]), out
+        assert tester.generator_name == "rfc2544_pktgen" and tester.module_parameters() == before
+        loaded = kmod.sh("grep -E '^(pktgen|rfc2544_pktgen) ' /proc/modules | cut -d' ' -f1").split()
+        assert loaded == [MODULE]
+        r = tester.run_trial(TrialSpec(frame_size=64, load_fps=1000, duration_s=1.0))
+        assert r.tx_frames == r.rx_frames == 1000, r.notes
+    finally:
+        tester.close()
+        kmod.sh(f"echo stop > {PG}/pgctrl 2>/dev/null; modprobe -r pktgen 2>/dev/null; "
+                f"rm -f {installed} && depmod -a; true")
+        kmod.load()
