@@ -296,6 +296,7 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree):
         raise BadInput("--compare-in-tree compares pacing: it cannot go with --no-pacing")
     try:
         from rfc2544.calibrate import calibrate as measure_ceiling, in_tree_pacing, pacing_fidelity
+        from rfc2544.pacing import SOURCE_GENERATOR
         from rfc2544.tester import SSHTester
     except ImportError as exc:
         raise InfraError(f"calibration is not available in this build ({exc})")
@@ -313,13 +314,13 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree):
                 click.echo(f"  {tester.generator_name}: records no departure times and the inventory names no "
                            "calibration link (rfc2544_calibration_link), pacing not measured (rfc2544_pktgen "
                            "records them)")
-            elif fidelity["source"] != "generator":
+            elif fidelity["source"] != SOURCE_GENERATOR:
                 click.echo(f"  {tester.generator_name}: measured on the calibration link (arrival times)")
             else:
                 best = next(s for s in fidelity["settings"] if s["best"])
                 click.echo("  most even: " + ", ".join(f"{k} {v}" for k, v in best["settings"].items()))
             if compare_in_tree:
-                if fidelity is None or fidelity["source"] != "generator":
+                if fidelity is None or fidelity["source"] != SOURCE_GENERATOR:
                     raise BadInput("--compare-in-tree compares the in-tree pktgen with rfc2544_pktgen, "
                                    "which is not the generator here")
                 click.echo("the in-tree pktgen at the same steps, on the calibration link "

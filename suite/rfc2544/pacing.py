@@ -89,10 +89,10 @@ def spacing_of_arrivals(times_ns, rate_fps):
     gaps = [b - a for a, b in zip(times, times[1:])]
     nominal = 1e9 / rate_fps if rate_fps else None
     half = nominal / 2 if nominal else None
-    bursts, longest, run = 0, 0, 1
+    bursts, longest, run, close = 0, 0, 1, 0
     for gap in gaps:
         if half is not None and gap < half:
-            run += 1
+            run, close = run + 1, close + 1
             continue
         if run > 1:
             bursts, longest = bursts + 1, max(longest, run)
@@ -109,7 +109,7 @@ def spacing_of_arrivals(times_ns, rate_fps):
         mean_gap_ns=(times[-1] - times[0]) / len(gaps), max_gap_ns=float(ordered[-1]),
         **{k: float(ordered[max(1, math.ceil(Fraction(str(q)) * len(ordered))) - 1]) for k, q in _Q.items()},
         micro_bursts=bursts, longest_micro_burst=longest,
-        close_frames=sum(1 for gap in gaps if half is not None and gap < half),
+        close_frames=close,
         hist=[[low, max(2 * low - 1, 0), count] for low, count in sorted(hist.items())])
 
 

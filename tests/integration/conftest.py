@@ -39,8 +39,8 @@ them, whose outcomes its tests report).
 Tests using `lab2` run after the other lab tests.
 Tests marked `lab_down_last` stop (or reboot) a session lab; they run after
 every other test of the same lab, so those still find it up.
-Tests marked `lab_background` (the Ansible lab tests, the module's fault and
-fuzz tests: long, nothing timing-sensitive) run in a niced child pytest on a
+Tests marked `lab_background` (the Ansible lab tests, the module's and
+`run`'s fault tests, the fuzz tests: long, nothing timing-sensitive) run in a niced child pytest on a
 single lab of their own, booted with BACKGROUND_KERNEL_ARGS, while this
 session's timing-sensitive tests use the other lab: a TCG lab's tests leave a
 core idle, and this keeps minutes of them off the run's critical path.
@@ -297,10 +297,29 @@ def _wait_early(request, step):
     return outcome["value"]
 
 
+def _wait_for_ready_file(reuse_env):
+    """A child pytest whose lab of `reuse_env` is still booting (the
+    newest kernel's two-host lab: session_prep.py starts the child on the
+    single lab first) gets `<reuse_env>_READY`, a file that says "up" or
+    why the boot failed: wait for it."""
+    path = os.environ.get(reuse_env + "_READY")
+    if not path:
+        return
+    deadline = time.monotonic() + 1800
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{reuse_env}: the lab did not come up within 30 minutes")
+        time.sleep(1)
+    text = open(path).read()
+    if text.strip() != "up":
+        pytest.fail(f"{reuse_env}: the lab did not boot: {text[-3000:]}")
+
+
 def _boot(request, name, topology, reuse_env):
     from rfc2544.lab import Lab
     reuse = os.environ.get(reuse_env)
     if reuse:
+        _wait_for_ready_file(reuse_env)
         lab = Lab(reuse)
         if lab.is_up() and lab.status().get("topology") == topology:
             return lab

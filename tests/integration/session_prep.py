@@ -26,7 +26,9 @@ SPEC_JSON: {"steps": [...], "tmp": dir, "names": {step: lab name},
   newest      boot a single and a two-host lab of the newest kernel
               (spec["newest"]: release, and the two-host lab's NIC model),
               niced, and run the newest_tests in a niced child pytest on
-              them; reported when it has ended, as background is
+              them, started as soon as the single lab is up (the two-host
+              tests wait for tmp/newest2.ready); reported when it has
+              ended, as background is
 `newest` runs in a thread of its own (BESIDE), the others in order.
 Each finished step is pickled to tmp/<step>.pickle as
 {"value": ..., "error": text or None, "log": [lines]} and its name written,
@@ -63,6 +65,13 @@ def wheel_lab_up(venv, name, log):
         raise RuntimeError(f"{venv}/bin/rfc2544 lab up exited {run.returncode}: "
                            f"{run.stdout[-1000:]}{run.stderr[-2000:]}")
     return name
+
+
+def _write_ready(path, text):
+    """Whole or not at all: the reader takes the file's existence as the end."""
+    part = path.with_suffix(".part")
+    part.write_text(text)
+    part.rename(path)
 
 
 class Prep:
@@ -118,12 +127,23 @@ class Prep:
 
     def start_newest_tests(self, single, two):
         """The newest kernel's labs (a single one, a two-host one on its NIC
-        model), niced, and a niced child pytest on them."""
+        model), niced, and a niced child pytest on them. The child starts
+        once the single lab is up: its two-host tests come last and wait for
+        the ready file written when the two-host lab has booted (or failed
+        to: the file says why), so the second boot overlaps the first tests."""
         newest = self.spec["newest"]
         single.up("single", log=lambda m: None, nice=self.nice, release=newest["release"])
-        two.up("two-host", log=lambda m: None, nice=self.nice, release=newest["release"], nic=newest["nic"])
+        ready = self.tmp / "newest2.ready"
         self.start_pytest("newest", newest["tests"], {"RFC2544_REUSE_LAB": single.name,
-                                                      "RFC2544_REUSE_LAB2": two.name})
+                                                      "RFC2544_REUSE_LAB2": two.name,
+                                                      "RFC2544_REUSE_LAB2_READY": str(ready)})
+        try:
+            two.up("two-host", log=lambda m: None, nice=self.nice, release=newest["release"], nic=newest["nic"])
+        except Exception:
+            # the child's two-host tests fail with this; its other tests stand
+            _write_ready(ready, traceback.format_exc())
+            return
+        _write_ready(ready, "up")
 
     def start_pytest(self, step, tests, env_add):
         """A niced child pytest of `tests` for `step`, its junit in tmp/<step>-tests.xml."""

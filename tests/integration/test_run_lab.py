@@ -181,6 +181,9 @@ def test_ndr_of_a_capped_dut_within_3_percent(capped, tmp_path):
     assert abs(ndr - known) / known <= 0.03, f"{method}: NDR {ndr:.0f} fps vs {known:.0f}: {log}"
 
 
+# The run's fault tests are not timing-sensitive: the background child
+# pytest runs them on its own lab (conftest.py), off the critical path.
+@pytest.mark.lab_background
 def test_killed_ssh_connection_mid_trial(capped, tmp_path):
     """The tester's SSH connection dies during a trial: the run stops with an
     infrastructure error, the generator is stopped, finished trials stay."""
@@ -217,6 +220,7 @@ def test_killed_ssh_connection_mid_trial(capped, tmp_path):
     assert len(data["trials"]) >= len(kept.data["trials"])
 
 
+@pytest.mark.lab_background
 def test_ctrl_c_mid_run(capped, tmp_path):
     lab = capped
     proc, out = start_fault_run(lab, tmp_path)
@@ -232,6 +236,7 @@ def test_ctrl_c_mid_run(capped, tmp_path):
     assert data["trials"][:len(kept["trials"])] == kept["trials"]
 
 
+@pytest.mark.lab_background
 @pytest.mark.lab_down_last
 def test_tester_reboot_mid_run(capped, tmp_path):
     """The tester VM reboots mid-run (the lab's QEMU runs with -no-reboot, so

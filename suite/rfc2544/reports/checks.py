@@ -6,6 +6,7 @@ a second look from the numbers, so that a results file from any writer
 shows every departure prominently, even one it did not declare.
 """
 from rfc2544.deviations import code_of, text_of
+from rfc2544.pacing import SOURCE_GENERATOR
 from rfc2544.reports.summary import TEST_TITLES, key_of, labeller
 
 RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)   # RFC 2544 section 9.1, Ethernet
@@ -230,7 +231,7 @@ def _tester_bursty(ctx):
     if bursty:
         worst = max(bursty, key=lambda x: x["spacing"]["longest_micro_burst"])
         s = worst["spacing"]
-        estimated = sum(1 for x in bursty if x["spacing"].get("source") != "generator")
+        estimated = sum(1 for x in bursty if x["spacing"].get("source") != SOURCE_GENERATOR)
         how = (f" (spacing estimated on the calibration link for {estimated} of them: the generator records no "
                f"departures)" if estimated else "")
         yield ("tester_bursty", f"{len(bursty)} failed trial(s) at {ctx.sizes(bursty)} lost no more frames than "
