@@ -16,10 +16,9 @@ replaces the generator's devices, so the trial engine sets its own up
 again afterwards.
 """
 import shlex
-import time
 
 from rfc2544 import inventory as inventory_mod
-from rfc2544.drivers import validate
+from rfc2544.drivers import pktgen, validate
 from rfc2544.errors import InfraError
 from rfc2544.pacing import scaled_to, spacing_of_arrivals
 
@@ -28,7 +27,11 @@ LINK_ADDRESSES = {"ipv4": ("198.18.255.1/30", "198.18.255.2/30"),
                   "ipv6": ("2001:2:0:ff::1/64", "2001:2:0:ff::2/64")}
 CAPTURE_DIR = "/run/rfc2544-calibration-link"
 MAX_SECONDS = 10.0      # the longest measurement one estimate takes
-CAPTURE_BLOCK_S = 1.2   # libpcap's ring block timeout (1 s) and a margin
+SNAPLEN = 64            # bytes of each frame kept: the timestamp is the point
+PCAP_HEADER, RECORD_HEADER = 24, 16     # pcap file header, per-frame record header
+# After the last frame: wait until the capture holds every frame sent, or
+# has not grown for SETTLE_S (frames lost on the link), at most WAIT_MAX_S.
+SETTLE_S, WAIT_MAX_S = 3.0, 20.0
 
 
 def link_host(inventory):
@@ -66,19 +69,20 @@ class LinkPacing:
         session = self.tester.session(self.host.name)
         tx_mac = link.plans[0].tx_mac
         d = CAPTURE_DIR
+        # --immediate-mode: each frame to tcpdump as it arrives, not a ring
+        # block at a time; -U: each written at once. The file's size then
+        # says how many frames tcpdump has taken (SIGINT drops the rest).
         session.run(
             f"rm -rf {d} && mkdir -m 700 {d} && "
-            f"{{ nohup tcpdump -i {shlex.quote(self.rx)} -nn -s 64 -B 16384 --time-stamp-precision=nano "
-            f"-w {d}/cap.pcap ether src {tx_mac} </dev/null >/dev/null 2>{d}/err & echo $! > {d}/pid; }} && "
+            f"{{ nohup tcpdump -i {shlex.quote(self.rx)} -nn -s {SNAPLEN} -B 16384 --immediate-mode -U "
+            f"--time-stamp-precision=nano -w {d}/cap.pcap ether src {tx_mac} "
+            f"</dev/null >/dev/null 2>{d}/err & echo $! > {d}/pid; }} && "
             f"for i in $(seq 300); do grep -q 'listening on' {d}/err && exit 0; sleep 0.1; done; "
             f"cat {d}/err >&2; kill $(cat {d}/pid) 2>/dev/null; exit 1",
             timeout=30, check=True)
         try:
             frames, elapsed, _ = link.send_paced(frame_size, fps, duration_s, ipv6=ipv6)
-            # tcpdump gets the kernel's capture ring a block at a time, a
-            # partly filled block when it times out (1 s); it drops the block
-            # in hand on SIGINT: wait for the last one
-            time.sleep(CAPTURE_BLOCK_S)
+            self._wait_for_capture(session, frames, frame_size)
         finally:
             self.tester.engine.ready = False     # and the link's replace the trials' devices
             session.run(f"kill -INT $(cat {d}/pid) 2>/dev/null; "
@@ -90,6 +94,20 @@ class LinkPacing:
         if status != 0:
             raise InfraError(f"{self.host.name}: reading the calibration link's capture failed: {err.strip()}")
         return frames, elapsed, spacing_of_arrivals(parse_times(out), fps)
+
+    @staticmethod
+    def _wait_for_capture(session, frames, frame_size):
+        """Until the capture file holds `frames` frames of `frame_size`, or
+        stopped growing: a loaded tester's tcpdump may be seconds behind
+        (CI: the last 0.28 s of a 1 s run missing after a fixed 1.2 s wait)."""
+        want = PCAP_HEADER + frames * (RECORD_HEADER + min(SNAPLEN, pktgen.pkt_size_for_frame(frame_size)))
+        polls, settle = int(WAIT_MAX_S / 0.1), int(SETTLE_S / 0.1)
+        session.run(
+            f"last=-1; same=0; for i in $(seq {polls}); do "
+            f"s=$(stat -c %s {CAPTURE_DIR}/cap.pcap 2>/dev/null || echo 0); [ \"$s\" -ge {want} ] && break; "
+            f"if [ \"$s\" = \"$last\" ]; then same=$((same + 1)); [ $same -ge {settle} ] && break; "
+            f"else same=0; last=$s; fi; sleep 0.1; done",
+            timeout=WAIT_MAX_S + 30)
 
     def _link(self):
         """An SSHTester whose one stream is the calibration link (tx to rx),
