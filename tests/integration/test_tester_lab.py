@@ -169,3 +169,33 @@ def test_doctor_in_the_lab(tlab, intree):
     checks = {c for c, _, _ in results}
     assert {"ssh tester", "ssh dut", "generator tester", "link tester:tx0", "mac dut:dut1",
             "peer of tester:tx0"} <= checks
+
+
+def test_setup_waits_until_the_in_tree_thread_forgot_its_devices(tlab, intree):
+    """The in-tree pktgen removes devices only when kpktgend_0 next runs; a
+    real-time busy loop holds that thread off CPU 0 for HOG_S while the
+    session's set-up runs on CPU 1. A device added before the removal is
+    removed with the rest, and the next write finds no file (CI on 5547cb2:
+    `pkt_size 60` to tx0, No such file). Set-up must wait: after it, and
+    after the thread has run, tx0 is there and takes its commands."""
+    from rfc2544.drivers import pktgen
+    from rfc2544.drivers.script import Batch, parse_output
+    hog_s = 0.5
+    host = tlab.connect("tester")
+    try:
+        host.run(Batch().write(pktgen.PGCTRL, "stop").forget_devices()
+                 .write(pktgen.thread_path(0), "add_device cal0").text(), check=True)
+        batch = (pktgen.setup_batch({"tx0": 0}).sleep(hog_s + 0.3)
+                 .write("/proc/net/pktgen/tx0", "pkt_size 60").read("threads", pktgen.thread_path(0)))
+        # timeout runs outside the busy loop's CPU and class: an equal-priority
+        # SCHED_FIFO timeout on CPU 0 would never run, and the loop never end
+        hog = f"timeout {hog_s} taskset -c 0 chrt -f 1 sh -c 'while :; do :; done' & sleep 0.05\n"
+        status, out, err = host.run("taskset -c 1 bash -s", stdin=hog + batch.text(), timeout=60, check=False)
+        parsed = parse_output(out)
+        assert not parsed.errors and status == 0, (out, err)
+        listing = parsed.reads["threads"][pktgen.thread_path(0)]
+        assert "tx0" in listing and "cal0" not in listing, listing
+    finally:
+        host.run("pkill -f 'while :; do :; done'; echo stop > /proc/net/pktgen/pgctrl; "
+                 "echo reset > /proc/net/pktgen/pgctrl", check=False)
+        host.close()

@@ -123,7 +123,7 @@ class SimKernel:
         self.rx_delivered = {}              # device -> frames delivered so far
         self.rx_gap = {}
         self.starts = 0
-        self.resets = 0
+        self.resets = 0                     # setups that forgot every device (reset or forget_devices)
         self.start_channels = []            # every SimStart opened, in order
         self.log = []
         self.fail_on = None                 # (path, command prefix) that the kernel refuses
@@ -161,6 +161,14 @@ class SimKernel:
             if dev is None:
                 return False, "(no such file)"
             return self._dev(dev, cmd)
+
+    def forget_devices(self):
+        """Batch.forget_devices: rem_device_all to each thread that lists
+        a device (this kernel removes at once, as the module does)."""
+        self.resets += 1
+        for t, devices in list(self.threads.items()):
+            if devices:
+                self.write(f"{PKTGEN}kpktgend_{t}", "rem_device_all")
 
     def _pgctrl(self, cmd):
         if cmd == "stop":
@@ -378,6 +386,8 @@ def run_ops(name, kernel, batch):
             lines.append("PGREADEND")
         elif op[0] == "sleep":
             kernel.clock.sleep(op[1])
+        elif op[0] == "forget":
+            kernel.forget_devices()
     out = parse_output("\n".join(lines))
     if out.errors:
         raise InfraError(f"{name}: {out.errors[0]}")

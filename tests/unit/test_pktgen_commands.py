@@ -84,7 +84,7 @@ def test_batch_refuses_paths_and_commands_outside_the_allow_list():
 
 def test_setup_batch_adds_devices_to_threads():
     b = pktgen.setup_batch({"tx0": 0, "tx1@1": 1})
-    assert b.ops == [("write", pktgen.PGCTRL, "stop"), ("write", pktgen.PGCTRL, "reset"),
+    assert b.ops == [("write", pktgen.PGCTRL, "stop"), ("forget",),
                      ("write", "/proc/net/pktgen/kpktgend_0", "add_device tx0"),
                      ("write", "/proc/net/pktgen/kpktgend_1", "add_device tx1@1")]
 
@@ -187,6 +187,55 @@ def test_script_stops_at_the_first_failed_write_and_reports_result(tmp_path):
     assert err.result == "Result: (none)" and err.error == "Is a directory"
     assert str(err) == f"writing 'count 6' to /proc/net/pktgen/tx1 failed: Is a directory; Result: (none)"
     assert not (tmp_path / "tx2").exists()     # nothing after the failure ran
+
+
+# forget_devices, run by the local shell against plain thread files. A
+# plain file would forget at the write (it is overwritten), so these tests
+# send the write to a side file and play the kernel thread themselves.
+def _forget_script(tmp_path, looks=500):
+    b = Batch().forget_devices().write("/proc/net/pktgen/kpktgend_0", "add_device tx0")
+    text = b.text().replace('__w "$__t" rem_device_all', '__w "$__t.sent" rem_device_all')
+    return text.replace('-gt 500', f'-gt {looks}').replace("/proc/net/pktgen/", f"{tmp_path}/")
+
+
+LISTING = "Running: {}\nStopped: {}\nResult: OK: add_device=tx0\n"
+
+
+def test_forget_devices_waits_until_the_thread_lists_none(tmp_path):
+    """The in-tree pktgen's thread removes devices some time after
+    rem_device_all (simulated here by a timer): add_device must come after."""
+    import threading
+    import time
+    thread0, thread1 = tmp_path / "kpktgend_0", tmp_path / "kpktgend_1"
+    thread0.write_text(LISTING.format("", "tx0 tx1 "))
+    thread1.write_text(LISTING.format("", ""))
+    removed_at = []
+
+    def remove():
+        removed_at.append(time.monotonic())
+        thread0.write_text(LISTING.format("", ""))
+    timer = threading.Timer(0.4, remove)
+    timer.start()
+    try:
+        r = subprocess.run(["bash", "-c", _forget_script(tmp_path)], capture_output=True, text=True, timeout=30)
+    finally:
+        timer.cancel()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert removed_at, "the script ended before the thread removed its devices"
+    assert thread0.read_text() == "add_device tx0\n"            # written after the removal
+    assert (tmp_path / "kpktgend_0.sent").read_text() == "rem_device_all\n"
+    assert not (tmp_path / "kpktgend_1.sent").exists()          # a thread with no devices is not told
+
+
+def test_forget_devices_fails_clearly_when_the_thread_keeps_its_devices(tmp_path):
+    (tmp_path / "kpktgend_0").write_text(LISTING.format("tx0 ", ""))
+    r = subprocess.run(["bash", "-c", _forget_script(tmp_path, looks=3)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 3
+    parsed = parse_output(r.stdout.replace(f"{tmp_path}/", "/proc/net/pktgen/"))
+    assert parsed.errors[0].path == "/proc/net/pktgen/kpktgend_0"
+    assert parsed.errors[0].result == "Result: OK: add_device=tx0"
+    assert "still listed" in parsed.errors[0].error
+    assert (tmp_path / "kpktgend_0").read_text() == LISTING.format("tx0 ", "")   # nothing after the failure ran
 
 
 def test_failed_write_quotes_the_files_result_line(tmp_path):

@@ -108,10 +108,10 @@ class DeviceConfig:
 def setup_batch(threads_for_devices: Dict[str, int]) -> Batch:
     """Stop, forget every device, then add ours to their threads.
 
-    `reset` sleeps ~125 ms in the in-tree pktgen, so this runs once per
-    session (and after a stop_all), not per trial.
+    Forgetting waits for the in-tree pktgen's thread (100 ms or more), so
+    this runs once per session (and after a stop_all), not per trial.
     """
-    batch = Batch().write(PGCTRL, "stop").write(PGCTRL, "reset")
+    batch = Batch().write(PGCTRL, "stop").forget_devices()
     for device, thread in threads_for_devices.items():
         batch.write(thread_path(thread), f"add_device {validate.pgdev(device)}")
     return batch

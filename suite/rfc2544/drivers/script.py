@@ -67,6 +67,25 @@ __rd() {
 """
 
 
+# Batch.forget_devices: a thread lists its devices after "Running: " and
+# "Stopped: ". 500 looks 20 ms apart: 10 s for the slowest TCG guest.
+FORGET_DEVICES = r"""for __t in /proc/net/pktgen/kpktgend_*; do
+    [ -e "$__t" ] || continue
+    grep -Eq '^(Running|Stopped): *[^ ]' "$__t" || continue
+    __w "$__t" rem_device_all || return 3
+    __n=0
+    while grep -Eq '^(Running|Stopped): *[^ ]' "$__t"; do
+      __n=$((__n + 1))
+      if [ "$__n" -gt 500 ]; then
+        printf 'PGERR\t%s\t%s\t%s\t%s\n' "$__t" rem_device_all "$(grep -m1 '^Result:' "$__t")" \
+          'devices still listed 10 s after the write'
+        return 3
+      fi
+      sleep 0.02
+    done
+  done"""
+
+
 def check_path(path):
     path = str(path)
     match = PATH_RE.fullmatch(path)
@@ -98,7 +117,8 @@ class Batch:
 
     def __init__(self):
         self._steps: List[str] = []
-        self.ops: List[tuple] = []   # ("write", path, cmd) | ("read", tag, paths) | ("sleep", s)
+        # ("write", path, cmd) | ("read", tag, paths) | ("sleep", s) | ("start",) | ("forget",)
+        self.ops: List[tuple] = []
 
     def write(self, path, command):
         path, command = check_path(path), check_command(command)
@@ -114,6 +134,18 @@ class Batch:
         paths = tuple(check_path(p) for p in paths)
         self._steps.append(f"__rd {tag} " + " ".join(shlex.quote(p) for p in paths))
         self.ops.append(("read", tag, paths))
+        return self
+
+    def forget_devices(self):
+        """Remove every device from every pktgen thread, and wait until the
+        thread files list none. The in-tree pktgen only flags a removal and
+        its thread acts on the flag in its next loop (up to 100 ms later, much
+        later in a stalled VM); `reset` and `rem_device_all` sleep 125 ms and
+        hope. A device added while the flag is pending is removed with the
+        rest, so only threads that list devices are told, and each is waited
+        for. The module removes at once: the wait ends on the first look."""
+        self._steps.append(FORGET_DEVICES)
+        self.ops.append(("forget",))
         return self
 
     def start_run(self):
