@@ -61,6 +61,10 @@ import pytest
 from test_ansible_support import wheel_venv as build_wheel_venv
 
 BACKGROUND_NICE = 19
+# The newest kernel's labs and child pytest end last (its in-guest module
+# build and Ansible runs are CPU-bound, the other niced work mostly sends
+# for fixed durations): less nice than the rest, so it is not starved by them.
+NEWEST_NICE = 10
 # The slab allocator's checks (sanity, red zones, poisoning) in the
 # background lab, whose tests unload the module under traffic: a
 # use-after-free there oopses or is reported instead of passing silently.
@@ -240,7 +244,8 @@ def _start_early(steps):
     for step in steps:
         _EARLY[step] = {"done": threading.Event(), "log": []}
     read_fd, write_fd = os.pipe()
-    spec = {"steps": steps, "tmp": str(tmp), "nice": BACKGROUND_NICE, "report_fd": write_fd,
+    spec = {"steps": steps, "tmp": str(tmp), "nice": BACKGROUND_NICE, "newest_nice": NEWEST_NICE,
+            "report_fd": write_fd,
             "names": {s: _session_lab_name(s) for s in ("single", "two", "background", "newest")},
             "newest": _NEWEST,
             "background_tests": _BACKGROUND["nodeids"], "background_kernel_args": BACKGROUND_KERNEL_ARGS}
@@ -421,15 +426,43 @@ def tester(lab):
     host.close()
 
 
+_OWN_TESTS = {"count": 0, "first": None, "last": None}   # this session's own integration tests: start, end
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if _is_own_integration_test(nodeid) and _OWN_TESTS["first"] is None:
+        _OWN_TESTS["first"] = time.time()
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if _is_own_integration_test(nodeid):
+        _OWN_TESTS["count"] += 1
+        _OWN_TESTS["last"] = time.time()
+
+
+def _is_own_integration_test(nodeid):
+    """An integration test this process runs (not one that reports a child's)."""
+    return (nodeid.startswith("tests/integration/") and nodeid not in _BACKGROUND["nodeids"]
+            and _module_name_of(nodeid) not in ("test_kernel_matrix", "test_newest_kernel"))
+
+
+def _module_name_of(nodeid):
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
 def pytest_terminal_summary(terminalreporter):
     """When the child pytests ran, and for how long: one that ends after
     this session's other lab tests is the run's critical path."""
     # (pytest_sessionfinish, which clears _EARLY, runs before this)
+    t0 = _BACKGROUND["t0"]
+    if t0 is not None and _OWN_TESTS["last"] is not None:
+        terminalreporter.write_line(f"this pytest's own integration tests ({_OWN_TESTS['count']}): from "
+                                    f"{_OWN_TESTS['first'] - t0:.0f} s to {_OWN_TESTS['last'] - t0:.0f} s "
+                                    "after collection")
     for step, what in (("background", f"{len(_BACKGROUND['nodeids'])} tests"),
                        ("newest", f"{len(_NEWEST.get('tests', ()))} tests on {_NEWEST.get('release')}")):
         if step in _CHILDREN_RAN:
             code, _, _, started, ended = _CHILDREN_RAN[step]
-            t0 = _BACKGROUND["t0"]
             terminalreporter.write_line(f"{step} pytest ({what}, exit {code}): "
                                         f"from {started - t0:.0f} s to {ended - t0:.0f} s after collection; "
                                         "slowest: " + ", ".join(f"{name} {sec:.0f} s"
