@@ -228,6 +228,46 @@ def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
     assert msg.endswith("[    9.9] Kernel panic - not syncing")
 
 
+def test_a_vm_whose_console_stays_silent_has_hung(monkeypatch, tmp_path):
+    """Simulated: a 'VM' that stays running but prints nothing more and never
+    answers SSH (CI: a sid guest silent after "smp: Brought up 1 node, 2
+    CPUs" until the 600 s wait ran out). With a 0.5 s stall limit the wait
+    ends long before its 30 s: BootCrash (booted again) on the first boot,
+    InfraError on the retry. A console that keeps growing is waited for."""
+    import time
+    import types
+    from rfc2544.lab import lab as lab_mod
+    lab = Lab("unit")
+    lab.dir.mkdir(parents=True)
+    (lab.dir / "tester").mkdir()
+    console = lab.dir / "tester" / "console.log"
+    console.write_text("[    1.005359] smp: Brought up 1 node, 2 CPUs\n")
+    lab._save({"vms": {"tester": {"pid": 1, "ssh_port": qemu.free_port()}}})
+    monkeypatch.setattr(lab_mod, "SSH_TIMEOUT", 30.0)
+    monkeypatch.setattr(lab_mod, "STALL_S", 0.5)
+    monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
+    monkeypatch.setattr(lab_mod, "time", types.SimpleNamespace(monotonic=time.monotonic, time=time.time,
+                                                               sleep=lambda s: time.sleep(0.05)))
+    port = lab._state()["vms"]["tester"]["ssh_port"]
+    t0 = time.monotonic()
+    with pytest.raises(lab_mod.BootCrash, match="hung: console silent for 0 s after '.*Brought up 1 node"):
+        lab._wait_ready("tester", port, time.monotonic())
+    with pytest.raises(InfraError, match="hung") as exc:
+        lab._wait_ready("tester", port, time.monotonic(), retry=False)
+    assert not isinstance(exc.value, lab_mod.BootCrash)
+    assert time.monotonic() - t0 < 10
+    # a console that grows is no hang: the wait runs to its own end
+    monkeypatch.setattr(lab_mod, "SSH_TIMEOUT", 1.5)
+    def booting(s):
+        with console.open("a") as f:
+            f.write("[    2.0] still booting\n")
+        time.sleep(0.05)
+    monkeypatch.setattr(lab_mod, "time", types.SimpleNamespace(monotonic=time.monotonic, time=time.time,
+                                                               sleep=booting))
+    with pytest.raises(InfraError, match="not ready after 2 s"):
+        lab._wait_ready("tester", port, time.monotonic())
+
+
 def test_down_never_kills_a_pid_that_is_not_our_qemu(tmp_path):
     """A recorded pid now belonging to another process (here: a sleep) is left alone."""
     proc = subprocess.Popen(["sleep", "30"])
@@ -304,7 +344,9 @@ def test_a_vm_that_crashes_while_booting_is_booted_once_more(monkeypatch, tmp_pa
                 raise lab_mod.BootCrash("[    1.6] Oops: int3: 0000 [#1] SMP NOPTI")
             raise InfraError("exited during boot")
 
+    stopped = []
     monkeypatch.setattr(qemu, "start", start)
+    monkeypatch.setattr(qemu, "stop", lambda pid, name: stopped.append(pid))
     monkeypatch.setattr(Lab, "_wait_ready", ready)
     monkeypatch.setattr(Lab, "_stop_all", lambda self, state: [])
     monkeypatch.setattr(lab_mod.inventory_file, "write", lambda *a: None)
@@ -312,6 +354,7 @@ def test_a_vm_that_crashes_while_booting_is_booted_once_more(monkeypatch, tmp_pa
     said = []
     lab.up("single", log=said.append, release="sid")
     assert starts == ["tester", "tester"] and len(overlays) == 2
+    assert stopped == [1]           # the first QEMU is stopped first (a hung one still runs)
     assert "Oops: int3" in (lab.dir / "tester" / "console.crash.log").read_text()
     assert any("crashed while booting" in m and "booting it again" in m for m in said), said
     crashes["left"] = 2

@@ -25,8 +25,19 @@ def ready_timeout(nice):
     return SSH_TIMEOUT * (2 if nice else 1)
 
 
+# A booting VM whose console has not grown for this long and whose SSH does
+# not answer has hung (CI: a sid guest silent for 600 s after "smp: Brought
+# up 1 node, 2 CPUs"); a booting kernel and systemd print every few seconds,
+# even on a loaded TCG host.
+STALL_S = float(os.environ.get("RFC2544_LAB_STALL_S", "240"))
+
+
+def stall_timeout(nice):
+    return STALL_S * (2 if nice else 1)
+
+
 class BootCrash(InfraError):
-    """A lab VM's kernel oopsed or panicked before it was ready."""
+    """A lab VM's kernel oopsed, panicked or hung before it was ready."""
 
     def __init__(self, first_line):
         super().__init__(first_line)
@@ -200,9 +211,12 @@ class Lab:
                         # live-patching (an int3 of text_poke_bp the kernel no
                         # longer expects): an emulator race, not the guest's
                         # bug. Boot that VM once more from a fresh overlay; a
-                        # second crash fails.
+                        # second crash (or hang) fails.
                         log(f"lab {self.name}: {vm.name} crashed while booting ({crash.first_line}); "
                             f"booting it again (its console kept as console.crash.log)")
+                        pid = state["vms"][vm.name]["pid"]
+                        if pid:     # a hung VM still runs
+                            qemu.stop(pid, self._qemu_name(vm.name))
                         vm_dir = self.dir / vm.name
                         shutil.copyfile(vm_dir / "console.log", vm_dir / "console.crash.log")
                         qemu.make_overlay(img.rootfs, vm_dir / "overlay.qcow2")
@@ -247,11 +261,15 @@ class Lab:
     def _wait_ready(self, vm, port, t0, retry=True, wait_s=None):
         """Wait until SSH answers with the VM's verified host key and the seed
         unit marked the network ready. A VM whose kernel crashed while
-        booting raises BootCrash if `retry`, else InfraError."""
+        booting, or whose console stayed silent for stall_timeout without
+        SSH, raises BootCrash if `retry`, else InfraError."""
         wait_s = SSH_TIMEOUT if wait_s is None else wait_s
+        stall_s = stall_timeout(wait_s > SSH_TIMEOUT)     # a niced VM's wait is the longer one
+        banner_seen = False
         deadline = t0 + wait_s
         console = self.dir / vm / "console.log"
         last_err = "no answer"
+        console_size, grown_at = -1, time.monotonic()
         while time.monotonic() < deadline:
             state = self._state()
             pid = state["vms"][vm]["pid"]
@@ -261,7 +279,18 @@ class Lab:
                     raise BootCrash(crash)
                 raise InfraError(f"lab {self.name}: VM {vm} exited during boot; console tail:\n"
                                  + qemu.console_tail(console))
-            if _banner(port):
+            size = console.stat().st_size if console.exists() else 0
+            if size != console_size:
+                console_size, grown_at = size, time.monotonic()
+            banner = _banner(port)
+            banner_seen = banner_seen or banner
+            if not banner_seen and time.monotonic() - grown_at > stall_s:
+                what = (f"hung: console silent for {stall_s:.0f} s after "
+                        f"'{qemu.console_tail(console, lines=1)}'")
+                if retry:
+                    raise BootCrash(what)
+                raise InfraError(f"lab {self.name}: VM {vm} {what}; console tail:\n" + qemu.console_tail(console))
+            if banner:
                 try:
                     host = self._ssh(vm, port, timeout=20)
                 except InfraError as exc:
