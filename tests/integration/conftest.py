@@ -61,10 +61,6 @@ import pytest
 from test_ansible_support import wheel_venv as build_wheel_venv
 
 BACKGROUND_NICE = 19
-# The newest kernel's labs and child pytest. They end last (CI10-CI13), but
-# the run is CPU-bound (both cores busy ~97 % of it), so a lower nice only
-# moves the wait; at 10 the sid guest once hung while booting (CI14).
-NEWEST_NICE = BACKGROUND_NICE
 # The slab allocator's checks (sanity, red zones, poisoning) in the
 # background lab, whose tests unload the module under traffic: a
 # use-after-free there oopses or is reported instead of passing silently.
@@ -244,8 +240,7 @@ def _start_early(steps):
     for step in steps:
         _EARLY[step] = {"done": threading.Event(), "log": []}
     read_fd, write_fd = os.pipe()
-    spec = {"steps": steps, "tmp": str(tmp), "nice": BACKGROUND_NICE, "newest_nice": NEWEST_NICE,
-            "report_fd": write_fd,
+    spec = {"steps": steps, "tmp": str(tmp), "nice": BACKGROUND_NICE, "report_fd": write_fd,
             "names": {s: _session_lab_name(s) for s in ("single", "two", "background", "newest")},
             "newest": _NEWEST,
             "background_tests": _BACKGROUND["nodeids"], "background_kernel_args": BACKGROUND_KERNEL_ARGS}

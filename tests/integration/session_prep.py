@@ -9,7 +9,7 @@ and child processes would read; this process has the environment of the
 moment it started (a run once lost both its labs to that race).
 
 SPEC_JSON: {"steps": [...], "tmp": dir, "names": {step: lab name},
-"nice": N, "newest_nice": N, "background_tests": [nodeid, ...], "background_kernel_args": [word, ...],
+"nice": N, "background_tests": [nodeid, ...], "background_kernel_args": [word, ...],
 "newest": {"release": name, "nic": model, "tests": [nodeid, ...]}, "report_fd": fd}. Steps, in order:
   wheel_venv  build the wheel, install it with its dependencies in tmp/venv
   single      boot the single lab (with the wheel's `rfc2544 lab up` when
@@ -132,27 +132,26 @@ class Prep:
         the ready file written when the two-host lab has booted (or failed
         to: the file says why), so the second boot overlaps the first tests."""
         newest = self.spec["newest"]
-        nice = self.spec.get("newest_nice", self.nice)
-        single.up("single", log=lambda m: None, nice=nice, release=newest["release"])
+        single.up("single", log=lambda m: None, nice=self.nice, release=newest["release"])
         ready = self.tmp / "newest2.ready"
         self.start_pytest("newest", newest["tests"], {"RFC2544_REUSE_LAB": single.name,
                                                       "RFC2544_REUSE_LAB2": two.name,
-                                                      "RFC2544_REUSE_LAB2_READY": str(ready)}, nice=nice)
+                                                      "RFC2544_REUSE_LAB2_READY": str(ready)})
         try:
-            two.up("two-host", log=lambda m: None, nice=nice, release=newest["release"], nic=newest["nic"])
+            two.up("two-host", log=lambda m: None, nice=self.nice, release=newest["release"], nic=newest["nic"])
         except Exception:
             # the child's two-host tests fail with this; its other tests stand
             _write_ready(ready, traceback.format_exc())
             return
         _write_ready(ready, "up")
 
-    def start_pytest(self, step, tests, env_add, nice=None):
+    def start_pytest(self, step, tests, env_add):
         """A niced child pytest of `tests` for `step`, its junit in tmp/<step>-tests.xml."""
         junit = self.tmp / f"{step}-tests.xml"
         self.start_child(step, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                f"--junitxml={junit}", *tests], env_add, junit, nice)
+                                f"--junitxml={junit}", *tests], env_add, junit)
 
-    def start_child(self, step, argv, env_add, result, nice=None):
+    def start_child(self, step, argv, env_add, result):
         """A niced child process for `step` that writes `result`; its output
         in tmp/<step>-tests.log."""
         env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
@@ -161,7 +160,7 @@ class Prep:
             env["RFC2544_WHEEL_VENV"] = str(self.values["wheel_venv"])
         log = self.tmp / f"{step}-tests.log"
         with open(log, "w") as out:
-            child = subprocess.Popen(["nice", "-n", str(self.nice if nice is None else nice), *argv], cwd=ROOT, env=env, stdout=out,
+            child = subprocess.Popen(["nice", "-n", str(self.nice), *argv], cwd=ROOT, env=env, stdout=out,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.children[step] = (child, str(result), str(log), time.time())
 
