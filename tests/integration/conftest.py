@@ -424,25 +424,21 @@ def tester(lab):
 _OWN_TESTS = {"count": 0, "first": None, "last": None}   # this session's own integration tests: start, end
 
 
-def pytest_runtest_logstart(nodeid, location):
-    if _is_own_integration_test(nodeid) and _OWN_TESTS["first"] is None:
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    own = _is_own_integration_test(item)
+    if own and _OWN_TESTS["first"] is None:
         _OWN_TESTS["first"] = time.time()
-
-
-def pytest_runtest_logfinish(nodeid, location):
-    if _is_own_integration_test(nodeid):
+    yield
+    if own:
         _OWN_TESTS["count"] += 1
         _OWN_TESTS["last"] = time.time()
 
 
-def _is_own_integration_test(nodeid):
+def _is_own_integration_test(item):
     """An integration test this process runs (not one that reports a child's)."""
-    return (nodeid.startswith("tests/integration/") and nodeid not in _BACKGROUND["nodeids"]
-            and _module_name_of(nodeid) not in ("test_kernel_matrix", "test_newest_kernel"))
-
-
-def _module_name_of(nodeid):
-    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return (item.nodeid.startswith("tests/integration/") and item.nodeid not in _BACKGROUND["nodeids"]
+            and _module_name(item) not in ("test_kernel_matrix", "test_newest_kernel"))
 
 
 def pytest_terminal_summary(terminalreporter):
