@@ -61,7 +61,8 @@ class LinkPacing:
         return scaled_to(self._cache[key], frames)
 
     def measure(self, frame_size, fps, duration_s, ipv6=False):
-        """Send on the link at `fps` for `duration_s` while capturing:
+        """Send `duration_s` worth of frames on the link at `fps` while
+        capturing:
         (frames sent, sending time in s, the arrivals' Spacing or None when
         fewer than two frames arrived)."""
         link = self._link()

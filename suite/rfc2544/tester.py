@@ -182,9 +182,10 @@ class SSHTester:
         return _sent_and_elapsed(tx.values())
 
     def send_paced(self, frame_size, fps, duration_s, ipv6=False):
-        """As send_at_max_rate, but at `fps` frames/s (split over the
-        streams): (frames sent, sending time in s, the run's Spacing or None
-        when the generator records no departures)."""
+        """`duration_s` worth of frames at `fps` frames/s (split over the
+        streams), the run ended by the generator as a trial's is: (frames
+        sent, sending time in s, the run's Spacing or None when the
+        generator records no departures)."""
         from rfc2544.pacing import spacing_of
         n = len(self.plans)
         rates = [max(int(round(fps / n)), 1)] * n

@@ -30,6 +30,7 @@ from rfc2544.schedule import RateSchedule
 from rfc2544.traffic_watch import TrafficWatch
 from rfc2544.trial_result import build_result
 
+PACED_GRACE_S = 2.0     # a paced run's time beyond twice its length (start delays)
 
 @dataclass
 class TrialSettings:
@@ -238,12 +239,16 @@ class TrialEngine:
 
     # ------------------------------------------------------------ calibration
     def send_at_max_rate(self, spec, to_self, rates=None):
-        """Every tx port sends as fast as it can (or at `rates`, frames/s per
-        stream) for `spec.duration_s`, then is stopped (see
-        SSHTester.send_at_max_rate). -> final tx states."""
+        """Every tx port sends as fast as it can for `spec.duration_s`, then
+        is stopped (see SSHTester.send_at_max_rate); or, with `rates`
+        (frames/s per stream), sends `spec.duration_s` worth of frames at
+        them and ends by itself, as a trial does: however late a loaded
+        tester starts or falls behind, the run holds the frames asked for
+        (a run stopped on the host's clock may hold half). -> final tx states."""
         self.setup()
         n = len(self.plans)
-        configs = device_configs(self.plans, spec, [10**12] * n, rates or [None] * n,
+        counts = [max(int(round(r * spec.duration_s)), 1) for r in rates] if rates else [10**12] * n
+        configs = device_configs(self.plans, spec, counts, rates or [None] * n,
                                  dst_mac_override=(lambda p: p.tx_mac) if to_self else None)
         starts = {h: self.transport.session(h).open_start() for h in self.tx_hosts}
         batches = {}
@@ -252,7 +257,14 @@ class TrialEngine:
         for s in starts.values():
             s.trigger()
         self.transport.running_starts = list(starts.values())
-        self.clock.sleep(spec.duration_s + 0.25)  # + the in-tree pktgen's start delay
+        if rates:
+            # a generator that cannot keep the rate takes longer: given up to
+            # twice the time (then stopped; its frames/elapsed say the rate)
+            deadline = self.clock.monotonic() + 2 * spec.duration_s + PACED_GRACE_S
+            for s in starts.values():
+                s.wait(max(deadline - self.clock.monotonic(), 0.0))
+        else:
+            self.clock.sleep(spec.duration_s + 0.25)  # + the in-tree pktgen's start delay
         self.transport.stop_generators()
         for host, s in starts.items():
             if s.wait(10.0) is None:

@@ -102,7 +102,8 @@ class SimKernel:
     """One tester host (+ a DUT that forwards its streams)."""
 
     def __init__(self, threads=2, pgrx=True, dut_capacity_fps=None, tester_ceiling_fps=None,
-                 rx_dev="rx0", noise_rx=0, loss_every=None, clock=None, tx_drop_every=None):
+                 rx_dev="rx0", noise_rx=0, loss_every=None, clock=None, tx_drop_every=None,
+                 start_delay_s=0.0):
         self.clock = clock or SimClock()
         self.lock = threading.RLock()
         self.threads = {i: [] for i in range(threads)}
@@ -114,6 +115,7 @@ class SimKernel:
         self.loss_every = loss_every        # lose every Nth frame (DUT loss independent of rate)
         self.tx_drop_every = tx_drop_every  # the tester's driver drops every Nth frame (never sent)
         self.rx_dev = rx_dev
+        self.start_delay_s = start_delay_s  # a start's write to the threads' first frame (a loaded tester)
         self.running = False
         self.t_start = None
         self.rx_enabled = False
@@ -254,7 +256,7 @@ class SimKernel:
         with self.lock:
             self.running = True
             self.starts += 1
-            self.t_start = self.clock.monotonic()
+            self.t_start = self.clock.monotonic() + self.start_delay_s
             for d in self.devices.values():
                 d.sofar, d.run_usec, d.started, d.dropped = 0, None, self.t_start, 0
                 d.anchor = (self.t_start, -1)   # the first frame goes at once
@@ -271,6 +273,8 @@ class SimKernel:
         if not self.running:
             return
         now = self.clock.monotonic()
+        if now < self.t_start:
+            return
         active = [d for d in self.devices.values() if d.run_usec is None]
         for d in active:
             rate = self._rate(d)

@@ -270,6 +270,35 @@ def test_calibrate_measures_the_generator_ceiling(tmp_path):
         calibrate(tester.inventory, [64], 0, tester=tester)
 
 
+def test_a_paced_run_sends_its_frames_however_late_the_generator_starts(tmp_path):
+    """(simulated) A paced run (calibrate's pacing rows, the calibration
+    link) is counted, as a trial is: the generator ends it after
+    rate x duration frames. On a loaded tester whose threads begin 0.5 s
+    after the start write, a run stopped on the host's clock held 0.75 s of
+    a 1 s run (CI: 1445 of 1950 frames on the link); this one holds them all
+    and its sending time is the generator's own."""
+    kernel = SimKernel(start_delay_s=0.5)
+    tester, _, _ = make_tester(tmp_path, kernel)
+    frames, elapsed, _ = tester.send_paced(64, 1950, 1.0)
+    assert frames == 1950
+    assert "count 1950" in kernel.devices["tx0"].writes
+    assert elapsed == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_paced_run_beyond_the_generator_is_stopped_after_twice_its_length(tmp_path):
+    """(simulated) A generator at 1000 fps asked for 5000: the run is given
+    twice its length plus PACED_GRACE_S, then stopped; its frames over its
+    sending time say the rate it kept."""
+    from rfc2544.trial_engine import PACED_GRACE_S
+    kernel = SimKernel(tester_ceiling_fps=1000)
+    tester, _, _ = make_tester(tmp_path, kernel)
+    t0 = kernel.clock.monotonic()
+    frames, elapsed, _ = tester.send_paced(64, 5000, 1.0)
+    assert kernel.clock.monotonic() - t0 < 2.0 + PACED_GRACE_S + 1.0
+    assert elapsed == pytest.approx(2.0 + PACED_GRACE_S, abs=0.1)
+    assert frames / elapsed == pytest.approx(1000, rel=0.02)
+
+
 def test_rate_change_without_stopping(tmp_path):
     tester, kernel, _ = make_tester(tmp_path, poll_interval_s=0.05)
     assert tester.supports_recovery
