@@ -4,6 +4,8 @@ latency with percentiles). The module is built on the host against the lab
 kernel's headers (test_kmod_helpers.build_ko_for), copied in, loaded for this
 file's tests and unloaded afterwards (DUT cap removed too).
 """
+import math
+
 import pytest
 
 from test_kmod_helpers import MODULE, build_ko_for
@@ -160,12 +162,21 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
     the same frames sent on cal0: one measurement, two sources. The link is
     what a generator without departure records is judged by, so it must
     agree with the records where both exist: every frame, the same longest
-    micro-burst (+-2 frames), close frames and the p99.9 gap within 20 %
-    (the records' figures come from histogram buckets, a few % wide: their
-    close frames leave out the bucket that straddles half the gap, their
-    percentiles are bucket midpoints; the two clocks are read at different
-    points of the same transmit call). A link that batched its arrivals
-    (NAPI, interrupt coalescing) would be off by far more."""
+    micro-burst (+-2 frames), close frames within 2 % of the frames, and
+    the link's p99.9 gap where the records put it, within 20 % and 0.02 %
+    of rank. A link that batched its arrivals (NAPI, interrupt coalescing)
+    would make most frames close.
+    Why those margins: the two clocks are read at different points of the
+    same transmit call, and an interrupt between them on a TCG vCPU makes
+    one arrival late. Its two gaps change by as much either way, but far
+    more gaps lie just above half the nominal gap than just below it, so
+    the link counts more close frames than were recorded: 12 to 28 % more,
+    up to 1.4 % of the frames, in 15 runs on an idle lab host (as many with
+    the host-timed runs before as with the counted ones). The records'
+    percentiles are bucket midpoints (buckets a few % wide), and p99.9 of
+    18000 gaps is the 18th longest: where the tail is steep, one gap more
+    or less beyond it moves it by a quarter (CI: 584 us on the link, 468 us
+    in the records)."""
     from rfc2544.calibration_link import LinkPacing
     from rfc2544.lab.topology import CALIBRATION_LINK
     host = tester.inventory.hosts["tester"]
@@ -187,11 +198,26 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
         # (a loaded CI host sent 92 % of 12000 fps: the frame count is the point, not the rate)
         assert arrivals.frames == departures.frames > 1.0 * fps
         assert abs(arrivals.longest_micro_burst - departures.longest_micro_burst) <= 2
-        assert arrivals.close_frames == pytest.approx(departures.close_frames, rel=0.2, abs=10)
-        assert arrivals.p999_gap_ns == pytest.approx(departures.p999_gap_ns, rel=0.2)
+        assert abs(arrivals.close_frames - departures.close_frames) <= 0.02 * departures.frames
+        low, high = gap_at(departures.hist, 0.9988)[0], gap_at(departures.hist, 0.9992)[1]
+        assert 0.8 * low <= arrivals.p999_gap_ns <= 1.2 * high, (arrivals.p999_gap_ns, low, high)
     # the trials' devices come back after the link's
     r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0))
     assert r.tx_frames == r.rx_frames == 2000, r.notes
+
+
+def gap_at(hist, q):
+    """The bucket [low, high] of a Spacing's histogram ([[low, high, count],
+    ...]) that holds its gap at quantile `q` (the same rank rule as the
+    Spacing's own percentiles)."""
+    buckets = sorted(hist)
+    rank = max(1, math.ceil(q * sum(c for _, _, c in buckets)))
+    seen = 0
+    for low, high, count in buckets:
+        seen += count
+        if seen >= rank:
+            return low, high
+    raise AssertionError(f"no gap at quantile {q} in {hist}")
 
 
 def test_compare_in_tree_refuses_a_module_that_could_not_be_loaded_again(tester):
