@@ -159,10 +159,7 @@ def start(cmd, vm_dir: Path, nice=0) -> int:
     if r.returncode != 0:
         msg = log.read_text().strip().splitlines()
         raise InfraError(f"lab: QEMU failed to start: {msg[-1] if msg else 'exit %d' % r.returncode}")
-    pid = int((vm_dir / "qemu.pid").read_text().strip())
-    if nice:
-        nice_autogroup(pid, nice)
-    return pid
+    return int((vm_dir / "qemu.pid").read_text().strip())
 
 
 def nice_autogroup(pid: int, nice: int, proc=Path("/proc")) -> bool:
