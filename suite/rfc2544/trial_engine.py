@@ -32,6 +32,7 @@ from rfc2544.trial_result import build_result
 
 PACED_GRACE_S = 2.0     # a paced run's time beyond twice its length (start delays)
 
+
 @dataclass
 class TrialSettings:
     """How trials run (SSHTester's constructor arguments)."""
