@@ -370,26 +370,3 @@ def test_boot_crash_reads_the_first_oops_or_panic(tmp_path):
     log.write_text("[    1.0] Linux version 7.2\n[    2.0] rfc2544-seed: network ready\n")
     assert qemu.boot_crash(log) is None
     assert qemu.boot_crash(tmp_path / "missing.log") is None
-
-
-def test_a_niced_vm_s_autogroup_is_niced_too(tmp_path):
-    """On this host's kernel: a process that leads a session of its own (as
-    a daemonized QEMU does) has an autogroup of its own, which
-    nice_autogroup sets; without autogroups there is nothing to set."""
-    from pathlib import Path
-    if Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() != "1":
-        pytest.skip("this kernel runs without autogroups")
-    proc = subprocess.Popen(["setsid", "sleep", "30"])
-    try:
-        group = Path(f"/proc/{proc.pid}/autogroup")
-        for _ in range(50):       # setsid(1) has exec'd sleep in its own session
-            if group.read_text() != Path("/proc/self/autogroup").read_text():
-                break
-            subprocess.run(["sleep", "0.02"])
-        assert group.read_text().split()[-1] == "0"
-        assert qemu.nice_autogroup(proc.pid, 19)
-        assert group.read_text().split()[-2:] == ["nice", "19"]
-    finally:
-        proc.kill()
-        proc.wait()
-    assert not qemu.nice_autogroup(42, 19, proc=tmp_path)     # a /proc without the process's files

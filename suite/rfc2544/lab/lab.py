@@ -227,12 +227,6 @@ class Lab:
                 raise
             state["boot_seconds"] = round(time.monotonic() - t0, 1)
             self._save(state)
-            if nice:
-                # booted as nice(1) alone ranks it (CI: a sid VM niced in its
-                # autogroup from the start was not up after 600 s); from now
-                # on it yields (qemu.nice_autogroup)
-                for vm in state["vms"].values():
-                    qemu.nice_autogroup(vm["pid"], nice)
             inventory_file.write(self.inventory_path, inventory_file.build(
                 self.name, topo, ports, self.key_file, self.known_hosts,
                 speed_mbps=qemu.NICS[nic][2] if topo.links else None))

@@ -162,25 +162,6 @@ def start(cmd, vm_dir: Path, nice=0) -> int:
     return int((vm_dir / "qemu.pid").read_text().strip())
 
 
-def nice_autogroup(pid: int, nice: int, proc=Path("/proc")) -> bool:
-    """Give `pid`'s scheduling autogroup the niceness `nice`; False where
-    there is none to set. -daemonize makes QEMU a session leader, and with
-    the kernel's autogroups (sched_autogroup_enabled, on by default in
-    Debian's kernels) a new session is a scheduling group of its own: a
-    thread's nice then ranks it only inside that group, and the group shares
-    the CPUs with every other as an equal. A VM at nice 19 in its own group
-    took half a CPU from a nice-0 loop; with the group at nice 19, 1.4 %
-    (bench/autogroup_share.py)."""
-    try:
-        (proc / str(pid) / "autogroup").write_text(f"{nice}\n")
-    except OSError:
-        # no autogroups (no file), a lower nice without CAP_SYS_NICE, a
-        # second change within 100 ms without CAP_SYS_ADMIN: the VM still
-        # runs, ranked by nice(1) inside its group only
-        return False
-    return True
-
-
 def is_our_qemu(pid: int, name: str) -> bool:
     """True if `pid` is a running QEMU started with `-name name`."""
     try:
