@@ -222,7 +222,7 @@ def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
     monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
     import time
     with pytest.raises(InfraError) as exc:
-        lab._wait_ready("tester", lab._state()["vms"]["tester"]["ssh_port"], time.monotonic())
+        lab._wait_ready("tester", lab._state()["vms"]["tester"]["ssh_port"], time.monotonic(), 0)
     msg = str(exc.value)
     assert "SSH to tester" in msg and "not ready after 1 s" in msg
     assert msg.endswith("[    9.9] Kernel panic - not syncing")
@@ -251,9 +251,9 @@ def test_a_vm_whose_console_stays_silent_has_hung(monkeypatch, tmp_path):
     port = lab._state()["vms"]["tester"]["ssh_port"]
     t0 = time.monotonic()
     with pytest.raises(lab_mod.BootCrash, match="hung: console silent for 0 s after '.*Brought up 1 node"):
-        lab._wait_ready("tester", port, time.monotonic())
+        lab._wait_ready("tester", port, time.monotonic(), 0)
     with pytest.raises(InfraError, match="hung") as exc:
-        lab._wait_ready("tester", port, time.monotonic(), retry=False)
+        lab._wait_ready("tester", port, time.monotonic(), 0, retry=False)
     assert not isinstance(exc.value, lab_mod.BootCrash)
     assert time.monotonic() - t0 < 10
     # a console that grows is no hang: the wait runs to its own end
@@ -265,7 +265,7 @@ def test_a_vm_whose_console_stays_silent_has_hung(monkeypatch, tmp_path):
     monkeypatch.setattr(lab_mod, "time", types.SimpleNamespace(monotonic=time.monotonic, time=time.time,
                                                                sleep=booting))
     with pytest.raises(InfraError, match="not ready after 2 s"):
-        lab._wait_ready("tester", port, time.monotonic())
+        lab._wait_ready("tester", port, time.monotonic(), 0)
 
 
 def test_down_never_kills_a_pid_that_is_not_our_qemu(tmp_path):
@@ -338,7 +338,7 @@ def test_a_vm_that_crashes_while_booting_is_booted_once_more(monkeypatch, tmp_pa
                                             else "[    1.0] Linux version 7.2.13\n")
         return 100 + len(starts) if not crashed else 1
 
-    def ready(self, vm, port, t0, retry=True, wait_s=None):
+    def ready(self, vm, port, t0, nice, retry=True):
         if qemu.boot_crash(self.dir / vm / "console.log"):
             if retry:
                 raise lab_mod.BootCrash("[    1.6] Oops: int3: 0000 [#1] SMP NOPTI")

@@ -205,7 +205,7 @@ class Lab:
                     f"{accel.upper()} (waiting up to {wait_s:.0f} s for SSH)")
                 for vm in topo.vms:
                     try:
-                        self._wait_ready(vm.name, ports[vm.name], t0, wait_s=wait_s)
+                        self._wait_ready(vm.name, ports[vm.name], t0, nice)
                     except BootCrash as crash:
                         # Under TCG a vCPU can run code another vCPU is
                         # live-patching (an int3 of text_poke_bp the kernel no
@@ -221,7 +221,7 @@ class Lab:
                         shutil.copyfile(vm_dir / "console.log", vm_dir / "console.crash.log")
                         qemu.make_overlay(img.rootfs, vm_dir / "overlay.qcow2")
                         self._start_vm(state, vm.name, cmds[vm.name], ports[vm.name], nice)
-                        self._wait_ready(vm.name, ports[vm.name], time.monotonic(), retry=False, wait_s=wait_s)
+                        self._wait_ready(vm.name, ports[vm.name], time.monotonic(), nice, retry=False)
             except BaseException:
                 self._stop_all(state)
                 raise
@@ -258,13 +258,12 @@ class Lab:
         state["vms"][vm] = {"pid": pid, "ssh_port": port, "console": str(self.dir / vm / "console.log")}
         self._save(state)
 
-    def _wait_ready(self, vm, port, t0, retry=True, wait_s=None):
+    def _wait_ready(self, vm, port, t0, nice, retry=True):
         """Wait until SSH answers with the VM's verified host key and the seed
         unit marked the network ready. A VM whose kernel crashed while
         booting, or whose console stayed silent for stall_timeout without
         SSH, raises BootCrash if `retry`, else InfraError."""
-        wait_s = SSH_TIMEOUT if wait_s is None else wait_s
-        stall_s = stall_timeout(wait_s > SSH_TIMEOUT)     # a niced VM's wait is the longer one
+        wait_s, stall_s = ready_timeout(nice), stall_timeout(nice)
         banner_seen = False
         deadline = t0 + wait_s
         console = self.dir / vm / "console.log"
