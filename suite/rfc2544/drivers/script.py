@@ -69,12 +69,13 @@ __rd() {
 
 # Batch.forget_devices: a thread lists its devices after "Running: " and
 # "Stopped: ". 500 looks 20 ms apart: 10 s for the slowest TCG guest.
-FORGET_DEVICES = r"""for __t in /proc/net/pktgen/kpktgend_*; do
+FORGET_DEVICES = r"""__lists_devices() { grep -Eq '^(Running|Stopped): *[^ ]' "$1"; }
+  for __t in /proc/net/pktgen/kpktgend_*; do
     [ -e "$__t" ] || continue
-    grep -Eq '^(Running|Stopped): *[^ ]' "$__t" || continue
+    __lists_devices "$__t" || continue
     __w "$__t" rem_device_all || return 3
     __n=0
-    while grep -Eq '^(Running|Stopped): *[^ ]' "$__t"; do
+    while __lists_devices "$__t"; do
       __n=$((__n + 1))
       if [ "$__n" -gt 500 ]; then
         printf 'PGERR\t%s\t%s\t%s\t%s\n' "$__t" rem_device_all "$(grep -m1 '^Result:' "$__t")" \
