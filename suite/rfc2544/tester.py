@@ -178,7 +178,7 @@ class SSHTester:
         port; a router ignores frames not for its MAC): the DUT forwards
         nothing and only the generator is measured.
         Returns (frames sent, sending time in s) summed/maxed over streams."""
-        tx = self._send_untimed(frame_size, 1.0, duration_s, ipv6, to_self=to_self)
+        tx = self._send_calibration_run(frame_size, 1.0, duration_s, ipv6, to_self=to_self)
         return _sent_and_elapsed(tx.values())
 
     def send_paced(self, frame_size, fps, duration_s, ipv6=False):
@@ -189,20 +189,20 @@ class SSHTester:
         from rfc2544.pacing import spacing_of
         n = len(self.plans)
         rates = [max(int(round(fps / n)), 1)] * n
-        tx = self._send_untimed(frame_size, float(fps), duration_s, ipv6, to_self=True, rates=rates)
+        tx = self._send_calibration_run(frame_size, float(fps), duration_s, ipv6, to_self=True, rates=rates)
         states = [tx.get(p.index) for p in self.plans]
         return (*_sent_and_elapsed(tx.values()), spacing_of(states, rates))
 
-    def _send_untimed(self, frame_size, load_fps, duration_s, ipv6, to_self, rates=None):
-        """Every tx port sends for `duration_s` (at `rates`, else as fast as
-        it can), then is stopped: the final tx states. No DUT trial: no
-        learning frames, no receiver."""
+    def _send_calibration_run(self, frame_size, load_fps, duration_s, ipv6, to_self, rates=None):
+        """Every tx port sends `duration_s` worth of frames at `rates`, or as
+        fast as it can for `duration_s`: the final tx states. No DUT trial:
+        no learning frames, no receiver."""
         spec = TrialSpec(frame_size=frame_size, load_fps=load_fps, duration_s=duration_s, ipv6=ipv6,
                          learning=False, test="calibrate")
         self.engine.check_spec(spec)
         with self._lock:
             try:
-                return self.engine.send_at_max_rate(spec, to_self, rates=rates)
+                return self.engine.send_calibration_run(spec, to_self, rates=rates)
             except BaseException:
                 self.stop_all()
                 raise

@@ -239,9 +239,10 @@ class TrialEngine:
             self.clock.sleep(max(0.0, self._last_traffic_end + spec.idle_s - now()))
 
     # ------------------------------------------------------------ calibration
-    def send_at_max_rate(self, spec, to_self, rates=None):
-        """Every tx port sends as fast as it can for `spec.duration_s`, then
-        is stopped (see SSHTester.send_at_max_rate); or, with `rates`
+    def send_calibration_run(self, spec, to_self, rates=None):
+        """A run without a DUT trial (no learning, no receiver). Every tx
+        port sends as fast as it can for `spec.duration_s`, then is stopped
+        (see SSHTester.send_at_max_rate); or, with `rates`
         (frames/s per stream), sends `spec.duration_s` worth of frames at
         them and ends by itself, as a trial does: however late a loaded
         tester starts or falls behind, the run holds the frames asked for
@@ -266,15 +267,27 @@ class TrialEngine:
                 s.wait(max(deadline - self.clock.monotonic(), 0.0))
         else:
             self.clock.sleep(spec.duration_s + 0.25)  # + the in-tree pktgen's start delay
-        self.transport.stop_generators()
-        for host, s in starts.items():
-            if s.wait(10.0) is None:
-                raise InfraError(f"{host}: the generator did not stop")
+        self._stop_until_ended(starts)
+        for s in starts.values():
             s.close()
         self.transport.running_starts = []
         outs = self.transport.run_batches(self.reader.batches("cal", with_rx=False))
         tx, _ = self.reader.parse(outs, "cal")
         return tx
+
+    def _stop_until_ended(self, starts, rounds=3, wait_s=10.0):
+        """`stop` until every start write has returned. A start that reached
+        pgctrl after the stop (a loaded tester: its trigger took longer than
+        the run) would send on: the stop is written again (CI: one ceiling
+        run outlived a single stop)."""
+        running = dict(starts)
+        for _ in range(rounds):
+            self.transport.stop_generators()
+            running = {h: s for h, s in running.items() if s.wait(wait_s) is None}
+            if not running:
+                return
+        raise InfraError(f"{', '.join(running)}: the generator did not stop "
+                         f"({rounds} stops, {wait_s:.0f} s apart)")
 
     # ------------------------------------------------------------ trial
     def run_trial(self, spec, progress, schedule=None):

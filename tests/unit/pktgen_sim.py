@@ -103,7 +103,7 @@ class SimKernel:
 
     def __init__(self, threads=2, pgrx=True, dut_capacity_fps=None, tester_ceiling_fps=None,
                  rx_dev="rx0", noise_rx=0, loss_every=None, clock=None, tx_drop_every=None,
-                 start_delay_s=0.0):
+                 start_delay_s=0.0, stops_before_start=0):
         self.clock = clock or SimClock()
         self.lock = threading.RLock()
         self.threads = {i: [] for i in range(threads)}
@@ -116,6 +116,7 @@ class SimKernel:
         self.tx_drop_every = tx_drop_every  # the tester's driver drops every Nth frame (never sent)
         self.rx_dev = rx_dev
         self.start_delay_s = start_delay_s  # a start's write to the threads' first frame (a loaded tester)
+        self.stops_before_start = stops_before_start  # stops that reach pgctrl before the start does: lost
         self.running = False
         self.t_start = None
         self.rx_enabled = False
@@ -174,6 +175,9 @@ class SimKernel:
 
     def _pgctrl(self, cmd):
         if cmd == "stop":
+            if self.stops_before_start:
+                self.stops_before_start -= 1
+                return True, ""
             self._update()
             self._stop()
             return True, ""

@@ -299,6 +299,22 @@ def test_a_paced_run_beyond_the_generator_is_stopped_after_twice_its_length(tmp_
     assert frames / elapsed == pytest.approx(1000, rel=0.02)
 
 
+def test_a_ceiling_run_whose_start_outran_its_stop_is_stopped_again(tmp_path):
+    """(simulated) A loaded tester's start can reach pgctrl after the stop
+    that should end it (CI: a ceiling run "did not stop"): the stop is
+    written again until the start write returns; a generator that ignores
+    every stop is an InfraError naming the host."""
+    from rfc2544.errors import InfraError
+    kernel = SimKernel(tester_ceiling_fps=5000, stops_before_start=1)
+    tester, _, _ = make_tester(tmp_path, kernel)
+    frames, elapsed = tester.send_at_max_rate(64, 0.3)
+    assert frames / elapsed == pytest.approx(5000, rel=0.05)
+    assert kernel.stops_before_start == 0 and not kernel.running
+    kernel.stops_before_start = 99
+    with pytest.raises(InfraError, match="tester: the generator did not stop"):
+        tester.send_at_max_rate(64, 0.3)
+
+
 def test_rate_change_without_stopping(tmp_path):
     tester, kernel, _ = make_tester(tmp_path, poll_interval_s=0.05)
     assert tester.supports_recovery
