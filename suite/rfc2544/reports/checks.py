@@ -5,6 +5,7 @@ The suite lists the deviations it knows of (`deviations`); these checks are
 a second look from the numbers, so that a results file from any writer
 shows every departure prominently, even one it did not declare.
 """
+from rfc2544.detection import GENERATOR_INTREE
 from rfc2544.deviations import code_of, text_of
 from rfc2544.pacing import SOURCE_GENERATOR
 from rfc2544.reports.summary import TEST_TITLES, key_of, labeller
@@ -64,6 +65,7 @@ TOPICS = {
     "tester_limited": (r"tester-limited",),
     "tester_bursty": (r"tester-bursty",),
     "tester_bursty_ndr": (r"tester-bursty", r"lower bound"),
+    "spacing_unmeasured": (r"spacing", r"cannot be told"),
 }
 
 
@@ -223,6 +225,24 @@ def _tester(ctx):
         yield ("tester_limited", f"{len(limited)} trial(s) could not be sent at the intended load "
                                  f"(verdict tester-limited)")
     yield from _tester_bursty(ctx)
+    yield from _spacing_unmeasured(ctx)
+
+
+def _spacing_unmeasured(ctx):
+    """Failed throughput trials without departure spacing (the in-tree
+    pktgen, no calibration link): the tester-bursty rule had nothing to go
+    on, so a loss from the generator's catch-up after a stall counted as
+    the DUT's. Said, so that a low NDR is never silent about it."""
+    if ctx.results["conditions"].get("generator") != GENERATOR_INTREE:
+        return
+    blind = [x for x in ctx.trials if x.get("test") == "throughput" and x.get("verdict") == "fail"
+             and not x.get("spacing")]
+    if blind:
+        yield ("spacing_unmeasured", f"{len(blind)} failed throughput trial(s) at {ctx.sizes(blind)} have no "
+                                     f"departure spacing (the generator records none and no calibration link "
+                                     f"estimated it): a loss from the tester's own micro-bursts cannot be told "
+                                     f"from DUT loss there, so the NDR may be low; load rfc2544_pktgen or name "
+                                     f"the tester's rfc2544_calibration_link")
 
 
 def _tester_bursty(ctx):
