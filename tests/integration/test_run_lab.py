@@ -165,20 +165,32 @@ def capped(lab):
     lab.uncap_dut()
 
 
-def test_ndr_of_a_capped_dut_within_3_percent(capped, tmp_path):
+def test_ndr_of_a_capped_dut_within_3_percent(with_module, tmp_path):
     """MLRsearch with RFC 9971's exceed ratio: a TCG lab on a shared host
     loses a few frames now and then at any rate, and one such trial must not
     decide the NDR (classic bisection, which trusts every single trial, is
-    tested against simulated DUTs in tests/unit/test_search.py)."""
+    tested against simulated DUTs in tests/unit/test_search.py). Our
+    generator, which records every trial's departures: on a CI host loaded
+    enough to stall the tester VM for over a second, the in-tree pktgen's
+    catch-up bursts overflowed even this half-second bucket below the cap
+    (NDR 9 % low, nothing to name them by). Here such a trial is named
+    tester-bursty and retried, and if the bursts decide the upper bound
+    the row says the NDR is the tester's lower bound: never silently low."""
     method = "mlr"
-    results = run_ndr_search(capped, tmp_path, resolution_pct=2)
-    ndr = results.data["throughput"][0]["ndr_fps"]
-    log = "; ".join(f"{t['load_fps']:.0f}/{t['duration_s']:g}s:{t['lost_frames']}:{t['verdict']}"
+    results = run_ndr_search(with_module, tmp_path, resolution_pct=2)
+    row = results.data["throughput"][0]
+    ndr = row["ndr_fps"]
+    log = "; ".join(f"{t['load_fps']:.0f}/{t['duration_s']:g}s:{t['lost_frames']}:{t['verdict']}:"
+                    f"{(t.get('spacing') or {}).get('longest_micro_burst')}"
                     for t in results.data["trials"])
     assert ndr is not None, log
+    assert all(t.get("spacing") for t in results.data["trials"]), f"a trial without departure data: {log}"
     known = CAP_PPS + CAP_BURST / FINAL_S
-    print(f"NDR {ndr:.0f} fps, known {known:.0f} fps: {log}")
-    assert abs(ndr - known) / known <= 0.03, f"{method}: NDR {ndr:.0f} fps vs {known:.0f}: {log}"
+    print(f"NDR {ndr:.0f} fps, known {known:.0f} fps, tester_bursty {row.get('tester_bursty')}: {log}")
+    if row.get("tester_bursty"):
+        assert ndr <= known * 1.03, log       # a lower bound, never above what the DUT forwards
+    else:
+        assert abs(ndr - known) / known <= 0.03, f"{method}: NDR {ndr:.0f} fps vs {known:.0f}: {log}"
 
 
 # The run's fault tests are not timing-sensitive: the background child
@@ -396,11 +408,13 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     sent too close is named tester-bursty and retried, and the NDR lands
     within 1 % of the police rate, or the throughput row says the tester
     could not space evenly enough to measure it (never a silent low NDR).
-    Final trials of 4 s and one retry keep it short."""
+    Final trials of 4 s and one retry keep it short. The search resolves to
+    0.5 %: at 1 % the NDR may lie a whole step under an upper bound that
+    lost 2 frames at the police rate itself (seen: 2977 against 3008)."""
     lab = with_module
     lab.cap_dut(CAP_PPS, SMALL_BUCKET)
     retries, final_s = 1, 4
-    results = run_ndr_search(lab, tmp_path, final_s=final_s, resolution_pct=1, tester_limited_retries=retries)
+    results = run_ndr_search(lab, tmp_path, final_s=final_s, resolution_pct=0.5, tester_limited_retries=retries)
     trials = results.data["trials"]
     log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}:{t['lost_frames']}:{t['verdict']}:"
                     f"{(t.get('spacing') or {}).get('longest_micro_burst')}/{(t.get('spacing') or {}).get('close_frames')}"
