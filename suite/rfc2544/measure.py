@@ -4,17 +4,21 @@
 the search gets Outcomes and never sees a Tester.
 """
 from rfc2544.model import TrialSpec
+from rfc2544.pacing import SOURCE_GENERATOR
 from rfc2544.search import Outcome
 
 
 def outcome_from(result):
+    spacing = getattr(result, "spacing", None)
+    # only the trial's own departures: a calibration link's estimate is another run
+    gap_ns = spacing.max_gap_ns if spacing is not None and spacing.source == SOURCE_GENERATOR else 0
     return Outcome(
         duration_s=result.spec.duration_s, load_fps=result.spec.load_fps,
         loss_ratio=result.loss_ratio, tester_limited=result.tester_limited,
         aborted=result.aborted_early, traffic_s=result.traffic_s,
         saved_s=result.saved_traffic_s, intended_frames=result.intended_frames,
         tx_frames=result.tx_frames, rx_frames=result.rx_frames,
-        tester_bursty=getattr(result, "tester_bursty", False))
+        tester_bursty=getattr(result, "tester_bursty", False), longest_gap_s=(gap_ns or 0) / 1e9)
 
 
 def make_measure(run_trial, frame_size, ipv6=False, early_abort=False, test="throughput",

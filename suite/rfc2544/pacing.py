@@ -24,6 +24,12 @@ trial's frames sent. The estimate shows how the generator paces at that
 rate, not the trial's own stalls: the report says which source it used.
 Passed trials get no estimate, so with it A (below) is 0.
 
+A tester that stalls in every trial defeats rule 2: passed trials absorb
+catch-up bursts as long as the failed ones'. The trial's longest departure
+gap still shows the stall: when a failed trial at the NDR's upper bound
+stopped sending for over TESTER_STALL_S (procedures/throughput.py), the row
+carries `tester_stall_s` and the run says the NDR may be low.
+
 A DUT that cannot carry the rate loses frames spread over the whole trial,
 typically more than the few close frames (3 fails), or the same loss again
 on an evenly paced retry. The search treats a tester-bursty trial like a

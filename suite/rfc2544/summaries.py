@@ -48,11 +48,16 @@ class ThroughputSummary(Summary):
     unit: str = ""
     # the upper bound failed on the generator's micro-bursts (pacing.py); written only when true
     tester_bursty: bool = False
+    # the tester's longest departure gap in the upper bound's failed trials, when
+    # one was a stall (procedures/throughput.py); written only when set
+    tester_stall_s: Optional[float] = None
 
     def to_dict(self):
         d = asdict(self)
         if not d["tester_bursty"]:
             del d["tester_bursty"]
+        if d["tester_stall_s"] is None:
+            del d["tester_stall_s"]
         return d
 
 

@@ -4,6 +4,7 @@ tester-bursty rule, also through the runner with a simulated tester
 (simdut) that now and then sends a micro-burst its DUT cannot absorb; the
 calibration link's estimate from arrival times, for a generator without
 departure records (simulated: a tester whose link_spacing returns one)."""
+import json
 import math
 
 import pytest
@@ -13,6 +14,7 @@ from rfc2544.drivers import pktgen
 from rfc2544.model import Spacing, TrialSpec
 
 from helpers_run import profile, start
+from schema_check import assert_valid
 
 DEVICE = """Params: count 3000  min_pkt_size: 60  max_pkt_size: 60
      frags: 0  delay: 100000  clone_skb: 0  ifname: tx0
@@ -143,6 +145,7 @@ def test_bursty_trials_are_named_retried_and_not_blamed_on_the_dut(tmp_path):
     ndr = results.data["throughput"][0]["ndr_fps"]
     assert 40_000 * 0.99 <= ndr <= 40_000
     assert "tester_bursty" not in results.data["throughput"][0]
+    assert "tester_stall_s" not in results.data["throughput"][0]     # a 0.4 ms gap is no stall
     # the report: the banner names them with the figures; the spacing table and figure
     text = report_text(results.path)
     assert ("2 failed trial(s) at 64 B lost no more frames than the generator sent in micro-bursts (up to 16 "
@@ -170,6 +173,56 @@ def test_a_tester_that_stays_bursty_at_the_upper_bound_is_reported(tmp_path):
     text = report_text(results.path)
     assert "the tester could not space its frames evenly enough to measure the DUT above the NDR shown" in text
     assert "within 5 % of the tester's own ceiling" not in text
+
+
+class StallingTester(simdut.SimDUT):
+    """(simulated) A tester that stops sending for `stall_s` in every trial;
+    above `loses_above` frames/s the catch-up after the stall overflows the
+    DUT's buffer (5 frames lost), below the DUT's own capacity. The
+    micro-bursts are not recorded longer than any a passed trial had (as in
+    the lab with a stall in every trial), so only the gap can tell."""
+
+    def __init__(self, stall_s, loses_above, **kw):
+        super().__init__(**kw)
+        self.stall_s, self.loses_above = stall_s, loses_above
+
+    def run_trial(self, spec, progress=None):
+        result = super().run_trial(spec, progress)
+        if spec.load_fps > self.loses_above and result.lost_frames == 0:
+            result.rx_frames -= 5
+        gap = 1e9 / spec.load_fps
+        result.spacing = Spacing(
+            source="generator", frames=result.tx_frames, nominal_gap_ns=gap, min_gap_ns=gap, mean_gap_ns=gap,
+            max_gap_ns=self.stall_s * 1e9, p50_gap_ns=gap, p99_gap_ns=gap, p999_gap_ns=gap, micro_bursts=0,
+            longest_micro_burst=0, close_frames=0,
+            hist=[[int(gap), int(gap), result.tx_frames - 1], [int(self.stall_s * 1e9)] * 2 + [1]])
+        return result
+
+
+def test_a_tester_that_stalls_at_the_upper_bound_is_reported(tmp_path):
+    """(simulated) The lab's finding: a tester VM stopped 0.7 s every 4 s
+    made the NDR 2186 of 3250 with nothing on the row. The failed trials at
+    the upper bound stopped sending for 0.7 s: the row carries the stall and
+    the run and report say the NDR may be low; a stall of 50 ms (an idle TCG
+    lab's gaps reach 20 ms) says nothing."""
+    prof = profile(tests=["throughput"], frame_sizes=[64],
+                   search={"method": "bisection", "max_load_fps": 100_000.0, "resolution_pct": 1})
+    runner, results = start(tmp_path / "run", StallingTester(0.7, 30_000, capacity_fps=40_000), prof)
+    runner.run()
+    row = results.data["throughput"][0]
+    assert 30_000 * 0.99 <= row["ndr_fps"] <= 30_000          # the stalls, not the DUT, set it
+    assert row["tester_stall_s"] == pytest.approx(0.7)
+    assert not row.get("tester_bursty")
+    declared = [d for d in results.data["deviations"] if d["code"] == "tester_stalled"]
+    assert len(declared) == 1 and "the tester stopped sending for up to 700 ms" in declared[0]["text"]
+    assert "frames owed at 30" in declared[0]["text"]
+    assert "so the NDR may be low" in report_text(results.path)
+    assert_valid(json.loads(results.path.read_text()))
+    runner, results = start(tmp_path / "short", StallingTester(0.05, 30_000, capacity_fps=40_000), prof)
+    runner.run()
+    assert "tester_stall_s" not in results.data["throughput"][0]
+    assert not [d for d in results.data["deviations"] if d["code"] == "tester_stalled"]
+    assert "stopped sending" not in report_text(results.path)
 
 
 def test_a_run_without_departures_says_so(tmp_path):

@@ -4,6 +4,9 @@ from rfc2544.model import theoretical_max_fps
 from rfc2544.search import search
 
 TESTER_BOUND_MARGIN = 0.05     # within 5 % of the tester's own ceiling
+# A departure gap this long is the tester stopping (a stalled host or VM),
+# not pacing: idle TCG labs show gaps of up to 20 ms, a stalled one 700 ms.
+TESTER_STALL_S = 0.1
 
 
 def run(ctx, frame_size, ipv6):
@@ -31,6 +34,9 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
     upper = result.ndr_upper_fps
     at_upper = [o for o in result.outcomes if upper is not None and abs(o.load_fps - upper) <= upper * 0.001]
     upper_limited = any(o.tester_limited for o in at_upper)
+    # The upper bound's failures came with the tester stopping: pass or fail
+    # may then say where the stall fell, not what the DUT carries.
+    stalls = [o for o in at_upper if (o.aborted or o.loss_ratio > 0) and o.longest_gap_s >= TESTER_STALL_S]
     bits = (frame_size or ctx.imix_mean_size()) * 8
     entry = {
         # fps 0: not even the minimum load passed (ndr_fps stays null)
@@ -44,6 +50,7 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
         # the upper bound failed on the generator's micro-bursts, retries included:
         # the tester could not space its frames evenly enough to measure the DUT there
         "tester_bursty": any(getattr(o, "tester_bursty", False) for o in at_upper),
+        "tester_stall_s": max(o.longest_gap_s for o in stalls) if stalls else None,
         "search": result.method, "ndr_fps": ndr, "ndr_upper_fps": result.ndr_upper_fps,
         "pdr_fps": result.pdr_fps, "pdr_upper_fps": result.pdr_upper_fps,
         "pdr_loss_ratio": result.pdr_loss_ratio,
@@ -51,6 +58,12 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
         "traffic_s": result.traffic_s, "saved_traffic_s": result.saved_s,
         "at_max_load": bool(ndr and ndr >= max_load),
     }
+    if stalls:
+        worst = max(stalls, key=lambda o: o.longest_gap_s)
+        ctx.note(f"throughput at {frame_size} B: the tester stopped sending for up to "
+                 f"{worst.longest_gap_s * 1000:.0f} ms in the failed trials at the NDR's upper bound "
+                 f"({worst.longest_gap_s * worst.load_fps:.0f} frames owed at {worst.load_fps:.0f} fps, sent late): "
+                 "their loss may be the tester's, so the NDR may be low", code="tester_stalled")
     if entry["tester_bound"]:
         ctx.note(f"throughput at {frame_size} B is tester-bound: within {TESTER_BOUND_MARGIN:.0%} of what "
                  "the tester itself can send, so it measures the tester, not the DUT",

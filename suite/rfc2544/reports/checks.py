@@ -66,6 +66,7 @@ TOPICS = {
     "tester_bursty": (r"tester-bursty",),
     "tester_bursty_ndr": (r"tester-bursty", r"lower bound"),
     "spacing_unmeasured": (r"spacing", r"cannot be told"),
+    "tester_stalled": (r"stopped sending",),
 }
 
 
@@ -226,6 +227,12 @@ def _tester(ctx):
                                  f"(verdict tester-limited)")
     yield from _tester_bursty(ctx)
     yield from _spacing_unmeasured(ctx)
+    stalled = [t for t in ctx.results["throughput"] if t.get("tester_stall_s")]
+    if stalled:
+        worst = max(t["tester_stall_s"] for t in stalled)
+        yield ("tester_stalled", f"throughput at {ctx.sizes(stalled)}: the tester stopped sending for up to "
+                                 f"{worst * 1000:.0f} ms in the failed trials at the NDR's upper bound: their loss "
+                                 f"may be the tester's, so the NDR may be low")
 
 
 def _spacing_unmeasured(ctx):

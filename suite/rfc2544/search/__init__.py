@@ -23,6 +23,7 @@ class Outcome:
     tx_frames: int = 0
     rx_frames: int = 0
     tester_bursty: bool = False  # also tester_limited: the loss is the generator's micro-bursts
+    longest_gap_s: float = 0.0   # the generator's longest departure gap in the trial (0: not recorded)
 
     def passed(self, goal_loss_ratio):
         return not self.tester_limited and not self.aborted and self.loss_ratio <= goal_loss_ratio
