@@ -185,7 +185,8 @@ def test_recovery_time_is_the_queue_drain_time(queued, tmp_path):
     prof = profile(tmp_path, "system_recovery", {"overload_pct": 110, "recovery_pct": 50, "overload_s": OVERLOAD_S,
                                                  "recovery_s": 3, "repetitions": 1})
     d = run(queued, tmp_path, prof, CAPACITY_PPS)
-    assert [s["state"] for s in d["plan"]] == ["done"], d["plan"]
+    # (a skipped step's note says why: CI22 skipped it once, reason cut from the repr)
+    assert [s["state"] for s in d["plan"]] == ["done"], [(s["state"], s.get("note")) for s in d["plan"]]
     r = d["system_recovery"][0]
     expected = queue.drain_time_s(QUEUE_LIMIT, QUEUE_PPS, r["recovery_fps"])
     t = d["trials"][-1]
