@@ -29,7 +29,10 @@ boots the two-host lab and runs the tuning test's lab work on it
 (test_ansible_tuning_lab.exercise: it touches only that lab, and its
 minutes of emulated Ansible would otherwise run alone at the end). Each
 fixture waits only for its own step; `lab2` also waits for that lab work,
-so no other test uses the two-host lab while it runs.
+so no other test uses the two-host lab while it runs. A session that runs
+the newest kernel's tests (below) boots no two-host lab of the default
+kernel: its two-host tests are skipped here and run on the newest kernel's
+two-host lab, and the tuning's lab work runs there too, before them.
 Two more early steps run beside everything else, each a niced child
 process: `kernels` (pktgen-kmod/scripts/check-kernels, when
 test_kernel_matrix.py is selected) and `newest` (when test_newest_kernel.py
@@ -71,6 +74,7 @@ _CHILD_SLOWEST = {}     # "background"/"newest" -> its slowest tests (the junit 
 _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log": [...]}
 _NEWEST = {}    # the newest-kernel step: release, nic, tests (test_newest_kernel.py)
 _TMP = []       # the early steps' scratch dir, removed at session end
+_ON_NEWEST = set()  # two-host tests skipped here: the newest kernel's child pytest runs them
 
 
 def pytest_configure(config):
@@ -81,6 +85,7 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(session, config, items):
     _run_in_background(config, items)
+    _two_host_tests_on_the_newest_kernel(config, items)
     # Order: lab tests, lab tests marked lab_down_last, the background
     # tests' results, lab2 tests, lab2 tests marked lab_down_last, and last
     # the build matrix's and the newest kernel's results (their child
@@ -113,6 +118,35 @@ def _run_in_background(config, items):
             stand_in.own_markers.extend(item.own_markers)
             items[n] = stand_in
             _BACKGROUND["nodeids"].append(item.nodeid)
+
+
+def _newest_runs(config, items):
+    """test_newest_kernel's module when its child pytest will run (its
+    labs are booted by this session), else None."""
+    if config.option.collectonly or os.environ.get("RFC2544_REUSE_LAB"):
+        return None
+    return next((item.module for item in items if _module_name(item) == "test_newest_kernel"), None)
+
+
+def _two_host_tests_on_the_newest_kernel(config, items):
+    """A session that runs the newest kernel's tests runs the two-host
+    tests there only, on that kernel's two-host lab (its NIC: e1000e):
+    booting a second two-host lab of the default kernel for them would
+    cost two more emulated VMs on the CI host's two cores. Here they are
+    skipped, saying where they ran (test_newest_kernel reports them)."""
+    newest = _newest_runs(config, items)
+    if newest is None:
+        return
+    listed = set(newest.NEWEST_TESTS)
+    for item in items:
+        if "lab2" not in getattr(item, "fixturenames", ()):
+            continue
+        path = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+        if path in listed or f"{path}::{item.originalname}" in listed:
+            item.add_marker(pytest.mark.skip(reason=(
+                f"two-host tests run on the newest kernel's two-host lab ({newest.NEWEST['release']}, "
+                f"{newest.NEWEST['nic']}): test_newest_kernel.py reports them")))
+            _ON_NEWEST.add(item.nodeid)
 
 
 def _module_name(item):
@@ -202,7 +236,9 @@ def pytest_collection_finish(session):
         return
     needs = set()
     for item in session.items:
-        needs.update(n for n in ("lab", "lab2", "wheel_venv") if n in getattr(item, "fixturenames", ()))
+        if item.nodeid not in _ON_NEWEST:
+            needs.update(n for n in ("lab", "lab2", "wheel_venv") if n in getattr(item, "fixturenames", ()))
+    tuning = any(_module_name(item) == "test_ansible_tuning_lab" for item in session.items)
     steps = []
     if any(_module_name(item) == "test_kernel_matrix" for item in session.items):
         steps.append("kernels")      # a niced process of its own from the start
@@ -213,13 +249,19 @@ def pytest_collection_finish(session):
         steps.append("single")
     if _BACKGROUND["nodeids"]:
         steps.append("background")
-    newest = next((item.module for item in session.items if _module_name(item) == "test_newest_kernel"), None)
-    if newest is not None and not os.environ.get("RFC2544_REUSE_LAB"):
+    newest = _newest_runs(session.config, session.items)
+    if newest is not None:
         steps.append("newest")
-        _NEWEST.update(newest.NEWEST, tests=[f"tests/integration/{t}" for t in newest.NEWEST_TESTS])
+        # the tuning's lab work runs on the newest kernel's two-host lab too
+        _NEWEST.update(newest.NEWEST, tests=[f"tests/integration/{t}" for t in newest.NEWEST_TESTS],
+                       tuning=tuning)
+        if tuning:
+            steps.append("tuning")
+    elif tuning:
+        needs.add("lab2")
     if "lab2" in needs and not os.environ.get("RFC2544_REUSE_LAB2"):
         steps.append("two")
-        if any(_module_name(item) == "test_ansible_tuning_lab" for item in session.items):
+        if tuning and newest is None:
             steps.append("tuning")
     if steps:
         _start_early(steps)
@@ -360,7 +402,7 @@ def lab(request):
 def lab2(request):
     """The two-host lab (Lab object), up for the whole session."""
     lab = _boot(request, "two", "two-host", "RFC2544_REUSE_LAB2")
-    if "tuning" in _EARLY:
+    if "tuning" in _EARLY and not _NEWEST.get("tuning"):
         _EARLY["tuning"]["done"].wait()      # its lab work is over: the lab is free
     return lab
 

@@ -19,7 +19,10 @@ SPEC_JSON: {"steps": [...], "tmp": dir, "names": {step: lab name},
               reported when that pytest has ended, as (exit code, junit
               path, log path, start time, end time)
   two         boot the two-host lab (niced)
-  tuning      test_ansible_tuning_lab.exercise on the two-host lab (niced)
+  tuning      test_ansible_tuning_lab.exercise on the two-host lab (niced);
+              with `newest`, on the newest kernel's two-host lab instead,
+              once it has booted and before its ready file is written
+              (spec["newest"]["tuning"]: the step `two` is not run then)
   kernels     start pktgen-kmod/scripts/check-kernels (niced) with its
               results in tmp/kernels.json; reported when it has ended, as
               (exit code, results path, log path, start time, end time)
@@ -111,9 +114,11 @@ class Prep:
             self.start_newest_tests(Lab(name + "1"), Lab(name + "2"))
             return None          # reported when the child pytest ends
         if step == "tuning":
+            import test_ansible_tuning_lab
+            if self.spec.get("newest", {}).get("tuning"):
+                return test_ansible_tuning_lab.exercise(Lab(self.spec["names"]["newest"] + "2"), nice=self.nice)
             if self.values.get("two") is None:
                 raise RuntimeError("the two-host lab did not boot")
-            import test_ansible_tuning_lab
             return test_ansible_tuning_lab.exercise(Lab(self.values["two"]), nice=self.nice)
         raise ValueError(f"unknown step {step!r}")
 
@@ -134,15 +139,25 @@ class Prep:
         newest = self.spec["newest"]
         single.up("single", log=lambda m: None, nice=self.nice, release=newest["release"])
         ready = self.tmp / "newest2.ready"
+        # RFC2544_REUSE_LAB2_OWNED: the lab was booted for this session, so
+        # the child's test of `lab down` may stop it.
         self.start_pytest("newest", newest["tests"], {"RFC2544_REUSE_LAB": single.name,
                                                       "RFC2544_REUSE_LAB2": two.name,
-                                                      "RFC2544_REUSE_LAB2_READY": str(ready)})
+                                                      "RFC2544_REUSE_LAB2_READY": str(ready),
+                                                      "RFC2544_REUSE_LAB2_OWNED": "1"})
         try:
             two.up("two-host", log=lambda m: None, nice=self.nice, release=newest["release"], nic=newest["nic"])
         except Exception:
             # the child's two-host tests fail with this; its other tests stand
             _write_ready(ready, traceback.format_exc())
+            if newest.get("tuning"):
+                self.report(self.report_fd, "tuning", None, "the newest kernel's two-host lab did not boot:\n"
+                            + traceback.format_exc(), [])
             return
+        if newest.get("tuning"):
+            # before the ready file: the child's two-host tests must not
+            # send while the tuning changes rings and coalescing
+            self.step(self.report_fd, "tuning")
         _write_ready(ready, "up")
 
     def start_pytest(self, step, tests, env_add):
@@ -165,9 +180,12 @@ class Prep:
         self.children[step] = (child, str(result), str(log), time.time())
 
     def main(self, report):
+        self.report_fd = report
         steps = self.spec["steps"]
         threads = []
         for step in steps:
+            if step == "tuning" and self.spec.get("newest", {}).get("tuning"):
+                continue        # the newest thread runs it on its two-host lab
             if step in BESIDE:
                 threads.append(threading.Thread(target=self.step, args=(report, step), daemon=True))
                 threads[-1].start()

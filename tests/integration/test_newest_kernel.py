@@ -41,9 +41,13 @@ NEWEST_TESTS = [
     "test_ansible_lab.py::test_modprobe_pktgen_acts_on_the_module",
     "test_ansible_lab.py::test_wheel_second_setup_changes_nothing_and_runs_the_quick_profile",
     "test_ansible_lab.py::test_teardown_restores_every_touched_value",
-    # last: the child starts before the two-host lab has booted
+    # last: the child starts before the two-host lab has booted. A session
+    # that runs these runs its two-host tests here only (conftest.py), and
+    # the host_tuning lab work on this lab (session_prep.py).
+    "test_lab_two_host.py::test_two_host_inventory",
     "test_lab_two_host.py::test_two_host_forwarding",
     "test_kmod_two_host.py::test_burst_fills_the_tx_ring_on_socket_link",
+    "test_lab_two_host.py::test_down_leaves_no_qemu",
 ]
 
 pytestmark = pytest.mark.lab
