@@ -18,7 +18,7 @@ def outcome_from(result):
         aborted=result.aborted_early, traffic_s=result.traffic_s,
         saved_s=result.saved_traffic_s, intended_frames=result.intended_frames,
         tx_frames=result.tx_frames, rx_frames=result.rx_frames,
-        tester_bursty=getattr(result, "tester_bursty", False), longest_gap_s=(gap_ns or 0) / 1e9)
+        tester_bursty=getattr(result, "tester_bursty", False), longest_gap_s=gap_ns / 1e9)
 
 
 def make_measure(run_trial, frame_size, ipv6=False, early_abort=False, test="throughput",

@@ -88,12 +88,14 @@ def pytest_collection_modifyitems(session, config, items):
     _two_host_tests_on_the_newest_kernel(config, items)
     # Order: lab tests, lab tests marked lab_down_last, the background
     # tests' results, lab2 tests, lab2 tests marked lab_down_last, and last
-    # the build matrix's and the newest kernel's results (their child
-    # processes end late: waiting on them in file order held this session's
-    # own lab tests back 447 s and 583 s in a CI run). (Both labs
+    # the build matrix's, the tuning's and the newest kernel's results
+    # (their work ends late: waiting on them in file order held this
+    # session's own lab tests back 447 s and 583 s in a CI run; the tuning
+    # runs after the newest kernel's two-host lab has booted). (Both labs
     # stay up to the session's end: tests may request `lab` dynamically, so
     # its last user is not known.)
-    items.sort(key=lambda item: (_module_name(item) in ("test_kernel_matrix", "test_newest_kernel"),
+    late = ("test_kernel_matrix", "test_ansible_tuning_lab", "test_newest_kernel")
+    items.sort(key=lambda item: (_module_name(item) in late,
                                  "lab2" in getattr(item, "fixturenames", ()),
                                  item.nodeid in _BACKGROUND["nodeids"],
                                  item.get_closest_marker("lab_down_last") is not None))

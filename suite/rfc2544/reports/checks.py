@@ -227,6 +227,13 @@ def _tester(ctx):
                                  f"(verdict tester-limited)")
     yield from _tester_bursty(ctx)
     yield from _spacing_unmeasured(ctx)
+    yield from _tester_stalled(ctx)
+
+
+def _tester_stalled(ctx):
+    """Throughput rows whose failed upper-bound trials had a departure gap
+    of TESTER_STALL_S or more (tester_stall_s): said here too for results
+    files that did not declare it."""
     stalled = [t for t in ctx.results["throughput"] if t.get("tester_stall_s")]
     if stalled:
         worst = max(t["tester_stall_s"] for t in stalled)
