@@ -181,10 +181,24 @@ def queued(lab):
         host.close()
 
 
+def run_until_the_overload_was_sent(lab, tmp_path, prof, known_ndr_fps, attempts=3):
+    """run() again (up to `attempts` in all) while the procedure skipped
+    because the tester could not send the overload: an honest skip when
+    the loaded CI host starves the tester VM (CI22, CI25), and no answer
+    about the recovery time that this test is about."""
+    for attempt in range(attempts):
+        where = tmp_path / f"attempt{attempt}"
+        where.mkdir()
+        d = run(lab, where, prof, known_ndr_fps)
+        if not any("could not send the overload" in (s.get("note") or "") for s in d["plan"]):
+            break
+    return d
+
+
 def test_recovery_time_is_the_queue_drain_time(queued, tmp_path):
     prof = profile(tmp_path, "system_recovery", {"overload_pct": 110, "recovery_pct": 50, "overload_s": OVERLOAD_S,
                                                  "recovery_s": 3, "repetitions": 1})
-    d = run(queued, tmp_path, prof, CAPACITY_PPS)
+    d = run_until_the_overload_was_sent(queued, tmp_path, prof, CAPACITY_PPS)
     # (a skipped step's note says why: CI22 skipped it once, reason cut from the repr)
     assert [s["state"] for s in d["plan"]] == ["done"], [(s["state"], s.get("note")) for s in d["plan"]]
     r = d["system_recovery"][0]

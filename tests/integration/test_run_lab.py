@@ -340,12 +340,15 @@ def test_latency_and_back_to_back_with_the_module(with_module, tmp_path):
 
 
 def test_trend_marks_the_capped_run_as_a_regression(capped, tmp_path):
-    """Three `rfc2544 run --store` runs of one profile into one store, the
-    DUT capped at CAP_PPS for two and at half that for the third: `rfc2544
-    trend` groups the two, marks the third's group a regression of about
-    -50 % and exits 1; its page renders in headless Chromium. (1 s trials
-    at 10 % resolution made the two baseline runs differ by 20 % in CI:
-    2 s trials at 5 %.)"""
+    """Three `rfc2544 run --store` runs of one profile, each then added to
+    one store (`rfc2544 store add`), the DUT capped at CAP_PPS for two and
+    at half that for the third: `rfc2544 trend` groups the two, marks the
+    third's group a regression of about -50 % and exits 1; its page renders
+    in headless Chromium. (1 s trials at 10 % resolution made the two
+    baseline runs differ by 20 % in CI: 2 s trials at 5 %.) A run whose
+    row came out tester-bound is run again (3 attempts): the trend rightly
+    puts it under other conditions, so it cannot show the regression (the
+    loaded CI host starved the tester VM so in CI25)."""
     lab = capped
     profile = small_profile(tmp_path, tests=["throughput"], trial_duration_s=2, search={
         "max_load_fps": 2 * CAP_PPS, "resolution_pct": 5, "min_load_pct": 10, "initial_duration_s": 0.5,
@@ -353,11 +356,20 @@ def test_trend_marks_the_capped_run_as_a_regression(capped, tmp_path):
     store = tmp_path / "store"
     for i, cap in enumerate((CAP_PPS, CAP_PPS, CAP_PPS // 2)):
         lab.cap_dut(cap, cap // 2)
-        r = subprocess.run(RFC2544 + ["run", "-i", str(lab.inventory_path), "-p", str(profile), "--out",
-                                      str(tmp_path / f"run{i}"), "--format", "csv", "--store", str(store)],
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-2000:]
-        assert f"store: {store}: added as " in r.stdout
+        for attempt in range(3):
+            out, own = tmp_path / f"run{i}-{attempt}", tmp_path / f"store{i}-{attempt}"
+            r = subprocess.run(RFC2544 + ["run", "-i", str(lab.inventory_path), "-p", str(profile), "--out",
+                                          str(out), "--format", "csv", "--store", str(own)],
+                               capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0, r.stderr[-2000:]
+            assert f"store: {own}: added as " in r.stdout
+            rows = json.loads((out / "results.json").read_text())["throughput"]
+            if not any(row.get("tester_bound") for row in rows):
+                break
+            print(f"run {i} attempt {attempt}: tester-bound, run again")
+        add = subprocess.run(RFC2544 + ["store", "add", "--store", str(store), str(out)],
+                             capture_output=True, text=True, timeout=120)
+        assert add.returncode == 0, add.stdout + add.stderr
     r = subprocess.run(RFC2544 + ["trend", "--store", str(store), "--junit", str(tmp_path / "trend.xml")],
                        capture_output=True, text=True, timeout=300)
     print(r.stdout)
