@@ -20,6 +20,7 @@ from rfc2544 import profiles
 from rfc2544.commands import make_dut_reset
 from rfc2544.display import Display
 from rfc2544.lab import queue, reset
+from rfc2544.procedures.throughput import TESTER_STALL_S
 from rfc2544.results import Results, unit_key
 from rfc2544.runner import Runner, build_plan
 
@@ -181,24 +182,31 @@ def queued(lab):
         host.close()
 
 
-def run_until_the_overload_was_sent(lab, tmp_path, prof, known_ndr_fps, attempts=3):
-    """run() again (up to `attempts` in all) while the procedure skipped
-    because the tester could not send the overload: an honest skip when
-    the loaded CI host starves the tester VM (CI22, CI25), and no answer
-    about the recovery time that this test is about."""
+def run_until_the_tester_kept_its_pace(lab, tmp_path, prof, known_ndr_fps, attempts=3):
+    """run() again (up to `attempts` in all) while the tester did not send
+    what the procedure planned: the step skipped because it could not send
+    the overload (CI22, CI25), or a trial stopped sending for
+    TESTER_STALL_S or more, the product's own stall threshold (CI26: a
+    368 ms gap, the rate change 1.1 s late, then a catch-up burst into the
+    queue; recovery 2.16 s against a 1.0 s drain). Both happen when the
+    loaded CI host starves the tester VM, and neither says anything about
+    the DUT's recovery, which this test is about."""
     for attempt in range(attempts):
         where = tmp_path / f"attempt{attempt}"
         where.mkdir()
         d = run(lab, where, prof, known_ndr_fps)
-        if not any("could not send the overload" in (s.get("note") or "") for s in d["plan"]):
+        skipped = any("could not send the overload" in (s.get("note") or "") for s in d["plan"])
+        gaps = [(t.get("spacing") or {}).get("max_gap_ns") or 0 for t in d["trials"]]
+        if not skipped and max(gaps, default=0) < TESTER_STALL_S * 1e9:
             break
+        print(f"attempt {attempt}: tester off its pace (skipped {skipped}, longest gap {max(gaps) / 1e6:.0f} ms)")
     return d
 
 
 def test_recovery_time_is_the_queue_drain_time(queued, tmp_path):
     prof = profile(tmp_path, "system_recovery", {"overload_pct": 110, "recovery_pct": 50, "overload_s": OVERLOAD_S,
                                                  "recovery_s": 3, "repetitions": 1})
-    d = run_until_the_overload_was_sent(queued, tmp_path, prof, CAPACITY_PPS)
+    d = run_until_the_tester_kept_its_pace(queued, tmp_path, prof, CAPACITY_PPS)
     # (a skipped step's note says why: CI22 skipped it once, reason cut from the repr)
     assert [s["state"] for s in d["plan"]] == ["done"], [(s["state"], s.get("note")) for s in d["plan"]]
     r = d["system_recovery"][0]
