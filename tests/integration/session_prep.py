@@ -84,6 +84,8 @@ class Prep:
         self.nice = spec["nice"]
         self.values = {}
         self.children = {}      # step -> (its child pytest, junit path, log path, start time)
+        # the tuning's lab work runs on the newest kernel's two-host lab (in its thread)
+        self.tuning_on_newest = bool(spec.get("newest", {}).get("tuning"))
 
     def run(self, step, log):
         from rfc2544.lab import Lab
@@ -115,7 +117,7 @@ class Prep:
             return None          # reported when the child pytest ends
         if step == "tuning":
             import test_ansible_tuning_lab
-            if self.spec.get("newest", {}).get("tuning"):
+            if self.tuning_on_newest:
                 return test_ansible_tuning_lab.exercise(Lab(self.spec["names"]["newest"] + "2"), nice=self.nice)
             if self.values.get("two") is None:
                 raise RuntimeError("the two-host lab did not boot")
@@ -150,11 +152,11 @@ class Prep:
         except Exception:
             # the child's two-host tests fail with this; its other tests stand
             _write_ready(ready, traceback.format_exc())
-            if newest.get("tuning"):
+            if self.tuning_on_newest:
                 self.report(self.report_fd, "tuning", None, "the newest kernel's two-host lab did not boot:\n"
                             + traceback.format_exc(), [])
             return
-        if newest.get("tuning"):
+        if self.tuning_on_newest:
             # before the ready file: the child's two-host tests must not
             # send while the tuning changes rings and coalescing
             self.step(self.report_fd, "tuning")
@@ -184,7 +186,7 @@ class Prep:
         steps = self.spec["steps"]
         threads = []
         for step in steps:
-            if step == "tuning" and self.spec.get("newest", {}).get("tuning"):
+            if step == "tuning" and self.tuning_on_newest:
                 continue        # the newest thread runs it on its two-host lab
             if step in BESIDE:
                 threads.append(threading.Thread(target=self.step, args=(report, step), daemon=True))
