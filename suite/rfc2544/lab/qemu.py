@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from rfc2544.errors import BadInput, InfraError
-from rfc2544.lab import paths
+from rfc2544.lab import niceness, paths
 
 QEMU = "qemu-system-x86_64"
 MEMORY_MB = 1024
@@ -159,7 +159,12 @@ def start(cmd, vm_dir: Path, nice=0) -> int:
     if r.returncode != 0:
         msg = log.read_text().strip().splitlines()
         raise InfraError(f"lab: QEMU failed to start: {msg[-1] if msg else 'exit %d' % r.returncode}")
-    return int((vm_dir / "qemu.pid").read_text().strip())
+    pid = int((vm_dir / "qemu.pid").read_text().strip())
+    if nice:
+        # -daemonize put QEMU in a session of its own: nice(1) alone ranks it
+        # only there (niceness.py)
+        niceness.set_session_nice(pid, nice)
+    return pid
 
 
 def is_our_qemu(pid: int, name: str) -> bool:
