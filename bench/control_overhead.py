@@ -6,7 +6,7 @@ elapsed sending time from the device's Result line). Both sides do the same
 trial, in the same run, on the same lab: configure the pktgen device, check
 counters zero, start (blocking), read the device file and rx counters.
 
-  driver    rfc2544.tester.SSHTester.run_trial (one persistent SSH
+  driver    rfc2544.engine.tester.SSHTester.run_trial (one persistent SSH
             connection, one batch script per phase, start on a pre-opened
             channel), waits set to 0, no learning frames
   baseline  `ssh host 'echo CMD > /proc/net/pktgen/tx0'` per command with the
@@ -45,12 +45,12 @@ import subprocess
 import sys
 import time
 
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.drivers import pgrx, pktgen
 from rfc2544.drivers.plan import device_configs
 from rfc2544.drivers.script import Batch
 from rfc2544.model import TrialSpec
-from rfc2544.tester import SSHTester
+from rfc2544.engine.tester import SSHTester
 
 RATES, DURATION = (1000, 800), 0.5
 PHASES = ("configure", "start/end", "read", "other", "total")

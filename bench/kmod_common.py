@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from rfc2544.lab import Lab
-from rfc2544.ssh import put_file, quote
+from rfc2544.drivers.ssh import put_file, quote
 
 ROOT = Path(__file__).resolve().parents[1]
 KMOD = ROOT / "pktgen-kmod"

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from kmod_common import OURS, PG, lab_session, median, parser, table
-from rfc2544.ssh import put_file
+from rfc2544.drivers.ssh import put_file
 
 SINK = "/root/kmod_recvmmsg"
 

@@ -2,7 +2,7 @@
 """Traffic-seconds to the NDR at 0.5 % resolution: classic RFC 2544
 bisection vs MLRsearch (RFC 9971), each with and without early abort.
 
-Runs on the simulated DUT (rfc2544.simdut: no network, simulated time) for
+Runs on the simulated DUT (rfc2544.sim.dut: no network, simulated time) for
 each DUT kind, all in one run, and prints one table side by side. The
 baseline is the classic bisection with every trial full length (60 s), as
 RFC 2544 is usually run. `wall` adds the RFC 2544 section 23 waits per trial
@@ -19,8 +19,8 @@ default 4 s; search trials 1 s) to fit TCG; `wall s` is then measured.
 import argparse
 import time
 
-from rfc2544 import simdut
-from rfc2544.measure import make_measure
+from rfc2544.sim import dut as simdut
+from rfc2544.procedures.measure import make_measure
 from rfc2544.model import theoretical_max_fps
 from rfc2544.search import search
 
@@ -39,9 +39,9 @@ def strategies(final):
 
 
 def lab_table(name, final, res):
-    from rfc2544 import inventory
+    from rfc2544.config import inventory
     from rfc2544.lab import Lab
-    from rfc2544.tester import SSHTester
+    from rfc2544.engine.tester import SSHTester
 
     lab = Lab(name)
     inv = inventory.load(lab.inventory_path)

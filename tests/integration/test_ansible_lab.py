@@ -34,7 +34,7 @@ PGCTRL = "/proc/net/pktgen/pgctrl"
 @pytest.fixture(scope="module")
 def ctx(lab, tmp_path_factory):
     inv = lab.inventory_path
-    from rfc2544 import inventory
+    from rfc2544.config import inventory
     hosts = inventory.load(inv).hosts
     script = state_script(list(hosts["tester"].ports), list(hosts["dut"].ports), hosts["dut"].netns)
     ssh = lab.connect("tester")

@@ -30,7 +30,7 @@ def exercise(lab2, nice=0):
     """Tune, tune again, tear down; the hosts' state read before, after each
     step and the snapshot files. Returns what was observed (no asserts).
     `nice`: the playbooks' niceness (run in the session's background)."""
-    from rfc2544 import inventory
+    from rfc2544.config import inventory
     inv = lab2.inventory_path
     hosts = inventory.load(inv).hosts
     sessions = {name: (lab2.connect(name), state_script(list(hosts[name].ports))) for name in HOSTS}

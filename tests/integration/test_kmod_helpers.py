@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from rfc2544.ssh import put_file, quote
+from rfc2544.drivers.ssh import put_file, quote
 
 ROOT = Path(__file__).resolve().parents[2]
 # RFC2544_KMOD_SRC=DIR builds the module from another tree (e.g. an older

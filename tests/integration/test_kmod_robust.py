@@ -180,12 +180,12 @@ def test_calibrate_compares_the_in_tree_generator_with_the_installed_module(kmod
     measured at the same rate steps on the calibration link (cal0 -> cal1),
     and then loaded again with its pacing parameters as they were (a
     changed spin_ns included)."""
-    from rfc2544 import inventory
-    from rfc2544.calibrate import PACING_STEPS, in_tree_pacing
-    from rfc2544.detection import GENERATOR_INTREE
+    from rfc2544.config import inventory
+    from rfc2544.engine.calibrate import PACING_STEPS, in_tree_pacing
+    from rfc2544.engine.detection import GENERATOR_INTREE
     from rfc2544.lab.topology import CALIBRATION_LINK
     from rfc2544.model import TrialSpec
-    from rfc2544.tester import SSHTester
+    from rfc2544.engine.tester import SSHTester
     installed = f"/lib/modules/$(uname -r)/updates/{MODULE}.ko"
     kmod.unload()
     kmod.sh(f"mkdir -p /lib/modules/$(uname -r)/updates && cp {REMOTE_KO} {installed} && depmod -a && "

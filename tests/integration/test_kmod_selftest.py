@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from rfc2544.ssh import put_file, quote
+from rfc2544.drivers.ssh import put_file, quote
 from test_kmod_helpers import MODULE, kernel_problems, kmod_on
 
 pytestmark = [pytest.mark.lab, pytest.mark.lab_background]     # not timing-sensitive

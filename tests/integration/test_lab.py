@@ -7,11 +7,11 @@ import textwrap
 
 import pytest
 
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.lab import flow_counter, kernel_pktgen, topology
 from rfc2544.lab.topology import PORTS, addr
-from rfc2544.ssh import SSHHost
+from rfc2544.drivers.ssh import SSHHost
 
 pytestmark = pytest.mark.lab
 
@@ -175,7 +175,7 @@ def test_module_built_on_host_with_kdir_loads_in_lab_kernel(lab, tester, tmp_pat
     r = subprocess.run(["make", "-C", str(lab.kdir), f"M={src}", "modules"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    from rfc2544.ssh import put_file
+    from rfc2544.drivers.ssh import put_file
     put_file(tester, src / "labhello.ko", "/tmp/labhello.ko")
     try:
         tester.run("insmod /tmp/labhello.ko")

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.lab import flow_counter, kernel_pktgen, qemu
 from rfc2544.lab.topology import PORTS, addr
 

@@ -15,14 +15,14 @@ minutes of emulated time here.
 import pytest
 import yaml
 
-from rfc2544 import inventory as inventory_mod
-from rfc2544 import profiles
-from rfc2544.commands import make_dut_reset
-from rfc2544.display import Display
+from rfc2544.config import inventory as inventory_mod
+from rfc2544.config import profiles
+from rfc2544.cli.run import make_dut_reset
+from rfc2544.cli.display import Display
 from rfc2544.lab import queue, reset
 from rfc2544.procedures.throughput import TESTER_STALL_S
-from rfc2544.results import Results, unit_key
-from rfc2544.runner import Runner, build_plan
+from rfc2544.results.file import Results, unit_key
+from rfc2544.procedures.runner import Runner, build_plan
 
 pytestmark = pytest.mark.lab
 
@@ -67,7 +67,7 @@ def known_throughput(fps):
 
 def run(lab, tmp_path, prof, known_ndr_fps, dut_reset=None):
     """`prof` through the Runner with the throughput seeded as `known_ndr_fps`."""
-    from rfc2544.tester import SSHTester
+    from rfc2544.engine.tester import SSHTester
     inv = inventory_mod.load(lab.inventory_path)
     tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")},
                        poll_interval_s=POLL_S)
@@ -165,7 +165,7 @@ def queued(lab):
     """The two-stage DUT, and our generator and receiver (pgrx: sequence
     numbers, which the recovery estimate needs) loaded in the tester VM."""
     from test_kmod_helpers import MODULE, build_ko_for
-    from rfc2544.ssh import put_file
+    from rfc2544.drivers.ssh import put_file
     ko = build_ko_for(lab)
     remote = "/root/rfc2544_pktgen_recovery.ko"
     host = lab.connect("tester")

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rfc2544 import inventory as inventory_mod
-from rfc2544 import profiles
+from rfc2544.config import inventory as inventory_mod
+from rfc2544.config import profiles
 from rfc2544.lab.topology import CALIBRATION_LINK
-from rfc2544.display import Display
+from rfc2544.cli.display import Display
 from rfc2544.errors import InfraError
-from rfc2544.results import Results
-from rfc2544.runner import Runner, build_plan
+from rfc2544.results.file import Results
+from rfc2544.procedures.runner import Runner, build_plan
 
 pytestmark = pytest.mark.lab
 
@@ -142,7 +142,7 @@ def run_ndr_search(lab, tmp_path, final_s=FINAL_S, calibration_link=False, **sea
     lab's DUT as it is capped now: the Results. `calibration_link`: name the
     lab tester's cal0-cal1 as its calibration link (the lab's inventory
     leaves it out)."""
-    from rfc2544.tester import SSHTester
+    from rfc2544.engine.tester import SSHTester
     prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=final_s, search={
         "method": "mlr", "max_load_fps": 2 * CAP_PPS, "min_load_pct": 10, "initial_duration_s": 1,
         "exceed_ratio": 0.5, "duration_sum_s": 2 * final_s, **search})))
@@ -202,7 +202,7 @@ def test_killed_ssh_connection_mid_trial(capped, tmp_path):
     """The tester's SSH connection dies during a trial: the run stops with an
     infrastructure error, the generator is stopped, finished trials stay."""
     lab = capped
-    from rfc2544.tester import SSHTester
+    from rfc2544.engine.tester import SSHTester
     prof = profiles.load(str(fault_profile(tmp_path)))
     inv = inventory_mod.load(lab.inventory_path)
     tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")})
@@ -284,7 +284,7 @@ def with_module(capped):
     """Our generator and receiver (rfc2544_pktgen + pgrx) loaded in the tester
     VM for one test, then unloaded: full fidelity, latency from pgrx."""
     from test_kmod_helpers import MODULE, build_ko_for
-    from rfc2544.ssh import put_file
+    from rfc2544.drivers.ssh import put_file
     ko = build_ko_for(capped)
     host = capped.connect("tester")
     remote = "/root/rfc2544_pktgen_run.ko"
@@ -306,7 +306,7 @@ def test_latency_and_back_to_back_with_the_module(with_module, tmp_path):
     but every burst starts idle (back_to_back.depletion_s, 2 s): the 1 s
     the bucket needs to refill after a failed burst. Before that rule the
     bursts found the bucket three quarters full and measured 0.75 of this."""
-    from rfc2544.tester import SSHTester
+    from rfc2544.engine.tester import SSHTester
     lab = with_module
     bucket = 2 * CAP_BURST
     lab.cap_dut(CAP_PPS, bucket)
@@ -488,11 +488,11 @@ def test_the_in_tree_generators_bursts_are_named_from_the_calibration_link(cappe
     police rate that the rule explains is named tester-bursty and retried,
     and the report's banner says the spacing was estimated on the link.
     Then `calibrate`'s pacing rows for the in-tree generator, measured there."""
-    from rfc2544.calibrate import pacing_fidelity
-    from rfc2544.detection import GENERATOR_INTREE
+    from rfc2544.engine.calibrate import pacing_fidelity
+    from rfc2544.engine.detection import GENERATOR_INTREE
     from rfc2544.reports.load import load_results
     from rfc2544.reports.render import render_html
-    from rfc2544.tester import SSHTester
+    from rfc2544.engine.tester import SSHTester
     lab = capped
     lab.cap_dut(CAP_PPS, SMALL_BUCKET)
     with stalling(lab, 0.02, 1.0):

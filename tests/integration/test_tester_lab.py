@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.errors import InfraError
 from rfc2544.model import TrialSpec
-from rfc2544.tester import SSHTester
+from rfc2544.engine.tester import SSHTester
 
 pytestmark = pytest.mark.lab
 
@@ -151,7 +151,7 @@ def test_stop_all_stops_a_running_generator(tlab, tester):
 
 
 def test_conditions_and_calibrate(tlab, tester):
-    from rfc2544.calibrate import calibrate
+    from rfc2544.engine.calibrate import calibrate
     c = tester.conditions()
     assert c["generator"] == "pktgen (in-tree)" and c["fidelity"] == "lower"
     assert c["hosts"]["tester"]["kernel"] == tlab.kernel_release
@@ -162,7 +162,7 @@ def test_conditions_and_calibrate(tlab, tester):
 
 
 def test_doctor_in_the_lab(tlab, intree):
-    from rfc2544.doctor import doctor
+    from rfc2544.engine.doctor import doctor
     results = doctor(inventory.load(tlab.inventory_path))
     failed = [(c, d) for c, ok, d in results if not ok]
     assert not failed, failed

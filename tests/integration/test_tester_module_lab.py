@@ -11,10 +11,10 @@ import pytest
 from test_kmod_helpers import MODULE, build_ko_for
 from test_tester_lab import QUICK, tlab  # noqa: F401  (fixture: the lab to use)
 
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.model import PROGRESS_KEYS, TrialSpec
-from rfc2544.ssh import put_file
-from rfc2544.tester import SSHTester
+from rfc2544.drivers.ssh import put_file
+from rfc2544.engine.tester import SSHTester
 
 pytestmark = pytest.mark.lab
 
@@ -142,7 +142,7 @@ def test_calibrate_measures_pacing_below_the_ceiling(tester):
     """`calibrate`'s pacing fidelity on the real generator: every step
     measured with departure data, the rate kept at the lower steps, the
     alternative settings tried and the module's own settings restored."""
-    from rfc2544.calibrate import PACING_STEPS, calibrate, pacing_fidelity
+    from rfc2544.engine.calibrate import PACING_STEPS, calibrate, pacing_fidelity
     before = tester.module_parameters()
     assert set(before) == {"spin_ns", "catchup_pct", "max_lag_ns"}
     ceilings = calibrate(tester.inventory, [64], 1.0, tester=tester)
@@ -177,7 +177,7 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
     18000 gaps is the 18th longest: where the tail is steep, one gap more
     or less beyond it moves it by a quarter (CI: 584 us on the link, 468 us
     in the records)."""
-    from rfc2544.calibration_link import LinkPacing
+    from rfc2544.engine.calibration_link import LinkPacing
     from rfc2544.lab.topology import CALIBRATION_LINK
     host = tester.inventory.hosts["tester"]
     host.calibration_link = CALIBRATION_LINK       # wired in the lab, left out of its inventory
@@ -224,7 +224,7 @@ def test_compare_in_tree_refuses_a_module_that_could_not_be_loaded_again(tester)
     """`calibrate --compare-in-tree` with our module loaded by insmod from
     /root, not installed: the swap is refused before anything is unloaded
     (test_ansible_lab.py compares with the module the playbooks installed)."""
-    from rfc2544.calibrate import in_tree_pacing
+    from rfc2544.engine.calibrate import in_tree_pacing
     from rfc2544.errors import InfraError
     from rfc2544.lab.topology import CALIBRATION_LINK
     tester.inventory.hosts["tester"].calibration_link = CALIBRATION_LINK

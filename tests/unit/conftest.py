@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from rfc2544.results import Results
+from rfc2544.results.file import Results
 from schema_check import assert_valid
 
 

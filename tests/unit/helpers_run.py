@@ -1,11 +1,11 @@
 """Shared by the runner/procedure unit tests: a run against the simulated
-DUT (rfc2544.simdut) with a profile built from overrides."""
+DUT (rfc2544.sim.dut) with a profile built from overrides."""
 import copy
 
-from rfc2544 import profiles
-from rfc2544.display import Display
-from rfc2544.results import Results
-from rfc2544.runner import Runner, build_plan
+from rfc2544.config import profiles
+from rfc2544.cli.display import Display
+from rfc2544.results.file import Results
+from rfc2544.procedures.runner import Runner, build_plan
 
 
 def profile(**over):

@@ -1,5 +1,5 @@
 """The known results files (tests/data/results) and the simulated run behind
-them: generate.py runs the suite against rfc2544.simdut, so tests take their
+them: generate.py runs the suite against rfc2544.sim.dut, so tests take their
 expected figures from the files themselves or from the simulated DUT's known
 capacity (gen.DUT_CAPACITY_FPS, gen.TESTER_CEILING_FPS), never from a copy."""
 import importlib.util

@@ -1,5 +1,5 @@
 """`rfc2544 run` end to end through the CLI, with the simulated tester
-(rfc2544.simdut) in place of SSH: exit codes, files, resume."""
+(rfc2544.sim.dut) in place of SSH: exit codes, files, resume."""
 import json
 import signal
 import subprocess
@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from rfc2544 import cli, commands, simdut
+from rfc2544 import cli
+from rfc2544.cli import run as commands
+from rfc2544.sim import dut as simdut
 from rfc2544.errors import InfraError
 
 INVENTORY = """
@@ -131,7 +133,7 @@ def test_without_inventory_targets_the_lab(setup, capsys, monkeypatch):
 
 
 def test_calibrate_saves_and_run_uses_the_ceiling(setup, monkeypatch, capsys):
-    import rfc2544.calibrate as cal
+    import rfc2544.engine.calibrate as cal
     tmp, inv, prof, testers = setup
     monkeypatch.setattr(cal, "calibrate",
                         lambda inventory, sizes, duration=2.0, tester=None, progress=None: {s: 30_500.0 for s in sizes})
@@ -148,7 +150,7 @@ def test_calibrate_saves_and_run_uses_the_ceiling(setup, monkeypatch, capsys):
 
 
 def test_doctor_failures_exit_3(setup, monkeypatch, capsys):
-    import rfc2544.doctor as doc
+    import rfc2544.engine.doctor as doc
     _, inv, _, _ = setup
     monkeypatch.setattr(doc, "doctor", lambda inventory: [("ssh t", True, "ok"), ("link tx0", False, "down")])
     assert main("doctor", "-i", str(inv)) == 3
@@ -168,7 +170,7 @@ def test_internal_error_is_one_line_with_a_log(setup, capsys):
 
 
 def test_setup_runs_the_playbook_first(setup, monkeypatch, capsys):
-    from rfc2544 import playbooks as host_setup
+    from rfc2544.engine import playbooks as host_setup
     tmp, inv, prof, _ = setup
     calls = []
     monkeypatch.setattr(host_setup, "find_tool", lambda name: f"/usr/bin/{name}")
@@ -263,7 +265,9 @@ def test_report_writes_csv_as_run_does(setup, capsys):
 # end before the SIGINT arrives, whatever the machine's speed.
 HELD_RUN = """
 import pathlib, sys, time
-from rfc2544 import cli, commands, simdut
+from rfc2544 import cli
+from rfc2544.cli import run as commands
+from rfc2544.sim import dut as simdut
 
 class Held(simdut.SimDUT):
     def run_trial(self, spec, progress=None):
@@ -309,7 +313,7 @@ def test_sigint_stops_a_run_whose_parent_ignored_sigint(setup):
 
 
 def test_calibrate_takes_sigint_for_its_duration_only(setup, monkeypatch):
-    import rfc2544.calibrate as cal
+    import rfc2544.engine.calibrate as cal
     _, inv, _, _ = setup
     seen = []
 
@@ -331,7 +335,7 @@ def test_calibrate_takes_sigint_for_its_duration_only(setup, monkeypatch):
 def test_run_json_prints_the_summary_on_stdout_and_progress_on_stderr(setup, capsys, monkeypatch):
     """--json against the simulated DUT (capacity 40,000 frames/s): stdout is
     one JSON document, the same summary as `report --json` plus the run's paths."""
-    from rfc2544.outputs import summary_document
+    from rfc2544.reports.outputs import summary_document
     monkeypatch.delenv("RFC2544_STORE", raising=False)
     tmp, inv, prof, _ = setup
     out = tmp / "out"
@@ -380,8 +384,8 @@ def test_calibrate_compare_in_tree_measures_both_and_saves_them(setup, monkeypat
     the calibration link; both sets of rows are printed and saved, and the
     module is back afterwards."""
     import contextlib
-    import rfc2544.calibrate as cal
-    import rfc2544.tester as tester_mod
+    import rfc2544.engine.calibrate as cal
+    import rfc2544.engine.tester as tester_mod
     from rfc2544.model import Spacing
     tmp, inv, _, _ = setup
     monkeypatch.setattr(cal, "calibrate",

@@ -3,8 +3,9 @@ profile check and the procedures, matched by code in the report, while
 sentence-only deviations of older files still load and still match."""
 import json
 
-from rfc2544 import profiles, simdut
-from rfc2544.deviations import Deviation
+from rfc2544.config import profiles
+from rfc2544.sim import dut as simdut
+from rfc2544.results.deviations import Deviation
 from rfc2544.reports import checks
 from rfc2544.reports.load import load_results
 

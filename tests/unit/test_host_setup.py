@@ -1,4 +1,4 @@
-"""Finding Ansible and the shipped playbooks (rfc2544.playbooks): the
+"""Finding Ansible and the shipped playbooks (rfc2544.engine.playbooks): the
 ansible-playbook beside the interpreter wins over PATH, so a venv or pipx
 install works without its bin/ on PATH; the playbooks come from the package."""
 import os
@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rfc2544 import playbooks as host_setup
+from rfc2544.engine import playbooks as host_setup
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -82,7 +82,7 @@ def test_run_setup_from_the_venv_with_a_system_path_uses_the_venvs_ansible(tmp_p
 
 def test_doctor_prints_the_ansible_playbook_it_would_use(tmp_path, monkeypatch, capsys):
     import pytest
-    import rfc2544.doctor as doc
+    import rfc2544.engine.doctor as doc
     from rfc2544 import cli
     inv = tmp_path / "inventory.yml"
     inv.write_text(INVENTORY)
@@ -96,7 +96,8 @@ def test_doctor_prints_the_ansible_playbook_it_would_use(tmp_path, monkeypatch, 
 
 def test_init_writes_the_example_inventory_once(tmp_path, capsys):
     import pytest
-    from rfc2544 import cli, inventory
+    from rfc2544 import cli
+    from rfc2544.config import inventory
     target = tmp_path / "lab.yml"
     for expected in (0, 2):
         with pytest.raises(SystemExit) as exc:

@@ -1,4 +1,4 @@
-"""`rfc2544 init FILE --tester ... --dut ...` (rfc2544.init_inventory): the
+"""`rfc2544 init FILE --tester ... --dut ...` (rfc2544.config.init_inventory): the
 ports read from `ip -j` over SSH become a commented inventory that loads once
 the user has chosen the tester ports' roles and the streams."""
 import json
@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rfc2544 import cli, init_inventory, inventory
+from rfc2544 import cli
+from rfc2544.config import init_inventory
+from rfc2544.config import inventory
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ipjson"
 SSH_CONNECTION = {"tester": "192.0.2.99 50022 192.0.2.10 22", "dut": "192.0.2.99 50023 192.0.2.20 2222"}

@@ -3,7 +3,7 @@ import textwrap
 
 import pytest
 
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.errors import BadInput
 
 GOOD = """

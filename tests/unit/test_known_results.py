@@ -1,12 +1,12 @@
 """The known results files (tests/data/results) are what generate.py writes
 now: a SIMULATED run of the suite's own runner and results writer against
-rfc2544.simdut. Regenerate with `python tests/data/results/generate.py`."""
+rfc2544.sim.dut. Regenerate with `python tests/data/results/generate.py`."""
 import json
 
 import pytest
 
-from rfc2544 import profiles
-from rfc2544.results import Results
+from rfc2544.config import profiles
+from rfc2544.results.file import Results
 from schema_check import assert_valid
 
 from known_results import DATA, gen, raw

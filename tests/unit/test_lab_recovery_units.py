@@ -64,7 +64,7 @@ def test_outage_log_rejects_malformed_lines(text):
 
 
 def test_lab_inventory_gives_the_dut_the_reset_command(tmp_path):
-    from rfc2544 import inventory
+    from rfc2544.config import inventory
     from rfc2544.lab import inventory_file, topology
     topo = topology.get("single")
     path = tmp_path / "inventory.yml"

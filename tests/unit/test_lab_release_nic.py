@@ -16,7 +16,8 @@ import sys
 import pytest
 import yaml
 
-from rfc2544 import cli, inventory
+from rfc2544 import cli
+from rfc2544.config import inventory
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.lab import image, inventory_file, qemu, topology
 from rfc2544.lab.lab import Lab

@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.lab import cap, flow_counter, image, inventory_file, kernel_pktgen, qemu, topology
 from rfc2544.lab.lab import Lab

@@ -1,4 +1,4 @@
-"""Departure spacing in the suite (rfc2544.pacing, pktgen.parse_device):
+"""Departure spacing in the suite (rfc2544.engine.pacing, pktgen.parse_device):
 the device file's Departures section, a trial's merged spacing, and the
 tester-bursty rule, also through the runner with a simulated tester
 (simdut) that now and then sends a micro-burst its DUT cannot absorb; the
@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from rfc2544 import pacing, simdut
+from rfc2544.engine import pacing
+from rfc2544.sim import dut as simdut
 from rfc2544.drivers import pktgen
 from rfc2544.model import Spacing, TrialSpec
 
@@ -253,7 +254,7 @@ def test_spacing_of_arrivals_finds_the_bursts_and_exact_percentiles():
 
 
 def test_tcpdump_times_are_parsed_to_the_nanosecond():
-    from rfc2544.calibration_link import parse_times
+    from rfc2544.engine.calibration_link import parse_times
     out = "1764123456.000000001\n1764123456.100000000\nreading from file x\n12.5\n"
     assert parse_times(out) == [1764123456000000001, 1764123456100000000]
 
@@ -326,10 +327,10 @@ def test_a_report_of_bursty_trials_with_deviations_as_bare_sentences_renders(tmp
     """Results whose declared deviations are sentences (files written before
     deviation records; the lab tests still write them): the tester-bursty
     checks have topics too (a KeyError once)."""
-    from rfc2544 import profiles
-    from rfc2544.display import Display
-    from rfc2544.results import Results
-    from rfc2544.runner import Runner, build_plan
+    from rfc2544.config import profiles
+    from rfc2544.cli.display import Display
+    from rfc2544.results.file import Results
+    from rfc2544.procedures.runner import Runner, build_plan
     prof = profile(tests=["throughput"], frame_sizes=[64], trial_duration_s=2,
                    search={"method": "bisection", "max_load_fps": 100_000.0, "resolution_pct": 5,
                            "tester_limited_retries": 1})
@@ -375,7 +376,7 @@ class PacingTester:
 
 
 def test_pacing_fidelity_steps_and_the_settings_that_pace_best():
-    from rfc2544.calibrate import PACING_STEPS, pacing_fidelity
+    from rfc2544.engine.calibrate import PACING_STEPS, pacing_fidelity
     tester = PacingTester()
     seen = []
     out = pacing_fidelity(tester, {64: 20_000.0, 1518: 8_000.0}, duration=1.0, progress=seen.append)
@@ -394,7 +395,7 @@ def test_pacing_fidelity_steps_and_the_settings_that_pace_best():
 
 
 def test_pacing_fidelity_without_departure_times_is_none():
-    from rfc2544.calibrate import pacing_fidelity
+    from rfc2544.engine.calibrate import pacing_fidelity
     tester = PacingTester()
     tester.module_parameters = lambda: {}
     assert pacing_fidelity(tester, {64: 20_000.0}) is None
@@ -403,7 +404,7 @@ def test_pacing_fidelity_without_departure_times_is_none():
 def test_pacing_fidelity_of_the_in_tree_generator_on_the_calibration_link():
     """No departure records, a calibration link: every step measured there,
     no settings to compare."""
-    from rfc2544.calibrate import PACING_STEPS, pacing_fidelity
+    from rfc2544.engine.calibrate import PACING_STEPS, pacing_fidelity
     tester = PacingTester()
     tester.module_parameters = lambda: {}
     tester.generator_name, tester.has_calibration_link = "pktgen", True

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rfc2544 import cli, profiles
-from rfc2544.runner import build_plan
+from rfc2544 import cli
+from rfc2544.config import profiles
+from rfc2544.procedures.runner import build_plan
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 

@@ -1,7 +1,7 @@
-"""RFC 2544 procedures against the simulated DUT (rfc2544.simdut)."""
+"""RFC 2544 procedures against the simulated DUT (rfc2544.sim.dut)."""
 import pytest
 
-from rfc2544 import simdut
+from rfc2544.sim import dut as simdut
 from rfc2544.procedures.recovery import estimate
 
 from helpers_run import profile, start

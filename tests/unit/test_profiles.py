@@ -5,7 +5,7 @@ import sys
 import pytest
 import yaml
 
-from rfc2544 import profiles
+from rfc2544.config import profiles
 from rfc2544.errors import BadInput
 
 

@@ -1,14 +1,15 @@
-"""Typed records of results.json (rfc2544.records, summaries, profile_model):
+"""Typed records of results.json (rfc2544.results.records, summaries, profile_model):
 the writer goes through them and they give back the same JSON."""
 import json
 
 import pytest
 
-from rfc2544 import profiles, simdut
+from rfc2544.config import profiles
+from rfc2544.sim import dut as simdut
 from rfc2544.errors import BadInput
-from rfc2544.profile_model import ProfileModel
-from rfc2544.records import ResultsDocument, TrialRecord
-from rfc2544.results import Results
+from rfc2544.config.profile_model import ProfileModel
+from rfc2544.results.records import ResultsDocument, TrialRecord
+from rfc2544.results.file import Results
 
 from helpers_run import profile, start
 from test_results_schema import SIM, HookedSim, run_to_end

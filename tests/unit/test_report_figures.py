@@ -159,7 +159,7 @@ def test_failed_trials_without_spacing_from_the_in_tree_generator_are_said(compl
     from the tester's catch-up bursts counted as the DUT's (CI: NDR 9 % low
     after 1 s stalls). The report says so; a trial the link estimated, or
     another generator's file, adds nothing."""
-    from rfc2544.detection import GENERATOR_INTREE
+    from rfc2544.engine.detection import GENERATOR_INTREE
     data = copy.deepcopy(complete)
     failed = [t for t in data["trials"] if t["test"] == "throughput" and t["verdict"] == "fail"]
     assert failed and not any(t.get("spacing") for t in failed)

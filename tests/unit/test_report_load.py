@@ -97,8 +97,8 @@ def test_minimal_file_gets_empty_sections(tmp_path):
 
 @pytest.mark.parametrize("name", ["corrupt.json", "unknown-version.json", "no-such.json"])
 def test_resume_and_report_refuse_a_bad_file_with_the_same_line(tmp_path, name):
-    # one loader (rfc2544.results_file) behind --resume, report and compare
-    from rfc2544.results import Results
+    # one loader (rfc2544.results.reader) behind --resume, report and compare
+    from rfc2544.results.file import Results
     with pytest.raises(BadInput) as by_report:
         load_results(DATA / name)
     with pytest.raises(BadInput) as by_resume:

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from rfc2544 import cli
-from rfc2544.deviations import text_of
+from rfc2544.results.deviations import text_of
 from rfc2544.reports.load import load_results
 from rfc2544.reports.render import parse_formats, render_html, write_reports
 
@@ -207,11 +207,12 @@ def test_pdf_pages_render_to_png(complete_pdf, tmp_path):
 
 def test_report_of_a_results_file_written_by_the_suite(tmp_path):
     """The contract both ways: a run of the real runner against the simulated
-    DUT (rfc2544.simdut, no network), cut short by Ctrl-C, then reported."""
-    from rfc2544 import profiles, simdut
-    from rfc2544.display import Display
-    from rfc2544.results import Results
-    from rfc2544.runner import Runner, build_plan
+    DUT (rfc2544.sim.dut, no network), cut short by Ctrl-C, then reported."""
+    from rfc2544.config import profiles
+    from rfc2544.sim import dut as simdut
+    from rfc2544.cli.display import Display
+    from rfc2544.results.file import Results
+    from rfc2544.procedures.runner import Runner, build_plan
 
     raw = dict(profiles.load("quick"))
     raw.update(tests=["throughput", "latency", "frame_loss", "back_to_back"], frame_sizes=[64, 1518])
@@ -229,7 +230,7 @@ def test_report_of_a_results_file_written_by_the_suite(tmp_path):
     fps = data["throughput"][0]["fps"]
     assert 30_000 < fps < 44_000                  # the simulated capacity (plus its buffer)
     assert f"{fps:,.0f}" in text
-    from rfc2544.deviations import text_of
+    from rfc2544.results.deviations import text_of
     assert any(isinstance(d, dict) for d in data["deviations"]), "records, not sentences"
     for deviation in data["deviations"]:
         assert text_of(deviation) in text
@@ -269,9 +270,10 @@ def test_a_run_on_the_intree_pktgen_names_generator_and_receiver(tmp_path, monke
     receiver ran, in the conditions table and in the deviations banner."""
     from pktgen_sim import SimKernel
     from test_tester_sim import make_tester
-    from rfc2544 import commands, profiles
-    from rfc2544.results import Results
-    from rfc2544.runner import build_plan
+    from rfc2544.cli import run as commands
+    from rfc2544.config import profiles
+    from rfc2544.results.file import Results
+    from rfc2544.procedures.runner import build_plan
     tester, _, _ = make_tester(tmp_path, SimKernel(pgrx=False))
     monkeypatch.setattr(tester, "conditions", lambda: {"hosts": {}})      # host facts: not this test's
     profile = profiles.load("quick")
@@ -289,7 +291,8 @@ def test_a_run_on_the_intree_pktgen_names_generator_and_receiver(tmp_path, monke
 def run_conditions(tmp_path, monkeypatch, tx_speed, rx_speed, link=None):
     """conditions_for on a simulated tester whose ports tx0 and rx0 report these speeds."""
     from test_tester_sim import make_tester
-    from rfc2544 import commands, profiles
+    from rfc2544.cli import run as commands
+    from rfc2544.config import profiles
     tester, _, _ = make_tester(tmp_path)
     nics = [{"name": "tx0", "speed_mbps": tx_speed}, {"name": "rx0", "speed_mbps": rx_speed}]
     monkeypatch.setattr(tester, "conditions", lambda: {"hosts": {"tester": {"role": "tester", "nics": nics}}})
@@ -309,9 +312,9 @@ def test_conditions_show_the_ip_versions_and_link_speeds_used(tmp_path, monkeypa
     """The report's conditions say IPv4, the speed used, where it came from
     and what each port reported; the profile's unset link_mbps says what
     was used instead. (Before: "IP version —" and "link_mbps —".)"""
-    from rfc2544 import profiles
-    from rfc2544.results import Results
-    from rfc2544.runner import build_plan
+    from rfc2544.config import profiles
+    from rfc2544.results.file import Results
+    from rfc2544.procedures.runner import build_plan
     conditions = run_conditions(tmp_path, monkeypatch, 25000, 10000)
     profile = profiles.load("quick")
     results = Results.create(tmp_path / "run", profile, build_plan(profile), profiles.deviations(profile), conditions)

@@ -4,11 +4,12 @@ import os
 
 import pytest
 
-from rfc2544 import profiles, simdut
+from rfc2544.config import profiles
+from rfc2544.sim import dut as simdut
 from rfc2544.errors import BadInput
 from rfc2544.model import TrialSpec
-from rfc2544.results import Results, trial_from_record
-from rfc2544.runner import build_plan
+from rfc2544.results.file import Results, trial_from_record
+from rfc2544.procedures.runner import build_plan
 
 
 def new(tmp_path):
@@ -100,7 +101,7 @@ def test_supersede_stops_replay(tmp_path):
 
 def throughput_entry(**figures):
     """A whole throughput summary (the writer stores nothing less)."""
-    from rfc2544.summaries import ThroughputSummary
+    from rfc2544.results.summaries import ThroughputSummary
     keys = [f for f in ThroughputSummary.__dataclass_fields__ if f not in ("ip_version", "unit")]
     return {**dict.fromkeys(keys), "frame_size": 64, "fps": 0.0, **figures}
 

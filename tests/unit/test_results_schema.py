@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from rfc2544 import profiles, simdut
-from rfc2544.deviations import Deviation
+from rfc2544.config import profiles
+from rfc2544.sim import dut as simdut
+from rfc2544.results.deviations import Deviation
 from rfc2544.model import HookRun, LatencyStats, StreamCounts, TrialSpec
-from rfc2544.results import SECTIONS, Results
+from rfc2544.results.file import SECTIONS, Results
 
 from helpers_run import profile, resume, start
 from schema_check import SCHEMA_PATH, schema_errors

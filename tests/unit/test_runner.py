@@ -1,4 +1,4 @@
-"""Runner: interruptions and resume, with the simulated tester (rfc2544.simdut).
+"""Runner: interruptions and resume, with the simulated tester (rfc2544.sim.dut).
 
 A fault is injected mid-trial (the simulated generator is left "running"):
 the runner must call stop_all, keep every finished trial on disk, and a
@@ -8,10 +8,10 @@ from dataclasses import asdict
 
 import pytest
 
-from rfc2544 import simdut
+from rfc2544.sim import dut as simdut
 from rfc2544.errors import InfraError
-from rfc2544.results import Results
-from rfc2544.runner import check_thresholds
+from rfc2544.results.file import Results
+from rfc2544.procedures.runner import check_thresholds
 
 from helpers_run import profile, resume, start
 

@@ -3,7 +3,7 @@ import pytest
 
 from rfc2544.errors import BadInput
 from rfc2544.model import TrialSpec
-from rfc2544.schedule import RateChange, RateSchedule, Segment, actual_points, rate_change_notes, segments_of
+from rfc2544.engine.schedule import RateChange, RateSchedule, Segment, actual_points, rate_change_notes, segments_of
 
 
 def spec(**kw):

@@ -1,11 +1,11 @@
-"""Searches against the simulated DUT (rfc2544.simdut: no network, no lab).
+"""Searches against the simulated DUT (rfc2544.sim.dut: no network, no lab).
 
 Each search must find each simulated DUT kind's true NDR/PDR within its
 resolution, with and without early abort."""
 import pytest
 
-from rfc2544 import simdut
-from rfc2544.measure import make_measure
+from rfc2544.sim import dut as simdut
+from rfc2544.procedures.measure import make_measure
 from rfc2544.search import search
 
 RES = 0.005

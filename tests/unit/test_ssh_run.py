@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from rfc2544.errors import InfraError
-from rfc2544.ssh import SSHHost
+from rfc2544.drivers.ssh import SSHHost
 
 
 class ScriptedChannel:

@@ -1,4 +1,4 @@
-"""The results store (rfc2544.store, `rfc2544 store`): runs are the known
+"""The results store (rfc2544.results.store, `rfc2544 store`): runs are the known
 simulated file cut down to one frame size (known_results.synthetic_run),
 written to tmp_path; the store is a real directory and SQLite file."""
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from rfc2544 import cli
 from rfc2544.errors import BadInput
-from rfc2544.store import INDEX, Store
+from rfc2544.results.store import INDEX, Store
 
 from known_results import DATA, synthetic_run
 

@@ -1,7 +1,7 @@
 """doctor() against SIMULATED sessions (canned command output, no SSH)."""
 from test_tester_sim import make_inventory
 
-from rfc2544.doctor import doctor, parse_host
+from rfc2544.engine.doctor import doctor, parse_host
 
 GOOD = """gen module
 gen pgctrl Packet Generator for packet performance testing. Version: 2.75

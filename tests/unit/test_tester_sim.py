@@ -9,10 +9,10 @@ import textwrap
 import pytest
 
 from pktgen_sim import SimKernel, SimSession
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.model import PROGRESS_KEYS, TrialSpec
-from rfc2544.tester import SSHTester, Waits
+from rfc2544.engine.tester import SSHTester, Waits
 
 FAST = {"learning_s": 0.0, "residual_s": 0.02, "learning_frames": 3, "learning_fps": 1000}
 
@@ -257,7 +257,7 @@ def test_bad_spec_is_bad_input(tmp_path):
 
 
 def test_calibrate_measures_the_generator_ceiling(tmp_path):
-    from rfc2544.calibrate import calibrate
+    from rfc2544.engine.calibrate import calibrate
     kernel = SimKernel(tester_ceiling_fps=5000)
     tester, _, _ = make_tester(tmp_path, kernel)
     fps = calibrate(tester.inventory, [64, 1518], 0.3, tester=tester)
@@ -289,7 +289,7 @@ def test_a_paced_run_beyond_the_generator_is_stopped_after_twice_its_length(tmp_
     """(simulated) A generator at 1000 fps asked for 5000: the run is given
     twice its length plus PACED_GRACE_S, then stopped; its frames over its
     sending time say the rate it kept."""
-    from rfc2544.trial_engine import PACED_GRACE_S
+    from rfc2544.engine.trial_engine import PACED_GRACE_S
     kernel = SimKernel(tester_ceiling_fps=1000)
     tester, _, _ = make_tester(tmp_path, kernel)
     t0 = kernel.clock.monotonic()
@@ -355,7 +355,7 @@ def test_stop_all_stops_twice_to_catch_a_racing_start(tmp_path, monkeypatch):
     """Simulated kernel: a 'start' sent just before an interruption can reach
     pgctrl after the first 'stop' (seen in the lab on Ctrl-C), so stop_all
     writes 'stop' again after a short wait."""
-    import rfc2544.tester as tester_mod
+    import rfc2544.engine.tester as tester_mod
     monkeypatch.setattr(tester_mod, "STOP_RACE_S", 0.01)
     tester, kernel, _ = make_tester(tmp_path)
     tester.run_trial(spec())

@@ -8,8 +8,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from rfc2544 import cli, trend
-from rfc2544.store import Store
+from rfc2544 import cli
+from rfc2544.results import trend
+from rfc2544.results.store import Store
 
 from known_results import synthetic_run
 

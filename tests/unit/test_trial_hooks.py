@@ -6,11 +6,11 @@ import json
 import pytest
 
 from pktgen_sim import SimKernel, SimSession
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.model import HOOK_OUTPUT_LIMIT
-from rfc2544.schedule import RateSchedule, Segment
-from rfc2544.tester import SSHTester
+from rfc2544.engine.schedule import RateSchedule, Segment
+from rfc2544.engine.tester import SSHTester
 from test_tester_sim import FAST, INVENTORY, make_inventory, spec
 
 OLD_PHASES = {"setup", "learning", "settle", "configure", "traffic", "residual", "read", "start_exit"}
@@ -82,9 +82,9 @@ def test_hook_output_is_truncated(tmp_path):
 
 
 def test_hooks_are_stored_with_the_trial_in_results_json(tmp_path):
-    from rfc2544 import profiles
-    from rfc2544.results import Results, trial_from_record
-    from rfc2544.runner import build_plan
+    from rfc2544.config import profiles
+    from rfc2544.results.file import Results, trial_from_record
+    from rfc2544.procedures.runner import build_plan
     tester, kernel, dut = make(tmp_path)
     r = tester.run_trial(spec())
     p = profiles.load("quick")

@@ -9,9 +9,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # The checkout as a source tree for `pip wheel` (no build outputs, no tests).
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "results", "*.egg-info", "__pycache__",
-                                    ".pytest_cache", "*.o", "*.ko", "*.mod", "*.mod.c", ".*.cmd", "*.order",
-                                    "*.symvers", "tests")
+# The checkout's own folders are left out at its top only: the package has
+# a results/ folder of its own.
+TOP_ONLY = {".git", ".venv", "build", "dist", "results", ".pytest_cache", "tests"}
+ANYWHERE = shutil.ignore_patterns("*.egg-info", "__pycache__", "*.o", "*.ko", "*.mod", "*.mod.c", ".*.cmd",
+                                  "*.order", "*.symvers")
+
+
+def NOT_SOURCE(folder, names):
+    top = TOP_ONLY & set(names) if Path(folder) == ROOT else set()
+    return top | ANYWHERE(folder, names)
 
 
 def build_wheel(tmp: Path, verbose=False):

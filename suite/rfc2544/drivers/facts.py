@@ -4,7 +4,7 @@ One command per host; `parse_facts` is pure. Tuning hints name settings
 that commonly distort software packet rates (CPU frequency scaling,
 irqbalance moving interrupts during a trial).
 """
-from rfc2544.ssh import quote
+from rfc2544.drivers.ssh import quote
 
 from rfc2544.drivers import validate
 

@@ -8,7 +8,7 @@ simulated session with the same methods.
 import time
 
 from rfc2544.errors import InfraError
-from rfc2544.ssh import quote
+from rfc2544.drivers.ssh import quote
 
 from rfc2544.drivers import pktgen, validate
 from rfc2544.drivers.script import START_DONE, Batch, parse_output

@@ -10,7 +10,7 @@ import secrets
 import time
 
 from rfc2544.errors import InfraError
-from rfc2544.ssh import quote
+from rfc2544.drivers.ssh import quote
 
 from rfc2544.drivers import validate
 

@@ -5,7 +5,7 @@ import json
 import time
 from pathlib import Path
 
-from rfc2544 import inventory
+from rfc2544.config import inventory
 from rfc2544.errors import InfraError
 from rfc2544.lab import flow_counter, kernel_pktgen
 from rfc2544.lab.topology import addr

@@ -6,7 +6,7 @@ import json
 
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.drivers.validate import ifname_problem
-from rfc2544.ssh import quote
+from rfc2544.drivers.ssh import quote
 
 PREF = 40000
 

@@ -1,4 +1,4 @@
-"""Writes the lab's Ansible inventory in the project's schema (rfc2544.inventory)."""
+"""Writes the lab's Ansible inventory in the project's schema (rfc2544.config.inventory)."""
 from pathlib import Path
 
 import yaml
@@ -60,6 +60,6 @@ def build(lab_name: str, topo: Topology, ssh_ports: dict, key_file: Path, known_
 
 
 def write(path: Path, data: dict):
-    header = ("# Written by `rfc2544 lab up`; schema: inventory/README.md (rfc2544.inventory).\n"
+    header = ("# Written by `rfc2544 lab up`; schema: inventory/README.md (rfc2544.config.inventory).\n"
               "# Regenerated at every `lab up`: edits are lost.\n")
     path.write_text(header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False))

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.drivers.validate import ifname_problem
-from rfc2544.inventory import MAC_RE
-from rfc2544.ssh import quote
+from rfc2544.config.inventory import MAC_RE
+from rfc2544.drivers.ssh import quote
 
 UDP_PORT = 9        # pktgen's default (discard)
 RESULT_RE = re.compile(r"Result: OK: (\d+)\(.*?\) usec, (\d+) \(")

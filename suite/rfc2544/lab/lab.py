@@ -357,7 +357,7 @@ class Lab:
 
     # ---- reaching hosts ---------------------------------------------------
     def _ssh(self, vm, port, timeout=10):
-        from rfc2544.ssh import SSHHost
+        from rfc2544.drivers.ssh import SSHHost
         return SSHHost.connect(vm, "127.0.0.1", port, "root", self.key_file, self.known_hosts,
                                timeout=timeout)
 
@@ -376,7 +376,7 @@ class Lab:
         tester VM itself: run DUT commands with `ip netns exec dut ...`
         (see `dut_netns`)."""
         vm, port = self.ssh_port(host)
-        from rfc2544.ssh import SSHHost
+        from rfc2544.drivers.ssh import SSHHost
         ssh = SSHHost.connect(host, "127.0.0.1", port, "root", self.key_file, self.known_hosts)
         return ssh
 

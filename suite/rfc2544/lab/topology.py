@@ -143,7 +143,7 @@ HOLD_RX_TIMESTAMPS = (
     "</dev/null >/dev/null 2>&1 &")
 
 
-CALIBRATION_LINK = ("cal0", "cal1")     # the tester's own link (rfc2544.calibration_link); not in the inventory
+CALIBRATION_LINK = ("cal0", "cal1")     # the tester's own link (rfc2544.engine.calibration_link); not in the inventory
 
 
 def _calibration_link():

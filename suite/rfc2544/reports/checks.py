@@ -5,9 +5,9 @@ The suite lists the deviations it knows of (`deviations`); these checks are
 a second look from the numbers, so that a results file from any writer
 shows every departure prominently, even one it did not declare.
 """
-from rfc2544.detection import GENERATOR_INTREE
-from rfc2544.deviations import code_of, text_of
-from rfc2544.pacing import SOURCE_GENERATOR
+from rfc2544.engine.detection import GENERATOR_INTREE
+from rfc2544.results.deviations import code_of, text_of
+from rfc2544.engine.pacing import SOURCE_GENERATOR
 from rfc2544.reports.summary import TEST_TITLES, key_of, labeller
 
 RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)   # RFC 2544 section 9.1, Ethernet
@@ -260,7 +260,7 @@ def _spacing_unmeasured(ctx):
 
 
 def _tester_bursty(ctx):
-    """Losses the generator's micro-bursts explain (rfc2544.pacing's rule)."""
+    """Losses the generator's micro-bursts explain (rfc2544.engine.pacing's rule)."""
     bursty = [x for x in ctx.trials if x.get("verdict") == "tester-bursty" and x.get("spacing")]
     if bursty:
         worst = max(bursty, key=lambda x: x["spacing"]["longest_micro_burst"])

@@ -10,7 +10,7 @@ import json
 from numbers import Real
 
 from rfc2544.errors import BadInput
-from rfc2544.results_file import SCHEMA, SUPPORTED_VERSIONS, read_results, resolve
+from rfc2544.results.reader import SCHEMA, SUPPORTED_VERSIONS, read_results, resolve
 
 __all__ = ["load_results", "resolve", "SCHEMA", "SUPPORTED_VERSIONS"]
 SECTIONS = ("trials", "throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")

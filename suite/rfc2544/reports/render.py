@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jinja2
 
-from rfc2544.deviations import text_of
+from rfc2544.results.deviations import text_of
 from rfc2544 import __version__
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.reports import checks, plots, summary

@@ -35,10 +35,10 @@ def write_trend(document, store_path, out_dir):
 
 def junit_tree(document):
     """A test case per series; a failure where the newest group is a regression."""
-    suite = ET.Element("testsuite", name="rfc2544.trend")
+    suite = ET.Element("testsuite", name="rfc2544.results.trend")
     failures = 0
     for s in document["series"]:
-        case = ET.SubElement(suite, "testcase", classname=f"rfc2544.trend.{s['test']}.{s['metric']}",
+        case = ET.SubElement(suite, "testcase", classname=f"rfc2544.results.trend.{s['test']}.{s['metric']}",
                              name=s["title"], time="0")
         g = s["last_group"]
         detail = (f"newest group: {g['runs']} run(s) from {g['first_run']}, average {g['avg']:.1f} "

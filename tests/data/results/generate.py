@@ -4,8 +4,8 @@
     python tests/data/results/generate.py     # rewrites the *.json beside it (rfc2544 installed, e.g. -e .)
 
 SIMULATED, by the suite's own code path: profile.yml loaded by
-rfc2544.profiles, rfc2544.runner.Runner and rfc2544.results.Results writing
-results.json, against rfc2544.simdut.SimDUT (no network). What a real run
+rfc2544.config.profiles, rfc2544.procedures.runner.Runner and rfc2544.results.file.Results writing
+results.json, against rfc2544.sim.dut.SimDUT (no network). What a real run
 takes from the clock or the hosts is pinned (a simulated clock from START,
 made-up host facts, a fixed inventory path), so the output is reproducible;
 only tool.version follows the installed suite.
@@ -23,12 +23,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
-from rfc2544 import commands, profiles
-from rfc2544 import results as results_mod
-from rfc2544.display import Display
-from rfc2544.results import Results
-from rfc2544.runner import Runner, build_plan
-from rfc2544.simdut import SimDUT
+from rfc2544.cli import run as commands
+from rfc2544.config import profiles
+from rfc2544.results import file as results_mod
+from rfc2544.cli.display import Display
+from rfc2544.results.file import Results
+from rfc2544.procedures.runner import Runner, build_plan
+from rfc2544.sim.dut import SimDUT
 
 HERE = Path(__file__).resolve().parent
 PROFILE = HERE / "profile.yml"

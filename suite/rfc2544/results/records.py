@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Union
 
 from rfc2544.model import HookRun, LatencyStats, Spacing, StreamCounts, TrialResult, TrialSpec
-from rfc2544.summaries import SUMMARY_TYPES, Summary
+from rfc2544.results.summaries import SUMMARY_TYPES, Summary
 
 SCHEMA = "rfc2544-results"
 SCHEMA_VERSION = 2

@@ -1,12 +1,12 @@
 """Click commands `setup` and `init`: prepare the hosts with the shipped
-playbooks (rfc2544.playbooks), or write an inventory to edit."""
+playbooks (rfc2544.engine.playbooks), or write an inventory to edit."""
 from pathlib import Path
 
 import click
 
-from rfc2544 import inventory as inventory_mod
+from rfc2544.config import inventory as inventory_mod
 from rfc2544.errors import BadInput
-from rfc2544.playbooks import data_dir, run_playbook
+from rfc2544.engine.playbooks import data_dir, run_playbook
 
 
 @click.command("setup")
@@ -44,7 +44,7 @@ def init(path, tester, dut, dut_netns, key_file, known_hosts, force):
     if target.exists() and not force:
         raise BadInput(f"{target}: exists; not overwritten (pass --force, choose another path or remove it)")
     if tester or dut or dut_netns:
-        from rfc2544 import init_inventory
+        from rfc2544.config import init_inventory
         if not (tester and dut):
             raise BadInput("init: --tester and --dut go together (and --dut-netns needs them)")
         init_inventory.write_discovered(

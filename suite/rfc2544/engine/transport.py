@@ -9,7 +9,7 @@ stops every generator and reconnects once if a connection died.
 import time
 
 from rfc2544.errors import InfraError
-from rfc2544.ssh import SSHHost
+from rfc2544.drivers.ssh import SSHHost
 
 from rfc2544.drivers import pktgen
 from rfc2544.drivers.session import HostSession

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from rfc2544.errors import BadInput, ThresholdMissed
-from rfc2544.outputs import summary_document, write_outputs
+from rfc2544.reports.outputs import summary_document, write_outputs
 
 FORMATS = ("html", "pdf", "csv")
 

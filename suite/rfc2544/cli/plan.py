@@ -5,8 +5,8 @@ import json
 
 import click
 
-from rfc2544 import profiles
-from rfc2544.runner import build_plan
+from rfc2544.config import profiles
+from rfc2544.procedures.runner import build_plan
 
 
 def plan_document(profile):

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from rfc2544.errors import BadInput
-from rfc2544.records import SCHEMA, SCHEMA_VERSION
+from rfc2544.results.records import SCHEMA, SCHEMA_VERSION
 
 FILENAME = "results.json"
 SUPPORTED_VERSIONS = (1, SCHEMA_VERSION)   # 1: deviations as sentences, no trial hooks

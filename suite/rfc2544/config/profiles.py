@@ -62,7 +62,7 @@ class Profile(dict):
         """The typed view (profile_model.ProfileModel), built on first use;
         the profile is not changed after validation."""
         if "_model" not in self.__dict__:
-            from rfc2544.profile_model import ProfileModel
+            from rfc2544.config.profile_model import ProfileModel
             self.__dict__["_model"] = ProfileModel.from_dict(self)
         return self.__dict__["_model"]
 
@@ -190,7 +190,7 @@ def _check(origin, where, kind, value):
 def deviation_records(profile):
     """Every departure of `profile` from RFC 2544 (and RFC 9004/8219), as
     deviations.Deviation records (what results.json stores)."""
-    from rfc2544.deviations import profile_deviations
+    from rfc2544.results.deviations import profile_deviations
     return profile_deviations(profile, RFC_FRAME_SIZES, IMIX)
 
 

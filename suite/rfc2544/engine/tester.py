@@ -18,14 +18,14 @@ from rfc2544.drivers.pktgen import PGCTRL
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.model import TrialResult, TrialSpec
 
-from rfc2544.detection import (GENERATOR_INTREE, GENERATOR_MODULE, RECEIVER_COUNTERS,  # noqa: F401 (API)
+from rfc2544.engine.detection import (GENERATOR_INTREE, GENERATOR_MODULE, RECEIVER_COUNTERS,  # noqa: F401 (API)
                                RECEIVER_PGRX, detect_tools)
 from rfc2544.drivers.hooks import hooks_of
 from rfc2544.drivers.plan import plan_streams
 from rfc2544.drivers.readings import pktgen_sent
-from rfc2544.schedule import RateSchedule, segments_of
-from rfc2544.transport import Transport
-from rfc2544.trial_engine import TrialEngine, TrialSettings
+from rfc2544.engine.schedule import RateSchedule, segments_of
+from rfc2544.engine.transport import Transport
+from rfc2544.engine.trial_engine import TrialEngine, TrialSettings
 
 STOP_RACE_S = 0.5   # how long a just-sent start may take to reach pgctrl
 
@@ -186,7 +186,7 @@ class SSHTester:
         streams), the run ended by the generator as a trial's is: (frames
         sent, sending time in s, the run's Spacing or None when the
         generator records no departures)."""
-        from rfc2544.pacing import spacing_of
+        from rfc2544.engine.pacing import spacing_of
         n = len(self.plans)
         rates = [max(int(round(fps / n)), 1)] * n
         tx = self._send_calibration_run(frame_size, float(fps), duration_s, ipv6, to_self=True, rates=rates)
@@ -209,7 +209,7 @@ class SSHTester:
 
     @property
     def has_calibration_link(self):
-        from rfc2544.calibration_link import link_host
+        from rfc2544.engine.calibration_link import link_host
         return link_host(self.inventory) is not None
 
     def link_spacing(self, spec, frames):
@@ -225,7 +225,7 @@ class SSHTester:
 
     def _on_link(self, use):
         if self._link_pacing is None:
-            from rfc2544.calibration_link import LinkPacing, link_host
+            from rfc2544.engine.calibration_link import LinkPacing, link_host
             host = link_host(self.inventory)
             if host is None:
                 return None

@@ -4,7 +4,7 @@
 the search gets Outcomes and never sees a Tester.
 """
 from rfc2544.model import TrialSpec
-from rfc2544.pacing import SOURCE_GENERATOR
+from rfc2544.engine.pacing import SOURCE_GENERATOR
 from rfc2544.search import Outcome
 
 

@@ -17,10 +17,10 @@ again afterwards.
 """
 import shlex
 
-from rfc2544 import inventory as inventory_mod
+from rfc2544.config import inventory as inventory_mod
 from rfc2544.drivers import pktgen, validate
 from rfc2544.errors import InfraError
-from rfc2544.pacing import scaled_to, spacing_of_arrivals
+from rfc2544.engine.pacing import scaled_to, spacing_of_arrivals
 
 # fixed addresses of the RFC 2544 test range: the frames never leave the link
 LINK_ADDRESSES = {"ipv4": ("198.18.255.1/30", "198.18.255.2/30"),
@@ -114,7 +114,7 @@ class LinkPacing:
         """An SSHTester whose one stream is the calibration link (tx to rx),
         over the borrowed sessions."""
         if self._link_tester is None:
-            from rfc2544.tester import SSHTester
+            from rfc2544.engine.tester import SSHTester
             session = self.tester.session(self.host.name)
             status, out, err = session.run(
                 f"cat /sys/class/net/{shlex.quote(self.tx)}/address /sys/class/net/{shlex.quote(self.rx)}/address")

@@ -13,12 +13,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rfc2544 import __version__
-from rfc2544.deviations import as_written
+from rfc2544.results.deviations import as_written
 from rfc2544.errors import BadInput
 from rfc2544.model import theoretical_max_fps
-from rfc2544.records import SCHEMA, SCHEMA_VERSION, SECTIONS, PlanStep, ResultsDocument, TrialRecord
-from rfc2544.results_file import FILENAME, read_results
-from rfc2544.summaries import SUMMARY_TYPES
+from rfc2544.results.records import SCHEMA, SCHEMA_VERSION, SECTIONS, PlanStep, ResultsDocument, TrialRecord
+from rfc2544.results.reader import FILENAME, read_results
+from rfc2544.results.summaries import SUMMARY_TYPES
 
 __all__ = ["Results", "SCHEMA", "SCHEMA_VERSION", "SECTIONS", "FILENAME", "trial_from_record", "unit_key", "verdict"]
 

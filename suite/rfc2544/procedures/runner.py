@@ -10,14 +10,14 @@ trials of the step that was cut short.
 import math
 import time
 
-from rfc2544 import pacing
-from rfc2544.deviations import Deviation, text_of
+from rfc2544.engine import pacing
+from rfc2544.results.deviations import Deviation, text_of
 from rfc2544.errors import InfraError, Rfc2544Error
-from rfc2544.measure import make_measure
+from rfc2544.procedures.measure import make_measure
 from rfc2544.model import TrialSpec, theoretical_max_fps
 from rfc2544.procedures import Skip, procedure
-from rfc2544.profiles import IMIX
-from rfc2544.results import unit_key, verdict
+from rfc2544.config.profiles import IMIX
+from rfc2544.results.file import unit_key, verdict
 
 try:
     from paramiko import SSHException as _SSHException

@@ -13,17 +13,17 @@ from rfc2544.errors import Rfc2544Error, missing_dependency
 
 # name -> "module:attribute" of a click command or group
 COMMANDS = {
-    "lab": "rfc2544.lab.cli:lab",
-    "run": "rfc2544.commands:run",
-    "plan": "rfc2544.plan_cmd:plan",
-    "calibrate": "rfc2544.commands:calibrate",
-    "doctor": "rfc2544.commands:doctor",
-    "setup": "rfc2544.host_setup:setup",
-    "init": "rfc2544.host_setup:init",
-    "report": "rfc2544.reports.cli:report",
-    "compare": "rfc2544.reports.cli:compare",
-    "store": "rfc2544.store_cli:store",
-    "trend": "rfc2544.store_cli:trend",
+    "lab": "rfc2544.cli.lab:lab",
+    "run": "rfc2544.cli.run:run",
+    "plan": "rfc2544.cli.plan:plan",
+    "calibrate": "rfc2544.cli.run:calibrate",
+    "doctor": "rfc2544.cli.run:doctor",
+    "setup": "rfc2544.cli.setup:setup",
+    "init": "rfc2544.cli.setup:init",
+    "report": "rfc2544.cli.report:report",
+    "compare": "rfc2544.cli.report:compare",
+    "store": "rfc2544.cli.store:store",
+    "trend": "rfc2544.cli.store:trend",
 }
 
 

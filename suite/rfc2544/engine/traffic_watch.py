@@ -4,11 +4,11 @@ Live counters are polled for progress and the early abort; each later
 segment of the rate schedule gets its rate written while the generators
 send, aimed at the frame where the segment starts.
 """
-from rfc2544.detection import RECEIVER_PGRX
+from rfc2544.engine.detection import RECEIVER_PGRX
 from rfc2544.drivers import pktgen
 from rfc2544.drivers.readings import rx_totals
 from rfc2544.drivers.script import Batch
-from rfc2544.schedule import RateChange
+from rfc2544.engine.schedule import RateChange
 
 
 class TrafficWatch:

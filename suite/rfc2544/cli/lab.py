@@ -98,7 +98,7 @@ def ssh(name, host, command):
     # like ssh(1): the words after -- form one remote shell command
     remote = " ".join(command)
     if host == "dut" and lab_.dut_netns:
-        from rfc2544.ssh import quote
+        from rfc2544.drivers.ssh import quote
         remote = f"ip netns exec {quote(lab_.dut_netns)} " + (f"sh -c {quote(remote)}" if remote else "bash -l")
         if not command:
             argv.insert(1, "-t")

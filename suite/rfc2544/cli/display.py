@@ -6,7 +6,7 @@ import time
 
 import click
 
-from rfc2544.results import verdict
+from rfc2544.results.file import verdict
 
 
 def estimate_step_s(test, profile):

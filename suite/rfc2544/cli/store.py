@@ -1,10 +1,10 @@
 """Click commands `store` (add, rebuild, check, list) and `trend`: the results
-store (rfc2544.store) and its trend (rfc2544.trend, rfc2544.reports.trend_page)."""
+store (rfc2544.results.store) and its trend (rfc2544.results.trend, rfc2544.reports.trend_page)."""
 from pathlib import Path
 
 import click
 
-from rfc2544 import store as store_mod
+from rfc2544.results import store as store_mod
 from rfc2544.errors import BadInput, ThresholdMissed
 
 STORE_OPTION = click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -93,7 +93,7 @@ def list_runs(store_dir):
 def trend(store_dir, out_dir, junit, dut, profile_name):
     """Every figure over the stored runs, grouped by jumpavg; exit 1 when a
     series' newest group is a regression."""
-    from rfc2544 import trend as trend_mod
+    from rfc2544.results import trend as trend_mod
     from rfc2544.reports import trend_page
 
     with open_store(store_dir, must_exist=True) as st:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rfc2544.drivers import validate
 from rfc2544.errors import BadInput, InfraError
-from rfc2544.ssh import SSHHost, quote
+from rfc2544.drivers.ssh import SSHHost, quote
 
 # [USER@]HOST[:PORT], HOST a name, an IPv4 address or a [bracketed] IPv6 one.
 TARGET_RE = re.compile(r"^(?:(?P<user>[A-Za-z_][A-Za-z0-9_.-]{0,31})@)?"

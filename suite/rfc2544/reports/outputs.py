@@ -4,7 +4,7 @@ trials.csv, the HTML/PDF reports, and the summary document that
 from pathlib import Path
 
 from rfc2544.errors import BadInput, missing_dependency
-from rfc2544.results import Results
+from rfc2544.results.file import Results
 
 
 def write_reports(results_path, out_dir, formats):

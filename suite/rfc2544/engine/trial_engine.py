@@ -19,16 +19,16 @@ from datetime import datetime, timezone
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.model import TrialSpec
 
-from rfc2544.detection import RECEIVER_PGRX
+from rfc2544.engine.detection import RECEIVER_PGRX
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.drivers import pktgen
 from rfc2544.drivers.hooks import hook_notes, run_hooks
 from rfc2544.drivers.plan import check_addresses, device_configs
 from rfc2544.drivers.readings import CounterReader
 from rfc2544.drivers.script import MAX_SLEEP_S, Batch
-from rfc2544.schedule import RateSchedule
-from rfc2544.traffic_watch import TrafficWatch
-from rfc2544.trial_result import build_result
+from rfc2544.engine.schedule import RateSchedule
+from rfc2544.engine.traffic_watch import TrafficWatch
+from rfc2544.engine.trial_result import build_result
 
 PACED_GRACE_S = 2.0     # a paced run's time beyond twice its length (start delays)
 

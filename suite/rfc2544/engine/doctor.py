@@ -9,7 +9,7 @@ needs it). Nothing is changed on the hosts except the neighbour entry a ping
 to a peer creates.
 """
 from rfc2544.errors import Rfc2544Error
-from rfc2544.ssh import SSHHost, quote
+from rfc2544.drivers.ssh import SSHHost, quote
 
 from rfc2544.drivers import validate
 from rfc2544.drivers.session import HostSession

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import click
 
-from rfc2544 import inventory as inventory_mod
-from rfc2544 import profiles as profiles_mod
+from rfc2544.config import inventory as inventory_mod
+from rfc2544.config import profiles as profiles_mod
 from rfc2544.interrupts import interruptible
 from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed
-from rfc2544.outputs import summary_document, write_outputs
-from rfc2544.results import Results
-from rfc2544.runner import Runner, build_plan
+from rfc2544.reports.outputs import summary_document, write_outputs
+from rfc2544.results.file import Results
+from rfc2544.procedures.runner import Runner, build_plan
 
 # paramiko logs a lost connection with a traceback on stderr (Python's
 # last-resort handler); our errors already say it in one line.
@@ -64,7 +64,7 @@ def link_speed(inventory, profile):
 
 def make_tester(inventory, profile):
     try:
-        from rfc2544.tester import SSHTester
+        from rfc2544.engine.tester import SSHTester
     except ImportError as exc:
         raise InfraError(f"the traffic drivers are not available in this build ({exc})")
     w = profile.model.waits
@@ -81,7 +81,7 @@ def make_dut_reset(inventory):
     host = duts[0]
 
     def fire():
-        from rfc2544.ssh import SSHHost, quote
+        from rfc2544.drivers.ssh import SSHHost, quote
         cmd = host.reset_cmd
         if host.netns:
             cmd = f"ip netns exec {quote(host.netns)} sh -c {quote(cmd)}"
@@ -97,7 +97,7 @@ def make_dut_reset(inventory):
 
 
 def run_setup(inventory_path):
-    from rfc2544.playbooks import run_playbook
+    from rfc2544.engine.playbooks import run_playbook
     run_playbook("setup.yml", inventory_path, what="--setup")
 
 
@@ -198,7 +198,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         run_setup(inventory.path)
     results, misses = _run_tests(inventory, profile, results, out_dir, _display(sys.stderr if as_json else None))
     if results.complete and not misses:
-        from rfc2544.runner import check_thresholds
+        from rfc2544.procedures.runner import check_thresholds
         misses = check_thresholds(results.data, profile)
     written = write_outputs(results.path, results.dir, formats or ("html", "csv"))
     for path in written:
@@ -249,7 +249,7 @@ def add_to_store(results, store_dir, say):
     the run id, or None when there is no store or the run is incomplete.
     The run's own files are on disk before this: a store that refuses the
     run costs nothing but the entry."""
-    from rfc2544 import store as store_mod
+    from rfc2544.results import store as store_mod
     path = store_mod.store_path(store_dir)
     if path is None:
         return None
@@ -270,7 +270,7 @@ def run_document(results, written, misses):
 
 
 def _display(stream=None):
-    from rfc2544.display import Display
+    from rfc2544.cli.display import Display
     return Display(stream=stream)
 
 
@@ -295,9 +295,9 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree):
     if compare_in_tree and not pacing:
         raise BadInput("--compare-in-tree compares pacing: it cannot go with --no-pacing")
     try:
-        from rfc2544.calibrate import calibrate as measure_ceiling, in_tree_pacing, pacing_fidelity
-        from rfc2544.pacing import SOURCE_GENERATOR
-        from rfc2544.tester import SSHTester
+        from rfc2544.engine.calibrate import calibrate as measure_ceiling, in_tree_pacing, pacing_fidelity
+        from rfc2544.engine.pacing import SOURCE_GENERATOR
+        from rfc2544.engine.tester import SSHTester
     except ImportError as exc:
         raise InfraError(f"calibration is not available in this build ({exc})")
     sizes = list(frame_sizes) or [64, 1518]
@@ -357,10 +357,10 @@ def doctor(inventory_path):
     """Check the hosts: SSH, module, links, MACs, clock sync."""
     inventory = inventory_mod.resolve(inventory_path)
     try:
-        from rfc2544.doctor import doctor as check_hosts
+        from rfc2544.engine.doctor import doctor as check_hosts
     except ImportError as exc:
         raise InfraError(f"doctor is not available in this build ({exc})")
-    from rfc2544.playbooks import find_tool
+    from rfc2544.engine.playbooks import find_tool
     click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
     checks = check_hosts(inventory)
     for name, ok, detail in checks:

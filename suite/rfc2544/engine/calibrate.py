@@ -12,17 +12,17 @@ QEMU lab it shares the same CPUs as the DUT namespace). A result near this
 ceiling is the tester's limit, not the DUT's.
 """
 from rfc2544.errors import BadInput
-from rfc2544.pacing import SOURCE_GENERATOR, SOURCE_LINK
+from rfc2544.engine.pacing import SOURCE_GENERATOR, SOURCE_LINK
 
 
 def calibrate(inventory, frame_sizes, duration=2.0, *, tester=None, ipv6=False, progress=None):
     """Return {frame_size: frames/s} the tester sends at most (all streams).
 
-    `inventory`: a loaded rfc2544.inventory.Inventory. `frame_sizes`:
+    `inventory`: a loaded rfc2544.config.inventory.Inventory. `frame_sizes`:
     Ethernet frame sizes with FCS (0 = IMIX). `tester`: an SSHTester to reuse
     (default: a new one, closed at the end). `progress(frame_size, fps)` is
     called after each size."""
-    from rfc2544.tester import SSHTester
+    from rfc2544.engine.tester import SSHTester
 
     try:
         duration = float(duration)

@@ -1,0 +1,1 @@
+"""Simulated devices for unit tests and benches (nothing touches a network)."""
