@@ -17,7 +17,7 @@ import yaml
 
 from rfc2544.config import inventory as inventory_mod
 from rfc2544.config import profiles
-from rfc2544.cli.run import make_dut_reset
+from rfc2544.engine.assemble import make_dut_reset
 from rfc2544.cli.display import Display
 from rfc2544.lab import queue, reset
 from rfc2544.procedures.throughput import TESTER_STALL_S

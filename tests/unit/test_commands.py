@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rfc2544 import cli
-from rfc2544.cli import run as commands
+from rfc2544.engine import assemble
 from rfc2544.sim import dut as simdut
 from rfc2544.errors import InfraError
 
@@ -50,7 +50,7 @@ def setup(tmp_path, monkeypatch):
         sim.made = True
         return sim
 
-    monkeypatch.setattr(commands, "make_tester", fake_tester)
+    monkeypatch.setattr(assemble, "make_tester", fake_tester)
     return tmp_path, inv, prof, testers
 
 
@@ -266,7 +266,7 @@ def test_report_writes_csv_as_run_does(setup, capsys):
 HELD_RUN = """
 import pathlib, sys, time
 from rfc2544 import cli
-from rfc2544.cli import run as commands
+from rfc2544.engine import assemble
 from rfc2544.sim import dut as simdut
 
 class Held(simdut.SimDUT):
@@ -275,7 +275,7 @@ class Held(simdut.SimDUT):
             time.sleep(0.01)
         return super().run_trial(spec, progress)
 
-commands.make_tester = lambda inventory, profile: Held(capacity_fps=40_000)
+assemble.make_tester = lambda inventory, profile: Held(capacity_fps=40_000)
 cli.main(sys.argv[2:])
 """
 

@@ -1,72 +1,199 @@
-"""The package's layers, read from the source (every import, also those
-inside functions): the click layer is on top, and nothing below imports it.
-A core module that reached up into a command module is how commands.py,
-host_setup.py and reports/cli.py came to import each other in a circle."""
+"""The package's layers are its folders, and the rules between them are read
+from the source (every import, also those inside functions):
+
+  cli/         the click commands, on top: nothing else imports it
+  procedures/  the RFC 2544 tests and the runner that walks a plan
+  search/      throughput searches (they see only measure(duration, load))
+  engine/      the tester: transport, trial engine, schedule, pacing
+  drivers/     what is written to and read from the hosts, over ssh
+  config/      inventory and profiles        results/  the results model
+  reports/     HTML/PDF/CSV                  lab/, sim/ the QEMU lab, a simulated DUT
+
+Each rule is checked on a synthetic package too, so a rule that could not
+fail would show here."""
 import ast
+import textwrap
 from pathlib import Path
+
+import pytest
 
 import rfc2544
 
 PACKAGE = Path(rfc2544.__file__).resolve().parent
-
-# The modules that define click commands. rfc2544.cli finds the others by
-# name (COMMANDS), so no command module needs to import another.
-CLI_LAYER = {"rfc2544.cli", "rfc2544.cli.run", "rfc2544.cli.setup", "rfc2544.cli.plan",
-             "rfc2544.cli.report", "rfc2544.cli.lab", "rfc2544.cli.store"}
+TOP_LEVEL = {"rfc2544", "rfc2544.__main__", "rfc2544.errors", "rfc2544.model", "rfc2544.interrupts"}
 ENTRY = "rfc2544.__main__"      # `python -m rfc2544`: above everything
+# layer -> the layers it must never import (the cli is handled for all of them)
+FORBIDDEN = {
+    "results": {"engine", "procedures", "search"},
+    "config": {"engine", "procedures", "search", "reports"},
+    "drivers": {"engine", "procedures", "search", "config", "results", "reports"},
+    "search": {"engine", "drivers", "procedures", "config", "results", "reports"},
+    "engine": {"procedures", "reports"},
+}
 
 
-def module_name(path):
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+def module_name(path, package):
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def imports_of(path):
-    """Every rfc2544 module `path` imports, at any depth of its code."""
+def imports_of(path, modules):
+    """Every module of `modules` that `path` imports, at any depth of its
+    code. `from pkg import mod` imports pkg.mod, and pkg only where a name
+    it imports is not a module: a submodule's import runs its package's
+    __init__, but that is not a dependency on what the __init__ defines."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            # `from rfc2544 import commands` imports the module rfc2544.cli.run
-            found |= {f"{node.module}.{a.name}" for a in node.names}
-    return {name for name in found if name.split(".")[0] == "rfc2544"}
+            subs = {f"{node.module}.{a.name}" for a in node.names}
+            found |= subs & modules
+            if subs - modules:
+                found.add(node.module)
+    return found & modules
 
 
-def graph():
-    modules = {module_name(p): p for p in PACKAGE.rglob("*.py") if "data" not in p.relative_to(PACKAGE).parts}
-    return {name: imports_of(path) & set(modules) for name, path in modules.items()}
+def graph(package=PACKAGE):
+    paths = {module_name(p, package): p for p in package.rglob("*.py")
+             if "data" not in p.relative_to(package).parts}
+    return {name: imports_of(path, set(paths)) for name, path in paths.items()}
+
+
+def layer(name):
+    """The folder a module is in ("cli", "engine", ...); for a top-level
+    module, its own name."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def layer_violations(g):
+    """(importer, imported, rule) for every import that breaks a layer rule."""
+    bad = []
+    for name, deps in g.items():
+        own = layer(name)
+        entry = layer(name) == "__main__"
+        for dep in deps:
+            theirs = layer(dep)
+            if theirs == "cli" and own != "cli" and not entry:
+                bad.append((name, dep, "only the entry point imports the cli"))
+            elif own in FORBIDDEN and theirs in FORBIDDEN[own]:
+                bad.append((name, dep, f"{own} never imports {theirs}"))
+    return sorted(bad)
+
+
+def cycles(g):
+    """The import circles of `g` (each as a list of modules), by Tarjan's
+    strongly connected components."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v, counter=[0]):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in g.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return found
 
 
 def test_the_entry_point_imports_only_the_cli():
     assert graph()[ENTRY] == {"rfc2544.cli"}
 
 
-def test_the_cli_layer_is_what_the_command_table_names():
+def test_the_top_level_holds_only_what_belongs_to_no_layer():
+    top = {name for name in graph() if "." not in name.removeprefix("rfc2544.")
+           and not (PACKAGE / name.removeprefix("rfc2544.")).is_dir()} | {"rfc2544"}
+    assert top == TOP_LEVEL
+
+
+def test_the_cli_folder_is_what_the_command_table_names():
     from rfc2544.cli import COMMANDS
     named = {target.split(":")[0] for target in COMMANDS.values()}
-    assert named | {"rfc2544.cli"} == CLI_LAYER
+    in_folder = {name for name in graph() if layer(name) == "cli"}
+    assert named | {"rfc2544.cli", "rfc2544.cli.display"} == in_folder
 
 
-def test_nothing_below_the_cli_layer_imports_it():
-    offenders = {name: sorted(deps & CLI_LAYER) for name, deps in graph().items()
-                 if name not in CLI_LAYER | {ENTRY} and deps & CLI_LAYER}
-    assert offenders == {}
+def test_no_import_breaks_a_layer_rule():
+    assert layer_violations(graph()) == []
 
 
-def test_command_modules_do_not_import_each_other():
-    offenders = {name: sorted(deps & CLI_LAYER - {name}) for name, deps in graph().items()
-                 if name in CLI_LAYER and deps & CLI_LAYER - {name}}
-    assert offenders == {}
+def test_no_import_circle_in_the_package():
+    assert cycles(graph()) == []
 
 
-def test_only_the_cli_layer_and_the_display_use_click():
-    users = {module_name(p) for p in PACKAGE.rglob("*.py")
+def test_only_the_cli_uses_click():
+    users = {module_name(p, PACKAGE) for p in PACKAGE.rglob("*.py")
              if "data" not in p.relative_to(PACKAGE).parts and "click" in {
                  n.split(".")[0] for node in ast.walk(ast.parse(p.read_text()))
                  for n in ([a.name for a in node.names] if isinstance(node, ast.Import) else
                            [node.module or ""] if isinstance(node, ast.ImportFrom) else [])}}
-    assert users - CLI_LAYER == {"rfc2544.cli.display"}
+    assert users and {layer(u) for u in users} == {"cli"}
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    """A package `fake` with the real folders and a few modules of each."""
+    root = tmp_path / "fake"
+
+    def write(rel, body=""):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in [path.parent, *path.parent.parents]:
+            if parent == tmp_path:
+                break
+            (parent / "__init__.py").touch()
+        path.write_text(textwrap.dedent(body))
+    write("__main__.py", "from fake.cli import main\n")
+    write("errors.py")
+    write("cli/run.py", "from fake.engine import tester\nfrom fake.results.file import Results\n")
+    write("engine/tester.py", "from fake.drivers import ssh\nfrom fake.errors import BadInput\n")
+    write("drivers/ssh.py", "from fake.errors import InfraError\n")
+    write("results/file.py", "from fake.errors import BadInput\n")
+    return root, write
+
+
+def test_the_rules_hold_on_a_clean_synthetic_package(synthetic):
+    root, _ = synthetic
+    g = graph(root)
+    assert g["fake.cli.run"] == {"fake.engine.tester", "fake.results.file"}
+    assert layer_violations(g) == [] and cycles(g) == []
+
+
+@pytest.mark.parametrize("rel, body, rule", [
+    ("results/store.py", "def f():\n    from fake.cli import run\n", "only the entry point imports the cli"),
+    ("engine/doctor.py", "import fake.cli.run\n", "only the entry point imports the cli"),
+    ("results/store.py", "from fake.engine import tester\n", "results never imports engine"),
+    ("drivers/pgrx.py", "from fake.engine.tester import SSHTester\n", "drivers never imports engine"),
+])
+def test_an_import_that_breaks_a_rule_is_found(synthetic, rel, body, rule):
+    root, write = synthetic
+    write(rel, body)
+    assert {r for _, _, r in layer_violations(graph(root))} == {rule}
+
+
+def test_an_import_circle_is_found_also_inside_a_function(synthetic):
+    root, write = synthetic
+    write("engine/calibration_link.py", "def link():\n    from fake.engine.tester import SSHTester\n")
+    write("engine/tester.py", "from fake.engine.calibration_link import link\n")
+    assert cycles(graph(root)) == [["fake.engine.calibration_link", "fake.engine.tester"]]

@@ -270,14 +270,14 @@ def test_a_run_on_the_intree_pktgen_names_generator_and_receiver(tmp_path, monke
     receiver ran, in the conditions table and in the deviations banner."""
     from pktgen_sim import SimKernel
     from test_tester_sim import make_tester
-    from rfc2544.cli import run as commands
+    from rfc2544.engine import assemble
     from rfc2544.config import profiles
     from rfc2544.results.file import Results
     from rfc2544.procedures.runner import build_plan
     tester, _, _ = make_tester(tmp_path, SimKernel(pgrx=False))
     monkeypatch.setattr(tester, "conditions", lambda: {"hosts": {}})      # host facts: not this test's
     profile = profiles.load("quick")
-    conditions = commands.conditions_for(tester, tester.inventory, profile, None, None)
+    conditions = assemble.conditions_for(tester, tester.inventory, profile, None, None)
     assert (conditions["generator"], conditions["receiver"], conditions["fidelity"]) == \
         ("pktgen (in-tree)", "interface counters", "lower")
     # written as a run writes it (and checked against the schema on save)
@@ -291,12 +291,12 @@ def test_a_run_on_the_intree_pktgen_names_generator_and_receiver(tmp_path, monke
 def run_conditions(tmp_path, monkeypatch, tx_speed, rx_speed, link=None):
     """conditions_for on a simulated tester whose ports tx0 and rx0 report these speeds."""
     from test_tester_sim import make_tester
-    from rfc2544.cli import run as commands
+    from rfc2544.engine import assemble
     from rfc2544.config import profiles
     tester, _, _ = make_tester(tmp_path)
     nics = [{"name": "tx0", "speed_mbps": tx_speed}, {"name": "rx0", "speed_mbps": rx_speed}]
     monkeypatch.setattr(tester, "conditions", lambda: {"hosts": {"tester": {"role": "tester", "nics": nics}}})
-    return commands.conditions_for(tester, tester.inventory, profiles.load("quick"), link, None)
+    return assemble.conditions_for(tester, tester.inventory, profiles.load("quick"), link, None)
 
 
 def test_the_link_speed_falls_back_to_what_the_ports_reported(tmp_path, monkeypatch):

@@ -112,9 +112,9 @@ class LinkPacing:
 
     def _link(self):
         """An SSHTester whose one stream is the calibration link (tx to rx),
-        over the borrowed sessions."""
+        over the borrowed sessions, of the tester's own class (so this module
+        and the tester's do not import each other)."""
         if self._link_tester is None:
-            from rfc2544.engine.tester import SSHTester
             session = self.tester.session(self.host.name)
             status, out, err = session.run(
                 f"cat /sys/class/net/{shlex.quote(self.tx)}/address /sys/class/net/{shlex.quote(self.rx)}/address")
@@ -130,7 +130,7 @@ class LinkPacing:
                                       self.host.user, ports=ports)
             inv = inventory_mod.Inventory(self.tester.inventory.path, {host.name: host},
                                           [inventory_mod.Stream(host.name, self.tx, host.name, self.rx)], {})
-            self._link_tester = SSHTester(inv, waits={"learning_frames": 0},
+            self._link_tester = type(self.tester)(inv, waits={"learning_frames": 0},
                                           sessions={host.name: session})
         return self._link_tester
 

@@ -8,7 +8,7 @@ the search goes on below it with full-length trials only: short trials have
 just shown they pass loads a full trial does not (a buffer or a policer's
 burst absorbs a short overload). A tester-limited trial never counts as a pass.
 """
-from rfc2544.search import CountingMeasure, SearchResult
+from rfc2544.search.outcome import CountingMeasure, SearchResult
 
 
 def _bisect(measure, lower, upper, verified, resolution, goal, duration):

@@ -10,7 +10,7 @@ import math
 
 from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
 
-from rfc2544.search import CountingMeasure, SearchResult
+from rfc2544.search.outcome import CountingMeasure, SearchResult
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
-from rfc2544.cli import run as commands
+from rfc2544.engine import assemble
 from rfc2544.config import profiles
 from rfc2544.results import file as results_mod
 from rfc2544.cli.display import Display
@@ -102,7 +102,7 @@ def simulated_run(directory, fail_at=None):
     calibration = {str(size): TESTER_CEILING_FPS for size in profile["frame_sizes"]}
     inventory = SimpleNamespace(path=INVENTORY, streams=[
         SimpleNamespace(tx_host="tester", tx_port="tx0", rx_host="tester", rx_port="rx0")])
-    conditions = commands.conditions_for(dut, inventory, profile, LINK_MBPS, calibration)
+    conditions = assemble.conditions_for(dut, inventory, profile, LINK_MBPS, calibration)
     conditions["inventory"] = INVENTORY       # conditions_for makes it absolute: host dependent
     real_now = results_mod.now_iso
     results_mod.now_iso = clock.iso           # Results stamps started/finished/interruptions

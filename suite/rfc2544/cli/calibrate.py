@@ -1,0 +1,87 @@
+"""Click command `calibrate`: the tester's own ceiling and pacing
+(engine.calibrate), saved beside the inventory for the runs that follow."""
+import json
+from datetime import datetime
+
+import click
+
+from rfc2544.config import inventory as inventory_mod
+from rfc2544.engine.assemble import calibration_path
+from rfc2544.errors import BadInput, InfraError
+from rfc2544.interrupts import interruptible
+
+
+@click.command("calibrate")
+@click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
+              help="Ansible inventory (default: the local lab's).")
+@click.option("--frame-size", "frame_sizes", multiple=True, type=int,
+              help="Frame sizes to calibrate (repeatable) [default: 64 and 1518].")
+@click.option("--duration", default=2.0, show_default=True, type=float, help="Seconds per measurement.")
+@click.option("--pacing/--no-pacing", default=True, show_default=True,
+              help="Also measure how evenly the generator paces below its ceiling (rfc2544_pktgen's "
+                   "departure times, or arrivals on the inventory's calibration link).")
+@click.option("--compare-in-tree", is_flag=True,
+              help="Also measure the in-tree pktgen's pacing at the same steps, on the inventory's calibration "
+                   "link: unloads rfc2544_pktgen for it, then loads it again with its settings (it must be "
+                   "installed, as the playbooks do).")
+@interruptible
+def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree):
+    """Measure the tester's own ceiling (frames/s it can send) without a DUT,
+    and how evenly it paces below it."""
+    inventory = inventory_mod.resolve(inventory_path)
+    if compare_in_tree and not pacing:
+        raise BadInput("--compare-in-tree compares pacing: it cannot go with --no-pacing")
+    try:
+        from rfc2544.engine.calibrate import calibrate as measure_ceiling, in_tree_pacing, pacing_fidelity
+        from rfc2544.engine.pacing import SOURCE_GENERATOR
+        from rfc2544.engine.tester import SSHTester
+    except ImportError as exc:
+        raise InfraError(f"calibration is not available in this build ({exc})")
+    sizes = list(frame_sizes) or [64, 1518]
+    tester = SSHTester(inventory, waits={"learning_frames": 0})
+    try:
+        ceilings = measure_ceiling(inventory, sizes, duration=duration, tester=tester,
+                                   progress=lambda size, fps: click.echo(f"{size:>6} B  {fps:14,.0f} fps"))
+        fidelity = None
+        if pacing:
+            click.echo("pacing below the ceiling (gap p99.9 / nominal gap; micro-burst: frames each sent less "
+                       "than half the nominal gap after the one before):")
+            fidelity = pacing_fidelity(tester, ceilings, duration, progress=lambda row: click.echo(pacing_line(row)))
+            if fidelity is None:
+                click.echo(f"  {tester.generator_name}: records no departure times and the inventory names no "
+                           "calibration link (rfc2544_calibration_link), pacing not measured (rfc2544_pktgen "
+                           "records them)")
+            elif fidelity["source"] != SOURCE_GENERATOR:
+                click.echo(f"  {tester.generator_name}: measured on the calibration link (arrival times)")
+            else:
+                best = next(s for s in fidelity["settings"] if s["best"])
+                click.echo("  most even: " + ", ".join(f"{k} {v}" for k, v in best["settings"].items()))
+            if compare_in_tree:
+                if fidelity is None or fidelity["source"] != SOURCE_GENERATOR:
+                    raise BadInput("--compare-in-tree compares the in-tree pktgen with rfc2544_pktgen, "
+                                   "which is not the generator here")
+                click.echo("the in-tree pktgen at the same steps, on the calibration link "
+                           "(rfc2544_pktgen unloaded meanwhile):")
+                fidelity["in_tree"] = in_tree_pacing(tester, ceilings, duration,
+                                                     progress=lambda row: click.echo(pacing_line(row)))
+                click.echo(f"  rfc2544_pktgen loaded again: {tester.generator_name}")
+    finally:
+        tester.close()
+    fps = {str(k): float(v) for k, v in dict(ceilings).items()}
+    path = calibration_path(inventory)
+    try:
+        path.write_text(json.dumps({"inventory": str(inventory.path), "fps": fps, "pacing": fidelity,
+                                    "measured": datetime.now().isoformat(timespec="seconds")}, indent=1))
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot save the calibration: {exc.strerror}")
+    click.echo(f"saved to {path}; runs on this inventory cap the load there and flag "
+               "results within 5 % of it as tester-bound")
+
+
+def pacing_line(row):
+    ratio = "   -" if row["p999_over_nominal"] is None else f"{row['p999_over_nominal']:5.2f}"
+    settings = " ".join(f"{k}={v}" for k, v in row["settings"].items())
+    return (f"{row['frame_size']:>6} B {row['step'] * 100:>4.0f} %  {row['fps']:>10,} fps  "
+            f"achieved {row['achieved_fps']:>10,.0f}  p99.9/nominal {ratio}  "
+            f"longest micro-burst {row['longest_micro_burst'] if row['longest_micro_burst'] is not None else '-':>4}"
+            f"  [{settings}]{'' if row['kept_rate'] else '  (rate not kept)'}")

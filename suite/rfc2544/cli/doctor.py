@@ -1,0 +1,26 @@
+"""Click command `doctor`: are the inventory's hosts ready (engine.doctor)?"""
+import click
+
+from rfc2544.config import inventory as inventory_mod
+from rfc2544.errors import InfraError
+
+
+@click.command("doctor")
+@click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
+              help="Ansible inventory (default: the local lab's).")
+def doctor(inventory_path):
+    """Check the hosts: SSH, module, links, MACs, clock sync."""
+    inventory = inventory_mod.resolve(inventory_path)
+    try:
+        from rfc2544.engine.doctor import doctor as check_hosts
+    except ImportError as exc:
+        raise InfraError(f"doctor is not available in this build ({exc})")
+    from rfc2544.engine.playbooks import find_tool
+    click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
+    checks = check_hosts(inventory)
+    for name, ok, detail in checks:
+        click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")
+    failed = [name for name, ok, _ in checks if not ok]
+    if failed:
+        raise InfraError(f"doctor: {len(failed)} of {len(checks)} checks failed: {', '.join(failed)}")
+    click.echo(f"all {len(checks)} checks passed")

@@ -1,0 +1,94 @@
+"""The pieces a run needs, built from the inventory and the profile: the
+tester, the DUT's reset, the run's conditions, the link speed and the saved
+calibration. `rfc2544 run` wires them to the runner; tests and the results
+generator build them the same way."""
+import json
+import threading
+from pathlib import Path
+
+from rfc2544.errors import BadInput, InfraError
+
+
+def calibration_path(inventory):
+    return Path(str(inventory.path) + ".calibration.json")
+
+
+def load_calibration(inventory):
+    path = calibration_path(inventory)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        return {str(k): float(v) for k, v in data["fps"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise BadInput(f"{path}: not a calibration file (run 'rfc2544 calibrate' again)")
+
+
+def link_speed(inventory, profile):
+    if profile.model.link_mbps:
+        return profile.model.link_mbps
+    speeds = [inventory.hosts[s.tx_host].ports[s.tx_port].speed_mbps for s in inventory.streams]
+    return min(speeds) if speeds and all(speeds) else None
+
+
+def make_tester(inventory, profile):
+    try:
+        from rfc2544.engine.tester import SSHTester
+    except ImportError as exc:
+        raise InfraError(f"the traffic drivers are not available in this build ({exc})")
+    w = profile.model.waits
+    waits = {"learning_s": w.learning_s, "residual_s": w.residual_s, "settle_s": w.settle_s}
+    return SSHTester(inventory, waits=waits)
+
+
+def make_dut_reset(inventory):
+    """A callable that fires the DUT's rfc2544_reset_cmd in the background
+    (the trial keeps streaming), or None when the inventory gives none."""
+    duts = [h for h in inventory.duts if h.reset_cmd]
+    if not duts:
+        return None
+    host = duts[0]
+
+    def fire():
+        from rfc2544.drivers.ssh import SSHHost, quote
+        cmd = host.reset_cmd
+        if host.netns:
+            cmd = f"ip netns exec {quote(host.netns)} sh -c {quote(cmd)}"
+        try:
+            conn = SSHHost.connect(host.name, host.address, host.port, host.user, host.key_file,
+                                   host.known_hosts)
+            conn.run(cmd, timeout=120, check=False)
+            conn.close()
+        except InfraError:
+            pass        # a reset may well take the connection down with it
+
+    return lambda: threading.Thread(target=fire, name="dut-reset", daemon=True).start()
+
+
+def conditions_for(tester, inventory, profile, link_mbps, calibration):
+    try:
+        hosts = tester.conditions()
+    except Exception as exc:        # facts are for the report; a failure must not stop the run
+        hosts = {"error": f"could not gather host facts: {exc}"}
+    conditions = {
+        "generator": getattr(tester, "generator_name", "unknown"),
+        "receiver": getattr(tester, "receiver_name", "unknown"),
+        "fidelity": "full" if getattr(tester, "full_fidelity", False) else "lower",
+        "latency_definition": getattr(tester, "latency_definition", None)
+        or "software timestamps, generator header at transmit to receiver hook at arrival (bit-forwarding, RFC 1242)",
+        "link_speed_mbps": link_mbps,
+        "ip_versions": list(profile.model.ip_versions),
+        "inventory": str(Path(inventory.path).resolve()),     # absolute: --resume may start elsewhere
+        "streams": [{"tx": f"{s.tx_host}:{s.tx_port}", "rx": f"{s.rx_host}:{s.rx_port}"} for s in inventory.streams],
+        "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
+        "calibration": calibration,
+    }
+    # No speed from the profile or the inventory: the one the NICs reported
+    # (the report's % of line rate then says where it came from).
+    source = "profile" if profile.model.link_mbps else "inventory" if link_mbps else None
+    if link_mbps is None:
+        from rfc2544.drivers.facts import stream_port_speed
+        conditions["link_speed_mbps"] = stream_port_speed(conditions)
+        source = "NICs" if conditions["link_speed_mbps"] else None
+    conditions["link_speed_source"] = source
+    return conditions
