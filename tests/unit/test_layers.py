@@ -197,3 +197,12 @@ def test_an_import_circle_is_found_also_inside_a_function(synthetic):
     write("engine/calibration_link.py", "def link():\n    from fake.engine.tester import SSHTester\n")
     write("engine/tester.py", "from fake.engine.calibration_link import link\n")
     assert cycles(graph(root)) == [["fake.engine.calibration_link", "fake.engine.tester"]]
+
+
+MAX_LINES = 500
+
+
+def test_no_module_of_the_package_is_over_its_size():
+    sizes = {module_name(p, PACKAGE): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")
+             if "data" not in p.relative_to(PACKAGE).parts}
+    assert sizes and {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
