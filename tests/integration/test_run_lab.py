@@ -165,34 +165,51 @@ def capped(lab):
     lab.uncap_dut()
 
 
-def test_ndr_of_a_capped_dut_within_3_percent(with_module, tmp_path):
-    """MLRsearch with RFC 9971's exceed ratio: a TCG lab on a shared host
-    loses a few frames now and then at any rate, and one such trial must not
-    decide the NDR (classic bisection, which trusts every single trial, is
-    tested against simulated DUTs in tests/unit/test_search.py). Our
-    generator, which records every trial's departures: on a CI host loaded
-    enough to stall the tester VM for over a second, the in-tree pktgen's
-    catch-up bursts overflowed even this half-second bucket below the cap
-    (NDR 9 % low, nothing to name them by). Here such a trial is named
-    tester-bursty and retried, and if the bursts (or the tester's stalls,
-    tester_stall_s) decide the upper bound the row says the NDR may be the
-    tester's: never silently low."""
-    method = "mlr"
-    results = run_ndr_search(with_module, tmp_path, resolution_pct=2)
+HIDDEN_BUCKET = 256     # frames: the bucket of the issue's hidden-capacity trial (5,300 frames/s there)
+
+
+def test_a_hidden_capacity_is_the_duts_within_one_step(with_module, tmp_path):
+    """A police rate the test picks (printed) with a 256-frame bucket, a
+    1 % MLRsearch with 5 s final trials, our generator (every trial's
+    departures recorded): the NDR is within one step of what the DUT
+    forwards (rate + bucket / 5 s), and the row carries no tester label:
+    no ceiling is near (none is known) and the failed trials above the
+    NDR lost more than their bursts, beyond what passed trials showed the
+    DUT absorbing, could overflow. Only a tester that really stopped
+    sending (tester_stall_s, a loaded CI host stalling the VM) or bursts
+    that do explain the upper bound's loss may mark it, and then the NDR is
+    never above what the DUT forwards. MLRsearch's exceed ratio keeps one
+    stray loss of a TCG lab from deciding the NDR."""
+    import random
+    from rfc2544.engine import pacing
+    lab = with_module
+    police = random.randrange(2600, 3400, 10)
+    lab.cap_dut(police, HIDDEN_BUCKET)
+    final_s = 5
+    results = run_ndr_search(lab, tmp_path, final_s=final_s, resolution_pct=1,
+                             max_load_fps=2 * police, duration_sum_s=2 * final_s)
     row = results.data["throughput"][0]
     ndr = row["ndr_fps"]
-    log = "; ".join(f"{t['load_fps']:.0f}/{t['duration_s']:g}s:{t['lost_frames']}:{t['verdict']}:"
-                    f"{(t.get('spacing') or {}).get('longest_micro_burst')}"
+    log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}/{t['duration_s']:g}s:{t['lost_frames']}:{t['verdict']}:"
+                    f"{(t.get('spacing') or {}).get('longest_micro_burst')}/{(t.get('spacing') or {}).get('close_frames')}"
                     for t in results.data["trials"])
+    known = police + HIDDEN_BUCKET / final_s
+    print(f"police {police} fps: NDR {ndr} fps, known {known:.0f} fps, tester_bound {row['tester_bound']}, "
+          f"tester_bursty {row.get('tester_bursty')}, tester_stall_s {row.get('tester_stall_s')}: {log}")
     assert ndr is not None, log
     assert all(t.get("spacing") for t in results.data["trials"]), f"a trial without departure data: {log}"
-    known = CAP_PPS + CAP_BURST / FINAL_S
-    print(f"NDR {ndr:.0f} fps, known {known:.0f} fps, tester_bursty {row.get('tester_bursty')}, "
-          f"tester_stall_s {row.get('tester_stall_s')}: {log}")
+    assert row["tester_bound"] is False, log
+    assert not [d for d in results.data["deviations"] if d["code"] == "tester_bound"], log
+    # every trial put on the tester lost no more than its bursts could overflow
+    trials = Results.load(results.dir).recorded_trials(row["unit"])
+    for i, t in enumerate(trials):
+        if t.tester_bursty:
+            absorbed = pacing.evidence_of(trials[:i]).absorbed
+            assert t.lost_frames <= pacing.overflow_bound(t.spacing, absorbed), log
     if row.get("tester_bursty") or row.get("tester_stall_s"):
-        assert ndr <= known * 1.03, log       # a lower bound, never above what the DUT forwards
+        assert ndr <= known * 1.01, log       # a lower bound, never above what the DUT forwards
     else:
-        assert abs(ndr - known) / known <= 0.03, f"{method}: NDR {ndr:.0f} fps vs {known:.0f}: {log}"
+        assert known * 0.98 <= ndr <= known * 1.01, log
 
 
 # The run's fault tests are not timing-sensitive: the background child
@@ -415,6 +432,33 @@ def assert_bursty_retried(trials, retries, log):
         assert retried or attempts % (1 + retries) == 0, f"#{t['id']} not retried: {log}"
 
 
+def unnamed_bursty(results, cap_fps, min_burst):
+    """The ids of failed trials at or below `cap_fps` with a micro-burst
+    longer than `min_burst` that the tester-bursty rule (engine/pacing.py)
+    explains but that were not named: a buffer that held what passed trials
+    showed absorbed can have lost their frames to the bursts, the DUT lost
+    no frames at or below their rate with bursts it absorbs, and they do not
+    repeat the loss of a named attempt just before."""
+    from rfc2544.engine import pacing
+    unit = results.data["throughput"][0]["unit"]
+    records = [t for t in results.data["trials"] if t.get("unit") == unit and not t.get("superseded")]
+    trials = Results.load(results.dir).recorded_trials(unit)
+    missed = []
+    for i, (record, t) in enumerate(zip(records, trials)):
+        s = t.spacing
+        if t.tester_limited or not t.lost_frames or t.spec.load_fps > cap_fps or s is None \
+                or s.longest_micro_burst <= min_burst:
+            continue
+        before = trials[:i]
+        evidence = pacing.evidence_of(before)
+        if (s.longest_micro_burst > evidence.absorbed
+                and t.lost_frames <= pacing.overflow_bound(s, evidence.absorbed)
+                and (evidence.lossy_even_fps is None or t.spec.load_fps < evidence.lossy_even_fps)
+                and not pacing.repeats_loss(before[-1] if before else None, t)):
+            missed.append(record["id"])
+    return missed
+
+
 def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     """The DUT policed at CAP_PPS with a bucket of 32 frames, our generator
     and receiver: every failed trial at or below the police rate whose
@@ -435,13 +479,9 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
                     for t in trials)
     print(log)
     assert all(t.get("spacing") for t in trials), "a trial without departure data"
-    for t in trials:
-        s = t["spacing"]
-        if (t["verdict"] == "fail" and t["load_fps"] <= CAP_PPS and s["longest_micro_burst"] > SMALL_BUCKET
-                and t["lost_frames"] <= s["close_frames"]):
-            earlier = [x["spacing"]["longest_micro_burst"] for x in trials
-                       if x["id"] < t["id"] and x["verdict"] == "pass"]
-            assert max(earlier, default=0) >= s["longest_micro_burst"], f"#{t['id']} not named: {log}"
+    # every failed trial at or below the police rate whose bursts beyond the
+    # bucket explain its loss, by the rule (engine/pacing.py), is named
+    assert unnamed_bursty(results, CAP_PPS, SMALL_BUCKET) == [], log
     assert_bursty_retried(trials, retries, log)
     row = results.data["throughput"][0]
     known = CAP_PPS + SMALL_BUCKET / final_s
@@ -521,8 +561,7 @@ def test_the_in_tree_generators_bursts_are_named_from_the_calibration_link(cappe
         asked = round(t["load_fps"] * shortest)
         span_s = (s["frames"] - 1) * s["mean_gap_ns"] / 1e9
         assert s["frames"] >= 0.98 * asked and span_s >= 0.8 * shortest, (t["id"], asked, s["frames"], span_s)
-        if t["load_fps"] <= CAP_PPS and s["longest_micro_burst"] > 1 and t["lost_frames"] <= s["close_frames"]:
-            assert t["verdict"] == "tester-bursty", f"#{t['id']} not named: {log}"
+    assert unnamed_bursty(results, CAP_PPS, 1) == [], log
     bursty = [t for t in trials if t["verdict"] == "tester-bursty"]
     assert bursty, f"20 ms stalls at up to {CAP_PPS} fps owe more than {SMALL_BUCKET} frames, yet none named: {log}"
     assert all("on the calibration link" in " ".join(t["notes"]) for t in bursty)

@@ -125,6 +125,8 @@ class Display:
                 text += f", PDR {pdr:,.0f} fps"
             if entry.get("tester_bound"):
                 text += " (tester-bound)"
+            if entry.get("tester_bursty"):
+                text += " (set by the tester's bursts: a lower bound)"
             self._out(f"   {text}  [{entry['trials']} trials, {entry['traffic_s']:.1f} s of traffic, "
                       f"{entry['saved_traffic_s']:.1f} s saved by early abort]")
         else:

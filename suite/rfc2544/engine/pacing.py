@@ -6,14 +6,31 @@ each sent less than half the nominal gap after the one before (a vCPU
 stall, an interrupt storm, `burst N`: then the generator sends its debt back
 to back).
 
-The tester-bursty rule. A failed trial is tester-bursty when all hold:
-  1. its longest micro-burst M is at least 2 frames;
-  2. M is longer than the longest micro-burst of any trial that passed in
-     the same unit (test, IP version, frame size) so far, A (0 if none):
-     the DUT was never seen to absorb a burst that long;
-  3. the frames lost L are at most the close frames C, the frames sent less
-     than half a gap after the one before: a buffer that overflowed on
-     bursts can lose only frames that came too close.
+The tester-bursty rule. The DUT's loss is the default: a failed trial is
+put on the tester's micro-bursts only where even spacing at the same rate
+could not have lost those frames, given what the unit's trials (test, IP
+version, frame size) showed the DUT absorb and lose (DutEvidence). With M
+the trial's longest micro-burst, n its micro-bursts, C its close frames
+(each sent less than half the nominal gap after the one before), L the
+frames it lost, and A the longest micro-burst of a passed trial in the unit
+(0 if none), all of these hold:
+  1. M >= 2 and M > A: the DUT was never seen to absorb a burst that long;
+  2. L <= min(C, k * (M - A)), k = min(n, (C + n) // (A + 1)): a buffer
+     that held A frames loses at most M - A of a burst of M, and only the
+     bursts longer than A lose any; there are at most k of them, since
+     the n bursts hold C + n frames in all. Loss beyond that is spread over
+     the trial: the DUT's capacity, not the bursts (with A = 0, this is
+     L <= C, the frames that came too close);
+  3. no trial of the unit at this rate or below lost frames without a
+     burst longer than A: the DUT already loses at such a rate when its
+     frames come as evenly as it absorbs them;
+  4. the same load's attempt just before was not tester-bursty with about
+     the same loss (repeats_loss): a DUT that cannot carry the rate loses
+     the same again, bursts lose what the bursts happen to be. The search
+     spends no more retries there: the loss is the DUT's.
+The throughput row's flag (the NDR set by the tester's bursts) judges the
+trials at the upper bound again with the whole unit's evidence, so it does
+not depend on the order in which the search met them.
 The in-tree pktgen records no departures. Where the inventory names a
 calibration link (two tester ports cabled to each other), the spacing of a
 failed trial is estimated there: the same generator sends at the trial's
@@ -30,13 +47,11 @@ gap still shows the stall: when a failed trial at the NDR's upper bound
 stopped sending for over TESTER_STALL_S (procedures/throughput.py), the row
 carries `tester_stall_s` and the run says the NDR may be low.
 
-A DUT that cannot carry the rate loses frames spread over the whole trial,
-typically more than the few close frames (3 fails), or the same loss again
-on an evenly paced retry. The search treats a tester-bursty trial like a
-tester-limited one: retried, and never taken as a pass.
+The search treats a tester-bursty trial like a tester-limited one: retried,
+and never taken as a pass.
 """
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from rfc2544.drivers import pgrx as pgrx_mod
@@ -136,31 +151,79 @@ def close_frames(buckets, nominal_gap_ns):
     return sum(b.count for b in buckets if b.high < half)
 
 
+def may_be_bursty_spec(spec):
+    """A trial of a steady rate: loss is the point of an overload, an outage
+    or a burst at the maximum rate."""
+    return spec.test in STEADY_TESTS and spec.recovery_load_fps is None and not spec.burst_frames
+
+
 def may_be_bursty(result):
-    """A failed trial of a steady rate the tester sent in full: one the rule
-    may put on the tester's pacing."""
-    spec = result.spec
-    # loss is the point of an overload, an outage or a burst at the maximum rate
-    if spec.test not in STEADY_TESTS or spec.recovery_load_fps is not None or spec.burst_frames:
-        return False
+    """A failed trial of a steady rate the tester sent in full (or one the
+    rule already named, judged again): one the rule may put on the tester's
+    pacing."""
     # an aborted trial (early abort: its loss already broke the goal) is a failed one too
-    return not result.tester_limited and result.lost_frames > 0
+    sent_in_full = not result.tester_limited or getattr(result, "tester_bursty", False)
+    return may_be_bursty_spec(result.spec) and sent_in_full and result.lost_frames > 0
 
 
-def bursty_reason(result, absorbed):
+@dataclass(frozen=True)
+class DutEvidence:
+    """What a unit's trials showed of the DUT: the longest micro-burst a
+    passed trial had (the DUT absorbed it), and the lowest rate at which a
+    trial lost frames with no micro-burst longer than that (None: none; a
+    trial without spacing data shows nothing either way)."""
+    absorbed: int = 0
+    lossy_even_fps: float = None
+
+
+def evidence_of(results):
+    """DutEvidence from TrialResults of one unit."""
+    absorbed = max((r.spacing.longest_micro_burst for r in results
+                    if r.spacing and r.lost_frames == 0 and not r.tester_limited and not r.aborted_early),
+                   default=0)
+    lossy = [r.spec.load_fps for r in results
+             if may_be_bursty(r) and r.spacing and r.spacing.longest_micro_burst <= absorbed]
+    return DutEvidence(absorbed, min(lossy, default=None))
+
+
+def overflow_bound(spacing, absorbed):
+    """The most frames the micro-bursts of `spacing` can have overflowed a
+    buffer that held `absorbed` frames (rule 2 above)."""
+    s = spacing
+    n = max(s.micro_bursts, 1)
+    k = min(n, (s.close_frames + n) // (absorbed + 1))
+    return min(s.close_frames, k * max(s.longest_micro_burst - absorbed, 0))
+
+
+def repeats_loss(previous, result):
+    """`result` repeats `previous`, a tester-bursty attempt at the same load
+    and duration, with about the same loss (within 2 frames or 20 %)."""
+    if previous is None or not getattr(previous, "tester_bursty", False):
+        return False
+    same = (previous.spec.load_fps == result.spec.load_fps
+            and previous.spec.duration_s == result.spec.duration_s)
+    a, b = previous.lost_frames, result.lost_frames
+    return same and abs(a - b) <= max(2, 0.2 * max(a, b))
+
+
+def bursty_reason(result, evidence):
     """Why `result` (a TrialResult) is tester-bursty, or None (the rule
-    above); `absorbed`: the longest micro-burst of a passed trial in its
-    unit so far (0 if none)."""
+    above, 1 to 3); `evidence`: the DutEvidence of its unit's other trials."""
     s = result.spacing
     if s is None or not may_be_bursty(result):
         return None
+    absorbed = evidence.absorbed
     if s.longest_micro_burst < 2 or s.longest_micro_burst <= absorbed:
         return None
-    if result.lost_frames > s.close_frames:
+    bound = overflow_bound(s, absorbed)
+    if result.lost_frames > bound:
+        return None
+    if evidence.lossy_even_fps is not None and result.spec.load_fps >= evidence.lossy_even_fps:
         return None
     sent = ("the generator sent" if s.source == SOURCE_GENERATOR else
             "on the calibration link, at this rate and frame size, the generator sends")
     return (f"tester-bursty: {sent} micro-bursts of up to {s.longest_micro_burst} frames "
             f"({s.close_frames} frames less than half the nominal {s.nominal_gap_ns / 1000:.1f} us gap after "
-            f"the one before), enough to explain the {result.lost_frames} frames lost; the longest micro-burst "
-            f"a passed trial showed the DUT absorbing is {absorbed} frames")
+            f"the one before), which can overflow up to {bound} frames of a buffer that held the longest "
+            f"micro-burst a passed trial showed the DUT absorbing ({absorbed} frames): enough to explain the "
+            f"{result.lost_frames} frames lost")

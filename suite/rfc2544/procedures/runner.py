@@ -100,7 +100,12 @@ class Context:
                 result.spacing = r.tester.link_spacing(spec, result.tx_frames)
             except InfraError as exc:     # the trial stands; only the estimate is missing
                 result.notes.append(f"no departure spacing estimate: {exc}")
-        reason = pacing.bursty_reason(result, self._absorbed_burst())
+        reason = pacing.bursty_reason(result, pacing.evidence_of(self._journal[:self._next]))
+        previous = self._journal[self._next - 1] if self._next else None
+        if reason and pacing.repeats_loss(previous, result):
+            reason = None       # the DUT's loss: no more retries at this load
+            result.notes.append(f"lost {result.lost_frames} frames, about as many as the tester-bursty attempt "
+                                f"before at this load ({previous.lost_frames}): the DUT's loss, not the bursts'")
         if reason:      # the search retries it and never counts it as DUT loss
             result.tester_bursty = result.tester_limited = True
             result.notes.append(reason)
@@ -115,11 +120,17 @@ class Context:
         r.display.trial(self.unit, result, replayed=False)
         return result
 
-    def _absorbed_burst(self):
-        """The longest micro-burst of a trial in this unit that passed: the DUT absorbed it."""
-        return max((t.spacing.longest_micro_burst for t in self._journal
-                    if t.spacing and t.lost_frames == 0 and not t.tester_limited and not t.aborted_early),
-                   default=0)
+    def upper_bound_bursty(self, load_fps):
+        """Whether this unit's trials at `load_fps` failed on the tester's
+        bursts alone: each failed one named tester-bursty when judged again
+        with the whole unit's evidence, each against all the unit's other
+        trials (pacing.py), so the answer does not depend on the order the
+        search met them in."""
+        trials = self._journal[:self._next]
+        failed = [(i, t) for i, t in enumerate(trials) if t.spec.load_fps == load_fps and pacing.may_be_bursty(t)]
+        return bool(failed) and all(
+            getattr(t, "tester_bursty", False)
+            and pacing.bursty_reason(t, pacing.evidence_of(trials[:i] + trials[i + 1:])) for i, t in failed)
 
     def _record_index(self, n):
         rows = [i for i, t in enumerate(self._r.results.data["trials"])

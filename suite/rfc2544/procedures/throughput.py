@@ -27,13 +27,18 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
     ndr = result.ndr_fps
     theo = theoretical_max_fps(frame_size, link) if link and frame_size else None
     ceiling = ctx.ceiling(frame_size, ipv6)
-    # Tester-bound when the search's upper bound itself, the lowest load that
-    # did not pass, failed because the tester could not send it. Tester-limited
-    # trials far above a DUT-lossy upper bound (the probe, the search's first
-    # loads) say nothing about the DUT.
+    # Two claims, two flags. Tester-bound: the NDR is within the margin of
+    # the tester's own ceiling, or the search's upper bound, the lowest load
+    # that did not pass, failed because the tester could not send it
+    # (tester-limited trials far above a DUT-lossy upper bound, the probe or
+    # the search's first loads, say nothing about the DUT). Set by the
+    # tester's bursts: the upper bound's failures are, judged with the whole
+    # unit's trials, the generator's micro-bursts (pacing.py).
     upper = result.ndr_upper_fps
     at_upper = [o for o in result.outcomes if upper is not None and abs(o.load_fps - upper) <= upper * 0.001]
-    upper_limited = any(o.tester_limited for o in at_upper)
+    upper_unsent = any(o.tester_limited and not o.tester_bursty for o in at_upper)
+    near_ceiling = bool(ndr and ceiling and ndr >= ceiling * (1 - TESTER_BOUND_MARGIN))
+    bursty = bool(at_upper) and ctx.upper_bound_bursty(at_upper[0].load_fps)
     # The upper bound's failures came with the tester stopping: pass or fail
     # may then say where the stall fell, not what the DUT carries.
     stalls = [o for o in at_upper if (o.aborted or o.loss_ratio > 0) and o.longest_gap_s >= TESTER_STALL_S]
@@ -45,11 +50,11 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
         "line_mbps": ndr * ((frame_size or ctx.imix_mean_size()) + 20) * 8 / 1e6 if ndr else None,
         "pct_of_max": ndr * 100 / theo if ndr and theo else None,     # percent
         "theoretical_max_fps": theo, "max_load_fps": max_load, "max_load_source": source,
-        "tester_bound": bool(upper_limited or (ndr and ceiling and ndr >= ceiling * (1 - TESTER_BOUND_MARGIN))),
+        "tester_bound": near_ceiling or upper_unsent,
         "tester_ceiling_fps": ceiling,
         # the upper bound failed on the generator's micro-bursts, retries included:
         # the tester could not space its frames evenly enough to measure the DUT there
-        "tester_bursty": any(getattr(o, "tester_bursty", False) for o in at_upper),
+        "tester_bursty": bursty,
         "tester_stall_s": max(o.longest_gap_s for o in stalls) if stalls else None,
         "search": result.method, "ndr_fps": ndr, "ndr_upper_fps": result.ndr_upper_fps,
         "pdr_fps": result.pdr_fps, "pdr_upper_fps": result.pdr_upper_fps,
@@ -64,8 +69,15 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
                  f"{worst.longest_gap_s * 1000:.0f} ms in the failed trials at the NDR's upper bound "
                  f"({worst.longest_gap_s * worst.load_fps:.0f} frames owed at {worst.load_fps:.0f} fps, sent late): "
                  "their loss may be the tester's, so the NDR may be low", code="tester_stalled")
-    if entry["tester_bound"]:
+    if near_ceiling:
         ctx.note(f"throughput at {frame_size} B is tester-bound: within {TESTER_BOUND_MARGIN:.0%} of what "
                  "the tester itself can send, so it measures the tester, not the DUT",
                  code="tester_bound")
+    elif upper_unsent:
+        ctx.note(f"throughput at {frame_size} B is tester-bound: the tester could not send the load at the NDR's "
+                 f"upper bound ({upper:.0f} fps), so the DUT may be faster than shown", code="tester_bound")
+    if bursty:
+        ctx.note(f"throughput at {frame_size} B is set by the tester's bursts: the trials at the NDR's upper "
+                 f"bound ({upper:.0f} fps) failed on the generator's micro-bursts, retries included, so the NDR "
+                 "is a lower bound set by the tester", code="tester_bursty_ndr")
     return entry

@@ -6,6 +6,7 @@ a second look from the numbers, so that a results file from any writer
 shows every departure prominently, even one it did not declare.
 """
 from rfc2544.engine.detection import GENERATOR_INTREE
+from rfc2544.procedures.throughput import TESTER_BOUND_MARGIN
 from rfc2544.results.deviations import code_of, text_of
 from rfc2544.engine.pacing import SOURCE_GENERATOR
 from rfc2544.reports.summary import TEST_TITLES, key_of, labeller
@@ -64,7 +65,7 @@ TOPICS = {
     "tester_bound": (r"tester-bound",),
     "tester_limited": (r"tester-limited",),
     "tester_bursty": (r"tester-bursty",),
-    "tester_bursty_ndr": (r"tester-bursty", r"lower bound"),
+    "tester_bursty_ndr": (r"tester's bursts|tester-bursty", r"lower bound"),
     "spacing_unmeasured": (r"spacing", r"cannot be told"),
     "tester_stalled": (r"stopped sending",),
 }
@@ -217,10 +218,15 @@ def _tester(ctx):
                            f"{conditions.get('receiver') or 'unknown'}, the generator "
                            f"{conditions.get('generator') or 'unknown'}; loss is counted per interface rather "
                            f"than per test stream")
-    bound = [t for t in ctx.results["throughput"] if t.get("tester_bound") and not t.get("tester_bursty")]
-    if bound:
-        yield ("tester_bound", f"throughput at {ctx.sizes(bound)} is tester-bound (within 5 % of the tester's own "
+    bound = [t for t in ctx.results["throughput"] if t.get("tester_bound")]
+    near = [t for t in bound if near_ceiling(t)]
+    if near:
+        yield ("tester_bound", f"throughput at {ctx.sizes(near)} is tester-bound (within 5 % of the tester's own "
                                f"ceiling): the DUT may be faster than shown")
+    unsent = [t for t in bound if not near_ceiling(t)]
+    if unsent:
+        yield ("tester_bound", f"throughput at {ctx.sizes(unsent)} is tester-bound: the tester could not send the "
+                               f"load at the NDR's upper bound, so the DUT may be faster than shown")
     limited = [x for x in ctx.trials if x.get("verdict") == "tester-limited"]
     if limited:
         yield ("tester_limited", f"{len(limited)} trial(s) could not be sent at the intended load "
@@ -228,6 +234,15 @@ def _tester(ctx):
     yield from _tester_bursty(ctx)
     yield from _spacing_unmeasured(ctx)
     yield from _tester_stalled(ctx)
+
+
+def near_ceiling(row):
+    """A throughput row within 5 % of the tester's ceiling (a row of an
+    older file that names no ceiling: its tester_bound said just that)."""
+    ceiling = row.get("tester_ceiling_fps")
+    if not ceiling:
+        return bool(row.get("tester_bound")) and not row.get("tester_bursty")
+    return bool(row.get("fps")) and row["fps"] >= ceiling * (1 - TESTER_BOUND_MARGIN)
 
 
 def _tester_stalled(ctx):
@@ -275,7 +290,7 @@ def _tester_bursty(ctx):
                                 f"#{worst['id']}): marked tester-bursty and retried, not counted as DUT loss")
     unmeasured = [t for t in ctx.results["throughput"] if t.get("tester_bursty")]
     if unmeasured:
-        yield ("tester_bursty_ndr", f"throughput at {ctx.sizes(unmeasured)}: the tester could not space its frames "
-                                    f"evenly enough to measure the DUT above the NDR shown; the trials at the upper "
-                                    f"bound failed on the generator's micro-bursts, retries included, so the NDR is "
-                                    f"a lower bound set by the tester")
+        yield ("tester_bursty_ndr", f"throughput at {ctx.sizes(unmeasured)} is set by the tester's bursts: the tester "
+                                    f"could not space its frames evenly enough to measure the DUT above the NDR "
+                                    f"shown; the trials at the upper bound failed on the generator's micro-bursts, "
+                                    f"retries included, so the NDR is a lower bound set by the tester")

@@ -100,6 +100,9 @@ def condition_notes(old, new):
         bound = [frame_label(t["frame_size"]) for t in r["throughput"] if t.get("tester_bound")]
         if bound:
             notes.append(f"{name} throughput is tester-bound at {', '.join(bound)}")
+        bursty = [frame_label(t["frame_size"]) for t in r["throughput"] if t.get("tester_bursty")]
+        if bursty:
+            notes.append(f"{name} throughput is set by the tester's bursts at {', '.join(bursty)} (a lower bound)")
     a, b = old["profile"].get("name"), new["profile"].get("name")
     if a != b:
         notes.append(f"profiles differ: {a} (OLD) vs {b} (NEW)")

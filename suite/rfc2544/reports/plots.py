@@ -90,6 +90,11 @@ def throughput_svg(rows, link_mbps, calibration_rows=()):
             ax.plot([r["frame_size"] for r in bound], [r["fps"] for r in bound], "o", markersize=11,
                     markerfacecolor="none", markeredgecolor="#d4800b", markeredgewidth=1.6,
                     label="tester-bound")
+        bursty = [r for r in rows if r.get("tester_bursty")]
+        if bursty:
+            ax.plot([r["frame_size"] for r in bursty], [r["fps"] for r in bursty], "^", markersize=12,
+                    markerfacecolor="none", markeredgecolor="#b8336a", markeredgewidth=1.6,
+                    label="set by the tester's bursts (lower bound)")
         values = [r["fps"] for r in rows] + ([theoretical_max_fps(lo, link_mbps)] if link_mbps else [])
         if min(values) > 0 and max(values) / min(values) > 30:
             ax.set_yscale("log")

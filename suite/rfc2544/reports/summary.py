@@ -76,7 +76,8 @@ def throughput_rows(results):
             line_mbps = fps * (size + ETHERNET_OVERHEAD) * 8 / 1e6
         pct = fps / top * 100 if top else t.get("pct_of_max")
         rows.append({**t, "theoretical_max_fps": top, "mbps": mbps, "line_mbps": line_mbps,
-                     "pct_of_max": pct, "tester_bound": bool(t.get("tester_bound"))})
+                     "pct_of_max": pct, "tester_bound": bool(t.get("tester_bound")),
+                     "tester_bursty": bool(t.get("tester_bursty"))})
     return rows
 
 

@@ -177,7 +177,10 @@ class Results:
         written = [path]
         if self.data["throughput"]:
             tp = path.with_name("throughput.csv")
-            pd.DataFrame(self.data["throughput"]).to_csv(tp, index=False)
+            # both of the tester's marks as columns in every file (a summary
+            # leaves tester_bursty out where false)
+            rows = [{"tester_bound": False, "tester_bursty": False, **t} for t in self.data["throughput"]]
+            pd.DataFrame(rows).to_csv(tp, index=False)
             written.append(tp)
         return written
 

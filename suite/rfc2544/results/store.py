@@ -238,7 +238,10 @@ def figures_of(results):
     """The run's figures that a trend follows (complete rows only)."""
     base = run_conditions(results)
     default_ip = results["conditions"].get("ip_version") or 4
-    bound = {(r.get("ip_version") or default_ip, r["frame_size"]): bool(r.get("tester_bound"))
+    # the tester's marks on a row: tester-bound, and (only where true, so a
+    # store's older runs stay comparable) an NDR set by the tester's bursts
+    marks = {(r.get("ip_version") or default_ip, r["frame_size"]):
+             {"tester_limited": bool(r.get("tester_bound")), **({"tester_bursty": True} if r.get("tester_bursty") else {})}
              for r in results["throughput"]}
     for section, metric, better in METRICS:
         for row in results[section]:
@@ -248,7 +251,7 @@ def figures_of(results):
             ip = row.get("ip_version") or default_ip
             yield {"test": section, "metric": metric, "frame_size": row["frame_size"], "ip_version": ip,
                    "better": better, "value": float(value),
-                   "conditions": {**base, "tester_limited": bound.get((ip, row["frame_size"]), False)}}
+                   "conditions": {**base, **marks.get((ip, row["frame_size"]), {"tester_limited": False})}}
 
 
 def find_runs(paths):

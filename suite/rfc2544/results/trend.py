@@ -16,6 +16,7 @@ from rfc2544.errors import BadInput
 CONDITION_NAMES = {
     "tester_kernel": "tester kernel", "generator": "generator", "receiver": "receiver",
     "fidelity": "fidelity", "link_speed_mbps": "link speed (Mbit/s)", "tester_limited": "tester-limited",
+    "tester_bursty": "set by the tester's bursts",
 }
 METRIC_TITLES = {"ndr_fps": "throughput NDR (frames/s)", "pdr_fps": "throughput PDR (frames/s)",
                  "median_ns": "latency median (ns)", "p999_ns": "latency 99.9th percentile (ns)"}
