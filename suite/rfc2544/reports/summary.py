@@ -44,7 +44,9 @@ def labeller(results):
     mixed = len(ip_versions(results)) > 1
 
     def label(entry):
-        text = frame_label(entry.get("frame_size"))
+        text = frame_label(entry.get("frame_size"))      # the size sent
+        if entry.get("requested_frame_size"):
+            text += f" ({entry['requested_frame_size']} B asked)"
         return f"{text} IPv{ip_of(results, entry)}" if mixed else text
     return label
 

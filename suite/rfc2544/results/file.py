@@ -16,11 +16,13 @@ from rfc2544 import __version__
 from rfc2544.results.deviations import as_written
 from rfc2544.errors import BadInput
 from rfc2544.model import theoretical_max_fps
-from rfc2544.results.records import SCHEMA, SCHEMA_VERSION, SECTIONS, PlanStep, ResultsDocument, TrialRecord
+from rfc2544.results.records import (SCHEMA, SCHEMA_MINOR, SCHEMA_VERSION, SECTIONS, PlanStep, ResultsDocument,
+                                    TrialRecord)
 from rfc2544.results.reader import FILENAME, read_results
 from rfc2544.results.summaries import SUMMARY_TYPES
 
-__all__ = ["Results", "SCHEMA", "SCHEMA_VERSION", "SECTIONS", "FILENAME", "trial_from_record", "unit_key", "verdict"]
+__all__ = ["Results", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_MINOR", "SECTIONS", "FILENAME", "trial_from_record",
+           "unit_key", "verdict"]
 
 
 def now_iso():
@@ -101,7 +103,11 @@ class Results:
         load_pct = (spec.load_fps * 100 / theoretical_max_fps(spec.frame_size, link_mbps)
                     if link_mbps and spec.frame_size else None)
         record = TrialRecord.from_result(len(self.data["trials"]) + 1, unit, result, verdict(result),
-                                         load_pct).to_dict()
+                                         load_pct)
+        step = next((s for s in self.data["plan"] if s.get("unit") == unit), {})
+        if step.get("frame_size") == spec.frame_size:      # a trial of the step's size (all of them today)
+            record.requested_frame_size = step.get("requested_frame_size")
+        record = record.to_dict()
         self.data["trials"].append(record)
         self.save()
         return record
