@@ -32,9 +32,12 @@ def plan_text(document):
     lines.append(f"  {'#':>3}  {'test':<16} {'frame size':>10}  ip")
     for n, step in enumerate(document["plan"], 1):
         size = step["frame_size"] or "IMIX"       # the size sent, with FCS
-        asked = step.get("requested_frame_size")
+        asked, load = step.get("requested_frame_size"), step.get("throughput_pct")
+        notes = [f"{asked} B asked: the headers need {size} B"] if asked else []
+        if load is not None:
+            notes.append(f"at {load:g} % of the throughput" if load else "at a minimal load")
         lines.append(f"  {n:>3}  {step['test']:<16} {size:>10}  v{step['ip_version']}"
-                     + (f"  ({asked} B asked: the headers need {size} B)" if asked else ""))
+                     + (f"  ({'; '.join(notes)})" if notes else ""))
     return "\n".join(lines)
 
 

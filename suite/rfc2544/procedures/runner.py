@@ -50,11 +50,18 @@ def build_plan(profile):
             else:
                 chosen = sizes
             for size in chosen:
-                plan.append({"unit": unit_key(test, v, size), "test": test, "frame_size": size,
-                             "ip_version": v, "state": "pending"})
-                if asked[size] != size:
-                    plan[-1]["requested_frame_size"] = asked[size]
+                for load in (m.latency.loads_pct if test == "latency" else [None]):
+                    plan.append({"unit": unit_key(test, v, size), "test": test, "frame_size": size,
+                                 "ip_version": v, "state": "pending"})
+                    if asked[size] != size:
+                        plan[-1]["requested_frame_size"] = asked[size]
+                    if load is not None and load != FULL_LOAD_PCT:
+                        # a latency step at another load than the throughput's (26.2) is a unit of its own
+                        plan[-1].update(unit=f"{plan[-1]['unit']}/{load:g}pct", throughput_pct=load)
     return plan
+
+
+FULL_LOAD_PCT = 100.0       # latency at the throughput rate, as RFC 2544 26.2 asks
 
 
 def sent_sizes(requested, ipv6):
@@ -76,9 +83,10 @@ def imix_mean_size(ipv6=False):
 class Context:
     """What a procedure may use (see rfc2544.procedures)."""
 
-    def __init__(self, runner, unit):
+    def __init__(self, runner, unit, step=None):
         self._r = runner
         self.unit = unit
+        self.step = step or {}            # the plan step: a procedure's options (latency's throughput_pct)
         self.ipv6 = "/ipv6/" in unit      # unit_key's form: test/ipv6/size
         self.profile = runner.profile
         self._journal = runner.results.recorded_trials(unit)
@@ -295,7 +303,7 @@ class Runner:
     def _run_step(self, step):
         unit, test = step["unit"], step["test"]
         self.display.step(step)
-        ctx = Context(self, unit)
+        ctx = Context(self, unit, step)
         started = time.monotonic()
         try:
             entry = procedure(test)(ctx, step["frame_size"], step["ip_version"] == 6)

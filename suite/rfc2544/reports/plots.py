@@ -166,6 +166,47 @@ def compare_svg(rows, threshold_pct):
     return _title(svg, "fig-compare", "Change per frame size between two runs")
 
 
+def latency_loads_svg(rows):
+    """Latency against the load, in % of the throughput, one series per
+    frame size: the median (typical, solid) and the 99.9th percentile
+    (worst case, dashed) of RFC 8219, averaged over the repetitions. Only
+    for frame sizes measured at two loads or more."""
+    series = {}
+    for r in rows:
+        if r.get("median_ns") is not None or r.get("p999_ns") is not None:
+            series.setdefault(r["series"], []).append(r)
+    series = {name: sorted(rs, key=lambda r: r["throughput_pct"] if r.get("throughput_pct") is not None else 100)
+              for name, rs in series.items() if len(rs) > 1}
+    if not series:
+        return None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        for i, (name, rs) in enumerate(series.items()):
+            color = COLORS[i % len(COLORS)]
+            xs = [r["throughput_pct"] if r.get("throughput_pct") is not None else 100 for r in rs]
+            for key, style, what in (("median_ns", "-", "median"), ("p999_ns", "--", "99.9th percentile")):
+                pts = [(x, r[key] / 1000) for x, r in zip(xs, rs) if r.get(key) is not None]
+                ax.plot([x for x, _ in pts], [y for _, y in pts], style, marker=MARKERS[i % len(MARKERS)],
+                        color=color, linewidth=1.6, markersize=5, label=f"{name}, {what}")
+        ax.set_xlim(-3, 103)
+        ax.set_xticks(sorted({x for rs in series.values() for x in
+                              (r["throughput_pct"] if r.get("throughput_pct") is not None else 100 for r in rs)}))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: "minimal" if v == 0 else f"{v:g} %"))
+        values = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
+        if values and max(values) / min(values) > 10:
+            # a queue near the throughput dwarfs the light loads: log keeps both readable
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if str(v)[0] in "1235" else ""))
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_xlabel("load (% of the throughput)")
+        ax.set_ylabel("latency (µs)")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+        svg = _svg(fig, "fig-latency")
+    return _title(svg, "fig-latency", "Latency (median and 99.9th percentile) against the load, per frame size")
+
+
 def recovery_reset_svg(recovery_rows, reset_rows):
     """RFC 2544 26.5 and 26.6: each repetition's recovery time with the
     interval it is known to lie in (one sampling interval wide), and each

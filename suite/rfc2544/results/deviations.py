@@ -117,6 +117,11 @@ def _test_deviations(m):
     if "latency" in tests and lat.duration_s < 120:
         add("latency_duration", "RFC 2544 26.2", "120 s", f"{lat.duration_s:g} s",
             f"latency trials last {lat.duration_s:g} s, RFC 2544 26.2 asks at least 120 s")
+    if "latency" in tests and 100 not in lat.loads_pct:
+        loads = ", ".join(f"{x:g} %" for x in lat.loads_pct)
+        add("latency_loads", "RFC 2544 26.2", "100 % of the throughput", loads,
+            f"latency measured only at {loads} of the throughput (0 %: a minimal load), "
+            "RFC 2544 26.2 asks at the throughput rate")
     if "latency" in tests and lat.repetitions < 20:
         add("latency_repetitions", "RFC 2544 26.2", "20", str(lat.repetitions),
             f"latency repeated {lat.repetitions} times, RFC 2544 26.2 asks at least 20")

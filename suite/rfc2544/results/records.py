@@ -16,7 +16,8 @@ from rfc2544.results.summaries import SUMMARY_TYPES, Summary, requested_after_fr
 SCHEMA = "rfc2544-results"
 SCHEMA_VERSION = 2
 # Additions a version-2 reader may ignore: 1 = frame sizes are the size
-# sent, with requested_frame_size where the size asked differs. Files without `schema_minor` (minor 0, and runs resumed
+# sent, with requested_frame_size where the size asked differs; latency rows
+# per load (throughput_pct). Files without `schema_minor` (minor 0, and runs resumed
 # from them) state the size asked: reports/load.py shows them as sent.
 SCHEMA_MINOR = 1
 SECTIONS = tuple(SUMMARY_TYPES)
@@ -42,13 +43,14 @@ class PlanStep:
     # the size the profile asked, when the headers do not fit in it and
     # `frame_size` is the smallest that holds them (drivers/frame.py)
     requested_frame_size: Optional[int] = None
+    throughput_pct: Optional[float] = None   # latency at another load than the throughput's: the load in %
 
     @classmethod
     def from_dict(cls, d):
         return cls(**d)
 
     def to_dict(self):
-        return requested_after_frame_size(_plain(self, {"note": None}))
+        return requested_after_frame_size(_plain(self, {"note": None, "throughput_pct": None}))
 
 
 @dataclass

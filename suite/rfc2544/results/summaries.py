@@ -100,6 +100,9 @@ class LatencySummary(Summary):
     ip_version: int = 4
     unit: str = ""
     requested_frame_size: Optional[int] = None
+    # the load in % of the throughput (NDR): 100 as RFC 2544 26.2 asks, 0 a
+    # minimal load (procedures/latency.py); absent in older files (100)
+    throughput_pct: Optional[float] = None
 
 
 @dataclass
