@@ -107,6 +107,16 @@ def test_every_trial_is_sent_and_stated_at_the_size_on_the_wire(ipv6_run):
             assert t["frame_size"] == 64 and "requested_frame_size" not in t
 
 
+def test_the_trials_csv_has_both_sizes(ipv6_run):
+    import csv
+    _, results = ipv6_run
+    path, *_ = results.to_csv(results.dir / "trials-test.csv")
+    rows = list(csv.DictReader(path.open()))
+    v6 = [r for r in rows if r["ip_version"] == "6"]
+    assert v6 and all((r["frame_size"], r["requested_frame_size"]) == ("82", "64") for r in v6)
+    assert all(r["requested_frame_size"] == "" for r in rows if r["ip_version"] == "4")
+
+
 def test_every_rate_is_computed_from_the_size_sent(ipv6_run):
     _, results = ipv6_run
     rows = {r["ip_version"]: r for r in results.data["throughput"]}

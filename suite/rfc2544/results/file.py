@@ -175,11 +175,14 @@ class Results:
         """Trials (and throughput summaries) as CSV files via pandas."""
         import pandas as pd
         path = Path(path) if path else self.dir / "trials.csv"
-        cols = ["id", "unit", "test", "frame_size", "ip_version", "load_fps", "load_pct", "duration_s",
+        cols = ["id", "unit", "test", "frame_size", "requested_frame_size", "ip_version", "load_fps", "load_pct", "duration_s",
                 "traffic_s", "tx_frames", "rx_frames", "lost_frames", "loss_ratio", "achieved_fps",
                 "verdict", "aborted_early", "saved_traffic_s", "started"]
         rows = [{c: t.get(c) for c in cols} | _latency_cols(t.get("latency")) for t in self.data["trials"]]
-        pd.DataFrame(rows, columns=cols + list(_latency_cols(None))).to_csv(path, index=False)
+        table = pd.DataFrame(rows, columns=cols + list(_latency_cols(None)))
+        # a size, or empty where the size sent is the size asked (not 64.0 beside NaN)
+        table["requested_frame_size"] = table["requested_frame_size"].astype("Int64")
+        table.to_csv(path, index=False)
         written = [path]
         if self.data["throughput"]:
             tp = path.with_name("throughput.csv")
