@@ -147,6 +147,11 @@ def test_the_report_shows_the_size_on_the_wire(ipv6_run):
     from rfc2544.reports.render import render_html
     page = render_html(data)
     assert "82 B (64 B asked) IPv6" in page and "sent as 82 B frames" in page
+    # the report's own check counts the size asked: 64 B was tested, 82 B is no odd size
+    from rfc2544.reports import checks
+    found = dict(checks.detected_deviations(data))
+    assert "frame_sizes_odd" not in found
+    assert found["frame_sizes_missing"].startswith("frame sizes 128, 256,")     # 64 B counts as tested
 
 
 def test_an_older_file_is_shown_at_the_size_the_generator_sent(ipv6_run, tmp_path):
