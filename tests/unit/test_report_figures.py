@@ -264,7 +264,8 @@ def test_the_spacing_figure_leaves_out_trials_beyond_its_limit_and_says_so():
     fig, drawn, left_out = plots.gap_cdf_figure(rows)
     assert (drawn, left_out) == (plots.MAX_GAP_SERIES, 3)
     assert len(fig.axes[0].get_lines()) == plots.MAX_GAP_SERIES + 1
-    assert fig.axes[0].get_title(loc="left") == f"{plots.MAX_GAP_SERIES} of {n} trials drawn; the other 3 are in the table above"
+    assert fig.axes[0].get_title(loc="left") == \
+        f"{plots.MAX_GAP_SERIES} of {n} trials drawn; the other 3 are in the table above"
     plt.close(fig)
     assert plots.gap_cdf_figure([spacing_row(1, None, [])]) is None
     assert plots.gap_distribution_svg([]) is None

@@ -175,8 +175,8 @@ class Results:
         """Trials (and throughput summaries) as CSV files via pandas."""
         import pandas as pd
         path = Path(path) if path else self.dir / "trials.csv"
-        cols = ["id", "unit", "test", "frame_size", "requested_frame_size", "ip_version", "load_fps", "load_pct", "duration_s",
-                "traffic_s", "tx_frames", "rx_frames", "lost_frames", "loss_ratio", "achieved_fps",
+        cols = ["id", "unit", "test", "frame_size", "requested_frame_size", "ip_version", "load_fps", "load_pct",
+                "duration_s", "traffic_s", "tx_frames", "rx_frames", "lost_frames", "loss_ratio", "achieved_fps",
                 "verdict", "aborted_early", "saved_traffic_s", "started"]
         rows = [{c: t.get(c) for c in cols} | _latency_cols(t.get("latency")) for t in self.data["trials"]]
         table = pd.DataFrame(rows, columns=cols + list(_latency_cols(None)))
