@@ -231,7 +231,7 @@ def test_bursty_trials_are_named_retried_and_not_blamed_on_the_dut(tmp_path):
             "frames, 15 of them less than half the nominal") in text
     assert "marked tester-bursty and retried, not counted as DUT loss" in text
     assert "Departure spacing" in text and "at the NDR" in text and "just above" in text
-    assert "Departure gaps of the trials at the NDR and just above it" in text
+    assert "Departure gaps of the chosen trials: share of frames by gap over nominal gap" in text
 
 
 def report_text(path):

@@ -22,7 +22,7 @@ def test_strict_profile_has_no_deviations():
     assert p["trial_duration_s"] == 60
     assert p["waits"] == {"route_s": 2, "learning_s": 2, "residual_s": 2, "settle_s": 5}
     assert p["frame_sizes"] == list(profiles.RFC_FRAME_SIZES)
-    assert p["latency"] == {"duration_s": 120, "repetitions": 20}
+    assert p["latency"] == {"duration_s": 120, "repetitions": 20, "loads_pct": [100.0]}   # at the throughput rate
     assert p["back_to_back"]["repetitions"] == 50
 
 

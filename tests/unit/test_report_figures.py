@@ -212,3 +212,60 @@ def test_recovery_and_reset_figure_shows_each_repetition_and_its_bounds():
     assert svg.startswith("<svg") and "fig-recovery-title" in svg
     assert "recovery 64 B" in svg and "reset 64 B" in svg and "repetition" in svg
     assert plots.recovery_reset_svg([], []) is None
+
+
+# ---------------------------------------------------------------- departure spacing figure
+def spacing_row(trial_id, nominal, hist, which="at the NDR"):
+    return {"test": "throughput", "label": "64 B", "which": which, "trial": {"id": trial_id},
+            "spacing": {"nominal_gap_ns": nominal, "hist": hist}}
+
+
+def test_the_gap_cdf_is_the_share_of_frames_by_gap_over_nominal():
+    from rfc2544.reports import plots
+    # 1000 ns nominal: 10 frames 0 ns after the one before (a micro-burst), 20 at 300-399 ns,
+    # 960 at 1000-1099 ns, 10 after a 40 us pause
+    hist = [[0, 0, 10], [300, 399, 20], [1000, 1099, 960], [40000, 40999, 10]]
+    xs, ys = plots.gap_cdf({"nominal_gap_ns": 1000.0, "hist": hist})
+    assert xs == sorted(xs) and ys == sorted(ys) and ys[-1] == 1.0 and ys[0] == 0.0
+    assert xs[0] == plots.GAP_FLOOR                           # 0 ns gaps at the left edge
+    below_half = max(y for x, y in zip(xs, ys) if x <= 0.5)
+    assert below_half == pytest.approx(30 / 1000)             # the frames sent too close together
+    # flat across gap ranges no frame fell in: no share is spread over 400..999 ns
+    assert [y for x, y in zip(xs, ys) if 0.4 <= x <= 1.0] == [0.03, 0.03]
+    assert plots.gap_cdf({"nominal_gap_ns": None, "hist": hist}) is None
+    assert plots.gap_cdf({"nominal_gap_ns": 1000.0, "hist": []}) is None
+
+
+def test_the_spacing_figure_draws_one_line_per_trial_and_the_half_gap_threshold():
+    import matplotlib.pyplot as plt
+    from rfc2544.reports import plots
+    rows = [spacing_row(i, 1000.0 * (i + 1), [[0, 0, i], [1000 * (i + 1), 1000 * (i + 1) + 99, 100]])
+            for i in range(1, 4)]
+    fig, drawn, left_out = plots.gap_cdf_figure(rows)
+    ax = fig.axes[0]
+    assert (drawn, left_out) == (3, 0)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels == ["#1 throughput 64 B, at the NDR", "#2 throughput 64 B, at the NDR",
+                      "#3 throughput 64 B, at the NDR", "half the nominal gap (micro-burst threshold)"]
+    assert list(ax.get_lines()[-1].get_xdata()) == [0.5, 0.5]
+    assert len({line.get_color() for line in ax.get_lines()[:3]}) == 3      # told apart
+    assert ax.get_xscale() == "log" and ax.get_title(loc="left") == ""
+    plt.close(fig)
+    svg = plots.gap_distribution_svg(rows)
+    assert svg.startswith("<svg") and "#3 throughput 64 B" in svg and "micro-burst threshold" in svg
+
+
+def test_the_spacing_figure_leaves_out_trials_beyond_its_limit_and_says_so():
+    import matplotlib.pyplot as plt
+    from rfc2544.reports import plots
+    n = plots.MAX_GAP_SERIES + 3
+    rows = [spacing_row(i, 1000.0, [[1000, 1099, 100]]) for i in range(1, n + 1)]
+    rows.append(spacing_row(99, None, [[1000, 1099, 100]]))     # no nominal gap: nothing to draw
+    fig, drawn, left_out = plots.gap_cdf_figure(rows)
+    assert (drawn, left_out) == (plots.MAX_GAP_SERIES, 3)
+    assert len(fig.axes[0].get_lines()) == plots.MAX_GAP_SERIES + 1
+    assert fig.axes[0].get_title(loc="left") == \
+        f"{plots.MAX_GAP_SERIES} of {n} trials drawn; the other 3 are in the table above"
+    plt.close(fig)
+    assert plots.gap_cdf_figure([spacing_row(1, None, [])]) is None
+    assert plots.gap_distribution_svg([]) is None

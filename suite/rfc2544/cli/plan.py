@@ -31,8 +31,13 @@ def plan_text(document):
     lines.append(f"plan ({len(document['plan'])} steps):")
     lines.append(f"  {'#':>3}  {'test':<16} {'frame size':>10}  ip")
     for n, step in enumerate(document["plan"], 1):
-        size = step["frame_size"] or "IMIX"
-        lines.append(f"  {n:>3}  {step['test']:<16} {size:>10}  v{step['ip_version']}")
+        size = step["frame_size"] or "IMIX"       # the size sent, with FCS
+        asked, load = step.get("requested_frame_size"), step.get("throughput_pct")
+        notes = [f"{asked} B asked: the headers need {size} B"] if asked else []
+        if load is not None:
+            notes.append(f"at {load:g} % of the throughput" if load else "at a minimal load")
+        lines.append(f"  {n:>3}  {step['test']:<16} {size:>10}  v{step['ip_version']}"
+                     + (f"  ({'; '.join(notes)})" if notes else ""))
     return "\n".join(lines)
 
 

@@ -38,6 +38,7 @@ class SearchSettings:
 class LatencySettings:
     duration_s: float
     repetitions: int
+    loads_pct: List[float]              # % of the throughput; 100 = RFC 2544 26.2, 0 = a minimal load
 
 
 @dataclass(frozen=True)

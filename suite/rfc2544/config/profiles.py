@@ -33,7 +33,7 @@ SCHEMA = {
                "min_load_pct": ("pct", 1.0), "max_load_fps": ("opt_pos", None),
                "early_abort": ("bool", True), "duration_sum_s": ("opt_pos", None),
                "exceed_ratio": ("ratio", 0.0), "tester_limited_retries": ("count", 1)},
-    "latency": {"duration_s": ("pos", 120.0), "repetitions": ("int", 20)},
+    "latency": {"duration_s": ("pos", 120.0), "repetitions": ("int", 20), "loads_pct": ("loads", [100.0])},
     "frame_loss": {"step_pct": ("pct", 10.0), "duration_s": ("opt_pos", None)},
     "back_to_back": {"burst_s": ("pos", 2.0), "repetitions": ("int", 50),
                      "resolution_pct": ("pct", 1.0), "depletion_s": ("nonneg", 2.0)},
@@ -178,6 +178,19 @@ def _check(origin, where, kind, value):
         if len(set(value)) != len(value):
             bad("has duplicates")
         return value
+    if kind == "loads":
+        # the latency loads, in % of the throughput: 100 is RFC 2544 26.2's
+        # throughput rate, 0 a minimal load (procedures/latency.py)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list) or not value:
+            bad("must be a non-empty list of loads in % of the throughput (0..100; 0 = a minimal load)")
+        for load in value:
+            if isinstance(load, bool) or not isinstance(load, (int, float)) or not 0 <= load <= 100:
+                bad(f"{load!r} is not a load in % of the throughput (a number in 0..100; 0 = a minimal load)")
+        if len(set(value)) != len(value):
+            bad("has duplicates")
+        return [float(load) for load in value]
     if kind == "ipv":
         if isinstance(value, int):
             value = [value]

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from rfc2544.errors import BadInput
 
-from rfc2544.drivers import validate
+from rfc2544.drivers import frame, validate
 from rfc2544.drivers.script import PROC_PKTGEN, Batch
 
 PGCTRL = f"{PROC_PKTGEN}/pgctrl"
@@ -26,7 +26,7 @@ KNOWN_FLAGS = frozenset({
     "FLOW_SEQ", "IPSEC", "MACSRC_RND", "MACDST_RND", "VID_RND", "SVID_RND", "NODE",
 })
 # Simple IMIX (7:4:1 of 64, 576 and 1518-byte frames), sizes without FCS.
-SIMPLE_IMIX = ((64 - FCS_BYTES, 7), (576 - FCS_BYTES, 4), (1518 - FCS_BYTES, 1))
+SIMPLE_IMIX = tuple((size - FCS_BYTES, weight) for size, weight in frame.SIMPLE_IMIX)
 
 
 def device_path(device):
@@ -35,6 +35,12 @@ def device_path(device):
 
 def thread_path(thread):
     return f"{PROC_PKTGEN}/kpktgend_{validate.uint(thread, 'pktgen thread', 0, 4095)}"
+
+
+def imix_pkt_sizes(ipv6):
+    """The simple IMIX as `imix_weights` pairs, each size one the headers
+    fit in (frame.imix_mix): what the generator would pad to anyway."""
+    return tuple((size - FCS_BYTES, weight) for size, weight in frame.imix_mix(ipv6))
 
 
 def pkt_size_for_frame(frame_size):

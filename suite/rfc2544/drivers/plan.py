@@ -87,7 +87,7 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
     """DeviceConfig per stream for one run (trial, learning or calibration)."""
     configs = []
     for p, count, rate in zip(plans, count_per_stream, rate_per_stream):
-        imix = pktgen.SIMPLE_IMIX if spec.frame_size == 0 else None
+        imix = pktgen.imix_pkt_sizes(spec.ipv6) if spec.frame_size == 0 else None
         configs.append(pktgen.DeviceConfig(
             device=p.device, count=count,
             dst_mac=dst_mac_override(p) if dst_mac_override else p.dst_mac,

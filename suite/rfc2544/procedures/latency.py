@@ -1,5 +1,7 @@
 """RFC 2544 26.2 Latency at the throughput rate, with RFC 8219's typical
-(median) and worst-case (99.9th percentile) latency and delay variation.
+(median) and worst-case (99.9th percentile) latency and delay variation;
+also, with the profile's `latency.loads_pct`, at fractions of the
+throughput (a plan step per load, each its own row).
 
 Each repetition is one trial with timestamped frames; the receiver
 timestamps every test frame (not one tagged frame), so each trial gives
@@ -12,12 +14,27 @@ import statistics
 from rfc2544.model import TrialSpec
 from rfc2544.procedures import Skip, needs_throughput
 
+# `latency.loads_pct` 0: a minimal load, as FD.io CSIT measures latency at
+# "0 % of the PDR". Light enough that no queue forms in any forwarder, dense
+# enough for RFC 8219's 500 samples in a one-second trial; the throughput
+# itself when that is lower.
+MINIMAL_LOAD_FPS = 1000.0
+
+
+def load_at(throughput_fps, pct):
+    """Frames/s of a latency trial at `pct` % of the throughput (0: the minimal load)."""
+    if pct == 0:
+        return min(MINIMAL_LOAD_FPS, throughput_fps)
+    return throughput_fps * pct / 100
+
 
 def run(ctx, frame_size, ipv6):
     if not ctx.full_fidelity():
         raise Skip(f"the receiver ({ctx.receiver_name()}) gives no latency")
     tp = needs_throughput(ctx, frame_size, ipv6)
-    load = tp["ndr_fps"]
+    pct = ctx.step.get("throughput_pct", 100.0)     # the plan step's load (runner.build_plan)
+    load = load_at(tp["ndr_fps"], pct)
+    where = f"{frame_size} B" + ("" if pct == 100 else f" at {pct:g} % of the throughput")
     p = ctx.profile.model.latency
     stats, lossy = [], 0
     for _ in range(p.repetitions):
@@ -35,7 +52,7 @@ def run(ctx, frame_size, ipv6):
         return statistics.fmean(values) if values else None
 
     entry = {
-        "frame_size": frame_size, "load_fps": load, "definition": ctx.latency_definition(),
+        "frame_size": frame_size, "load_fps": load, "throughput_pct": pct, "definition": ctx.latency_definition(),
         "repetitions": len(stats), "samples": sum(s.samples for s in stats),
         "min_ns": min(s.min_ns for s in stats), "mean_ns": avg("mean_ns"),
         "median_ns": avg("median_ns"), "p999_ns": avg("p999_ns"), "max_ns": max(s.max_ns for s in stats),
@@ -45,9 +62,10 @@ def run(ctx, frame_size, ipv6):
         "trials_with_loss": lossy,
     }
     if entry["samples"] < 500:
-        ctx.note(f"latency at {frame_size} B from {entry['samples']} samples, RFC 8219 asks at least 500",
+        ctx.note(f"latency at {where} from {entry['samples']} samples, RFC 8219 asks at least 500",
                  code="latency_samples", section="RFC 8219 7.2", asked="500", used=str(entry["samples"]))
     if lossy:
-        ctx.note(f"{lossy} latency trial(s) at {frame_size} B lost frames at the throughput rate",
+        ctx.note(f"{lossy} latency trial(s) at {where} lost frames"
+                 + (" at the throughput rate" if pct == 100 else ""),
                  code="latency_loss", section="RFC 2544 26.2", used=f"{lossy} trial(s) with loss")
     return entry

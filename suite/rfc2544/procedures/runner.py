@@ -10,6 +10,7 @@ trials of the step that was cut short.
 import math
 import time
 
+from rfc2544.drivers import frame
 from rfc2544.engine import pacing
 from rfc2544.results.deviations import Deviation, text_of
 from rfc2544.errors import InfraError, Rfc2544Error
@@ -27,7 +28,6 @@ except ImportError:                                   # pragma: no cover - param
 # side lets it through unwrapped: infrastructure, not a bug.
 CONNECTION_ERRORS = (EOFError, OSError, _SSHException)
 
-IMIX_MIX = ((64, 7), (576, 4), (1518, 1))     # simple IMIX (frame size, weight)
 PROBE_LINK_MBPS = 10000
 PROBE_FRAMES = 30000     # probe rate when nothing else bounds the load: 10GbE line rate
 DEFAULT_LATENCY_DEFINITION = (
@@ -37,10 +37,11 @@ DEFAULT_LATENCY_DEFINITION = (
 
 def build_plan(profile):
     m = profile.model
-    sizes = [0 if s == IMIX else s for s in m.frame_sizes]
-    numeric = [s for s in sizes if s]
     plan = []
     for v in m.ip_versions:
+        asked = sent_sizes([0 if s == IMIX else s for s in m.frame_sizes], v == 6)
+        sizes = list(asked)
+        numeric = [s for s in sizes if s]
         for test in m.tests:
             if test == "reset":
                 chosen = [min(numeric)] if numeric else []
@@ -49,21 +50,44 @@ def build_plan(profile):
             else:
                 chosen = sizes
             for size in chosen:
-                plan.append({"unit": unit_key(test, v, size), "test": test, "frame_size": size,
-                             "ip_version": v, "state": "pending"})
+                for load in (m.latency.loads_pct if test == "latency" else [None]):
+                    plan.append({"unit": unit_key(test, v, size), "test": test, "frame_size": size,
+                                 "ip_version": v, "state": "pending"})
+                    if asked[size] != size:
+                        plan[-1]["requested_frame_size"] = asked[size]
+                    if load is not None and load != FULL_LOAD_PCT:
+                        # a latency step at another load than the throughput's (26.2) is a unit of its own
+                        plan[-1].update(unit=f"{plan[-1]['unit']}/{load:g}pct", throughput_pct=load)
     return plan
 
 
-def imix_mean_size():
-    return sum(s * w for s, w in IMIX_MIX) / sum(w for _, w in IMIX_MIX)
+FULL_LOAD_PCT = 100.0       # latency at the throughput rate, as RFC 2544 26.2 asks
+
+
+def sent_sizes(requested, ipv6):
+    """{size sent: size asked}, in the order asked: a size too small for the
+    headers is sent at the smallest that holds them (frame.wire_frame_size);
+    sizes that come out the same are one step, the one asked as sent kept."""
+    sent = {}
+    for size in requested:
+        wire = frame.wire_frame_size(size, ipv6)
+        if wire == size or wire not in sent:
+            sent[wire] = size
+    return sent
+
+
+def imix_mean_size(ipv6=False):
+    return frame.imix_mean_size(ipv6)
 
 
 class Context:
     """What a procedure may use (see rfc2544.procedures)."""
 
-    def __init__(self, runner, unit):
+    def __init__(self, runner, unit, step=None):
         self._r = runner
         self.unit = unit
+        self.step = step or {}            # the plan step: a procedure's options (latency's throughput_pct)
+        self.ipv6 = "/ipv6/" in unit      # unit_key's form: test/ipv6/size
         self.profile = runner.profile
         self._journal = runner.results.recorded_trials(unit)
         self._next = 0
@@ -146,7 +170,7 @@ class Context:
         return self._r.link_mbps
 
     def imix_mean_size(self):
-        return imix_mean_size()
+        return imix_mean_size(self.ipv6)
 
     def ceiling(self, frame_size, ipv6=False):
         """The tester's own ceiling: calibrated, else a probe's achieved rate."""
@@ -176,7 +200,7 @@ class Context:
         s = self.profile.model.search
         if s.max_load_fps:
             return s.max_load_fps, "profile search.max_load_fps"
-        size = frame_size or imix_mean_size()
+        size = frame_size or imix_mean_size(ipv6)
         line = theoretical_max_fps(size, self._r.link_mbps) if self._r.link_mbps else None
         if self._calibrated(frame_size) is None:
             self._probe(frame_size, ipv6, line or theoretical_max_fps(size, PROBE_LINK_MBPS))
@@ -290,7 +314,7 @@ class Runner:
     def _run_step(self, step):
         unit, test = step["unit"], step["test"]
         self.display.step(step)
-        ctx = Context(self, unit)
+        ctx = Context(self, unit, step)
         started = time.monotonic()
         try:
             entry = procedure(test)(ctx, step["frame_size"], step["ip_version"] == 6)
@@ -299,6 +323,8 @@ class Runner:
             self.display.skipped(step, str(why))
             return
         entry["ip_version"] = step["ip_version"]
+        if step.get("requested_frame_size") is not None:
+            entry["requested_frame_size"] = step["requested_frame_size"]
         self.results.set_summary(test, unit, entry)
         self.results.set_unit_state(unit, "done")
         self.display.step_done(step, entry, time.monotonic() - started)

@@ -171,6 +171,47 @@ def compare_svg(rows, threshold_pct):
     return _title(svg, "fig-compare", "Change per frame size between two runs")
 
 
+def latency_loads_svg(rows):
+    """Latency against the load, in % of the throughput, one series per
+    frame size: the median (typical, solid) and the 99.9th percentile
+    (worst case, dashed) of RFC 8219, averaged over the repetitions. Only
+    for frame sizes measured at two loads or more."""
+    series = {}
+    for r in rows:
+        if r.get("median_ns") is not None or r.get("p999_ns") is not None:
+            series.setdefault(r["series"], []).append(r)
+    series = {name: sorted(rs, key=lambda r: r["throughput_pct"] if r.get("throughput_pct") is not None else 100)
+              for name, rs in series.items() if len(rs) > 1}
+    if not series:
+        return None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        for i, (name, rs) in enumerate(series.items()):
+            color = COLORS[i % len(COLORS)]
+            xs = [r["throughput_pct"] if r.get("throughput_pct") is not None else 100 for r in rs]
+            for key, style, what in (("median_ns", "-", "median"), ("p999_ns", "--", "99.9th percentile")):
+                pts = [(x, r[key] / 1000) for x, r in zip(xs, rs) if r.get(key) is not None]
+                ax.plot([x for x, _ in pts], [y for _, y in pts], style, marker=MARKERS[i % len(MARKERS)],
+                        color=color, linewidth=1.6, markersize=5, label=f"{name}, {what}")
+        ax.set_xlim(-3, 103)
+        ax.set_xticks(sorted({x for rs in series.values() for x in
+                              (r["throughput_pct"] if r.get("throughput_pct") is not None else 100 for r in rs)}))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: "minimal" if v == 0 else f"{v:g} %"))
+        values = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
+        if values and max(values) / min(values) > 10:
+            # a queue near the throughput dwarfs the light loads: log keeps both readable
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _p: f"{v:g}" if str(v)[0] in "1235" else ""))
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_xlabel("load (% of the throughput)")
+        ax.set_ylabel("latency (µs)")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+        svg = _svg(fig, "fig-latency")
+    return _title(svg, "fig-latency", "Latency (median and 99.9th percentile) against the load, per frame size")
+
+
 def recovery_reset_svg(recovery_rows, reset_rows):
     """RFC 2544 26.5 and 26.6: each repetition's recovery time with the
     interval it is known to lie in (one sampling interval wide), and each
@@ -234,36 +275,81 @@ def trend_svg(series, index):
     return _title(svg, prefix, series["title"])
 
 
-def gap_distribution_svg(rows):
-    """Each chosen trial's departure gaps: the share of frames per gap, the
-    gap in units of its nominal gap (log scale: 0 ns gaps, the frames of a
-    micro-burst, are drawn at the left edge)."""
-    series = [r for r in rows if r["spacing"].get("nominal_gap_ns") and r["spacing"].get("hist")]
+# The departure spacing figure draws at most this many trials: beyond it
+# the lines cannot be told apart; the figure says how many it left out.
+MAX_GAP_SERIES = 8
+GAP_FLOOR = 1e-3        # gap / nominal gap drawn for 0 ns gaps (log axis)
+CDF_LIMITS = (1e-4, 1 - 1e-4)   # the logit axis shows 0.01 % .. 99.99 %
+
+
+def gap_cdf(spacing, floor=GAP_FLOOR):
+    """The cumulative share of a trial's frames by the gap before them, in
+    units of its nominal gap, from its `hist` ([low_ns, high_ns, count]
+    buckets, high inclusive): (xs, ys), a point at each bucket's edges so
+    that a gap range no frame fell in stays flat. 0 ns gaps (a micro-burst's
+    frames) are drawn at `floor`. None without a nominal gap or frames."""
+    nominal = spacing.get("nominal_gap_ns")
+    buckets = sorted(spacing.get("hist") or [], key=lambda b: b[0])
+    total = sum(c for _, _, c in buckets)
+    if not nominal or not total:
+        return None
+    xs, ys, seen = [], [], 0
+    for low, high, count in buckets:
+        if not count:
+            continue
+        xs.append(max(low / nominal, floor))
+        ys.append(seen / total)
+        seen += count
+        xs.append(max((high + 1) / nominal, floor))
+        ys.append(seen / total)
+    return xs, ys
+
+
+def gap_cdf_figure(rows):
+    """(figure, trials drawn, trials left out) of gap_distribution_svg, or None."""
+    series = [(r, gap_cdf(r["spacing"])) for r in rows]
+    series = [(r, cdf) for r, cdf in series if cdf]
     if not series:
         return None
-    prefix = "fig-gaps"
+    drawn, left_out = series[:MAX_GAP_SERIES], len(series) - MAX_GAP_SERIES
+    fig, ax = plt.subplots(figsize=(SIZE[0], SIZE[1] + 0.9))
+    lo, hi = CDF_LIMITS
+    for i, (r, (xs, ys)) in enumerate(drawn):
+        # clamped into the logit axis: 0 % and 100 % sit on its edges
+        ax.plot(xs, [min(max(y, lo), hi) for y in ys], color=COLORS[i % len(COLORS)],
+                linestyle=LINESTYLES[(i // len(COLORS)) % len(LINESTYLES)], linewidth=1.6, zorder=3,
+                label=f"#{r['trial']['id']} {r['test']} {r['label']}, {r['which']}")
+    ax.axvline(0.5, color="#c0392b", linestyle="--", linewidth=1.2, zorder=1,
+               label="half the nominal gap (micro-burst threshold)")
+    ax.set_xscale("log")
+    ax.set_yscale("logit")
+    ax.set_ylim(lo, hi)
+    ax.set_yticks([1e-3, 1e-2, 0.1, 0.5, 0.9, 0.99, 0.999])
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v * 100:g} %"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _p: ""))
+    right = max(x for _, (xs, _) in drawn for x in xs)
+    ax.set_xlim(GAP_FLOOR * 0.7, max(4.0, right * 1.5))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: "0" if v <= GAP_FLOOR else f"{v:g}"))
+    ax.set_xlabel("gap before the frame / nominal gap (log; 0 ns gaps at the left edge)")
+    ax.set_ylabel("frames with a gap up to x")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
+    if left_out > 0:
+        ax.set_title(f"{len(drawn)} of {len(series)} trials drawn; the other {left_out} are in the table above",
+                     fontsize=8, loc="left", color="#555")
+    return fig, len(drawn), max(left_out, 0)
+
+
+def gap_distribution_svg(rows):
+    """Each chosen trial's departure gaps as a CDF of gap / nominal gap, one
+    line per trial (at most MAX_GAP_SERIES), with the half-gap threshold
+    that makes a frame part of a micro-burst. An evenly paced trial rises
+    as one steep step at 1; the height of a line where it crosses the
+    threshold is the share of its frames sent too close to the one before,
+    the length of its tail to the right is how late it ran."""
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=SIZE)
-        floor = 1e-3
-        all_x, all_y = [], []
-        for i, r in enumerate(series):
-            s = r["spacing"]
-            total = sum(c for _, _, c in s["hist"]) or 1
-            xs = [max((lo + hi) / 2 / s["nominal_gap_ns"], floor) for lo, hi, _ in s["hist"]]
-            ys = [c * 100 / total for _, _, c in s["hist"]]
-            all_x += xs
-            all_y += ys
-            ax.plot(xs, ys, MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[i % len(LINESTYLES)],
-                    color=COLORS[i % len(COLORS)], markersize=5 + 2 * (len(series) - 1 - i), linewidth=1,
-                    alpha=0.85, label=f"{r['test']} {r['label']}, {r['which']} (trial #{r['trial']['id']})")
-        ax.axvline(0.5, color="#c0392b", linestyle="--", linewidth=1, label="half the nominal gap")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(floor * 0.6, max(4.0, max(all_x) * 1.6))
-        ax.set_ylim(max(min(all_y) * 0.5, 1e-5), 200)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: "0" if v <= floor else f"{v:g}"))
-        ax.set_xlabel("gap before the frame / nominal gap (0 ns at the left edge)")
-        ax.set_ylabel("frames (%)")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
-        svg = _svg(fig, prefix)
-    return _title(svg, prefix, "Departure gaps of the trials at the NDR and just above it")
+        made = gap_cdf_figure(rows)
+        if made is None:
+            return None
+        prefix = "fig-gaps"
+        svg = _svg(made[0], prefix)
+    return _title(svg, prefix, "Departure gaps of the chosen trials: share of frames by gap over nominal gap")

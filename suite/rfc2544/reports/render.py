@@ -34,6 +34,7 @@ def report_context(results):
     loss = summary.frame_loss_rows(results)
     cal = summary.calibration_rows(results)
     spacing = summary.spacing_rows(results)
+    latency = summary.latency_rows(results)
     return {
         "r": results,
         "conditions": conditions,
@@ -46,7 +47,9 @@ def report_context(results):
         "ip_versions": summary.ip_versions_text(results),
         "throughput": tput,
         "throughput_svg": plots.throughput_svg(tput, conditions.get("link_speed_mbps"), cal),
-        "latency": summary.latency_rows(results),
+        "latency": latency,
+        "latency_loads": summary.latency_loads(results),
+        "latency_svg": plots.latency_loads_svg(latency),
         "latency_def": summary.latency_definitions(results),
         "frame_loss": loss,
         "frame_loss_svg": plots.frame_loss_svg(loss),

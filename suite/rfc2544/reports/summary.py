@@ -44,8 +44,14 @@ def labeller(results):
     mixed = len(ip_versions(results)) > 1
 
     def label(entry):
-        text = frame_label(entry.get("frame_size"))
-        return f"{text} IPv{ip_of(results, entry)}" if mixed else text
+        text = frame_label(entry.get("frame_size"))      # the size sent
+        if entry.get("requested_frame_size"):
+            text += f" ({entry['requested_frame_size']} B asked)"
+        text = f"{text} IPv{ip_of(results, entry)}" if mixed else text
+        load = entry.get("throughput_pct")       # latency at another load than the throughput's
+        if load is not None and load != 100:
+            text += f" at {load:g} % of throughput" if load else " at a minimal load"
+        return text
     return label
 
 
@@ -139,8 +145,23 @@ def link_text(mbps):
     return f"{mbps:g} Mbit/s Ethernet"
 
 
+def latency_load_pct(entry):
+    """A latency row's load in % of the throughput (older files: 100)."""
+    pct = entry.get("throughput_pct")
+    return 100.0 if pct is None else pct
+
+
 def latency_rows(results):
-    return _rows(results, "latency")
+    """Per frame size, highest load first; `series` names the frame size
+    without the load (one series per frame size over the loads)."""
+    label = labeller(results)
+    rows = [{**r, "series": label({**r, "throughput_pct": None})} for r in _rows(results, "latency")]
+    return sorted(rows, key=lambda r: (key_of(results, r), -latency_load_pct(r)))
+
+
+def latency_loads(results):
+    """The latency loads of the run, in % of the throughput, highest first."""
+    return sorted({latency_load_pct(r) for r in results["latency"]}, reverse=True)
 
 
 def latency_definitions(results):

@@ -10,6 +10,8 @@ both. A dataclass for the reason given in records.py.
 from dataclasses import asdict, dataclass
 from typing import Optional, Union
 
+from rfc2544.drivers import frame
+
 
 @dataclass
 class Deviation:
@@ -69,11 +71,38 @@ def profile_deviations(profile, rfc_frame_sizes, imix):
             f"frame sizes {', '.join(map(str, missing))} of RFC 2544 section 9 not tested")
     if imix in m.frame_sizes:
         add("imix", "RFC 2544 9", None, "IMIX", "IMIX is not an RFC 2544 frame size (reported separately)")
+    out += frame_size_deviations(m, imix)
     s = m.search
     if s.method == "mlr" and s.exceed_ratio > 0:
         add("mlr_exceed_ratio", "RFC 2544 26.1", "0", f"{s.exceed_ratio:g}",
             f"MLRsearch exceed ratio {s.exceed_ratio:g}: some full-length trials at the NDR may have lost frames")
     out += _test_deviations(m)
+    return out
+
+
+def frame_size_deviations(m, imix):
+    """Sizes of the profile the headers do not fit in, per IP version: the
+    run sends the smallest size that holds them instead (drivers/frame.py)
+    and states that size everywhere, with every rate computed from it."""
+    out = []
+    for version in m.ip_versions:
+        ipv6 = version == 6
+        least = frame.min_frame_size(ipv6)
+        small = [s for s in m.frame_sizes if s != imix and frame.wire_frame_size(s, ipv6) != s]
+        if small:
+            sizes = ", ".join(f"{s} B" for s in small)
+            out.append(Deviation(
+                "frame_size_raised", "RFC 5180 5.1.1", sizes, f"{least} B",
+                f"IPv{version}: {sizes} cannot hold the Ethernet, IPv{version} and UDP headers and the "
+                f"generator's {frame.TEST_HEADER}-byte test header; sent as {least} B frames (with FCS), "
+                f"the smallest that can, and every rate, Mbit/s and % of the maximum is for {least} B"))
+        mix = frame.imix_mix(ipv6)
+        if imix in m.frame_sizes and mix != frame.SIMPLE_IMIX:
+            sent = ":".join(str(w) for _, w in mix) + " of " + "/".join(str(s) for s, _ in mix)
+            out.append(Deviation(
+                "imix_raised", "RFC 5180 5.1.1", "7:4:1 of 64/576/1518", sent,
+                f"IPv{version}: the IMIX's 64 B frames cannot hold the headers and are sent as "
+                f"{least} B: the IMIX sent is {sent} B (mean {frame.imix_mean_size(ipv6):.1f} B)"))
     return out
 
 
@@ -88,6 +117,11 @@ def _test_deviations(m):
     if "latency" in tests and lat.duration_s < 120:
         add("latency_duration", "RFC 2544 26.2", "120 s", f"{lat.duration_s:g} s",
             f"latency trials last {lat.duration_s:g} s, RFC 2544 26.2 asks at least 120 s")
+    if "latency" in tests and 100 not in lat.loads_pct:
+        loads = ", ".join(f"{x:g} %" for x in lat.loads_pct)
+        add("latency_loads", "RFC 2544 26.2", "100 % of the throughput", loads,
+            f"latency measured only at {loads} of the throughput (0 %: a minimal load), "
+            "RFC 2544 26.2 asks at the throughput rate")
     if "latency" in tests and lat.repetitions < 20:
         add("latency_repetitions", "RFC 2544 26.2", "20", str(lat.repetitions),
             f"latency repeated {lat.repetitions} times, RFC 2544 26.2 asks at least 20")

@@ -16,11 +16,13 @@ from rfc2544 import __version__
 from rfc2544.results.deviations import as_written
 from rfc2544.errors import BadInput
 from rfc2544.model import theoretical_max_fps
-from rfc2544.results.records import SCHEMA, SCHEMA_VERSION, SECTIONS, PlanStep, ResultsDocument, TrialRecord
+from rfc2544.results.records import (SCHEMA, SCHEMA_MINOR, SCHEMA_VERSION, SECTIONS, PlanStep, ResultsDocument,
+                                    TrialRecord)
 from rfc2544.results.reader import FILENAME, read_results
 from rfc2544.results.summaries import SUMMARY_TYPES
 
-__all__ = ["Results", "SCHEMA", "SCHEMA_VERSION", "SECTIONS", "FILENAME", "trial_from_record", "unit_key", "verdict"]
+__all__ = ["Results", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_MINOR", "SECTIONS", "FILENAME", "trial_from_record",
+           "unit_key", "verdict"]
 
 
 def now_iso():
@@ -101,7 +103,11 @@ class Results:
         load_pct = (spec.load_fps * 100 / theoretical_max_fps(spec.frame_size, link_mbps)
                     if link_mbps and spec.frame_size else None)
         record = TrialRecord.from_result(len(self.data["trials"]) + 1, unit, result, verdict(result),
-                                         load_pct).to_dict()
+                                         load_pct)
+        step = next((s for s in self.data["plan"] if s.get("unit") == unit), {})
+        if step.get("frame_size") == spec.frame_size:      # a trial of the step's size (all of them today)
+            record.requested_frame_size = step.get("requested_frame_size")
+        record = record.to_dict()
         self.data["trials"].append(record)
         self.save()
         return record
@@ -169,11 +175,14 @@ class Results:
         """Trials (and throughput summaries) as CSV files via pandas."""
         import pandas as pd
         path = Path(path) if path else self.dir / "trials.csv"
-        cols = ["id", "unit", "test", "frame_size", "ip_version", "load_fps", "load_pct", "duration_s",
-                "traffic_s", "tx_frames", "rx_frames", "lost_frames", "loss_ratio", "achieved_fps",
+        cols = ["id", "unit", "test", "frame_size", "requested_frame_size", "ip_version", "load_fps", "load_pct",
+                "duration_s", "traffic_s", "tx_frames", "rx_frames", "lost_frames", "loss_ratio", "achieved_fps",
                 "verdict", "aborted_early", "saved_traffic_s", "started"]
         rows = [{c: t.get(c) for c in cols} | _latency_cols(t.get("latency")) for t in self.data["trials"]]
-        pd.DataFrame(rows, columns=cols + list(_latency_cols(None))).to_csv(path, index=False)
+        table = pd.DataFrame(rows, columns=cols + list(_latency_cols(None)))
+        # a size, or empty where the size sent is the size asked (not 64.0 beside NaN)
+        table["requested_frame_size"] = table["requested_frame_size"].astype("Int64")
+        table.to_csv(path, index=False)
         written = [path]
         if self.data["throughput"]:
             tp = path.with_name("throughput.csv")

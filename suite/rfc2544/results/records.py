@@ -11,10 +11,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Union
 
 from rfc2544.model import HookRun, LatencyStats, Spacing, StreamCounts, TrialResult, TrialSpec
-from rfc2544.results.summaries import SUMMARY_TYPES, Summary
+from rfc2544.results.summaries import SUMMARY_TYPES, Summary, requested_after_frame_size
 
 SCHEMA = "rfc2544-results"
 SCHEMA_VERSION = 2
+# Additions a version-2 reader may ignore: 1 = frame sizes are the size
+# sent, with requested_frame_size where the size asked differs; latency rows
+# per load (throughput_pct). Files without `schema_minor` (minor 0, and runs resumed
+# from them) state the size asked: reports/load.py shows them as sent.
+SCHEMA_MINOR = 1
 SECTIONS = tuple(SUMMARY_TYPES)
 
 
@@ -35,13 +40,17 @@ class PlanStep:
     ip_version: int
     state: str = "pending"      # pending | done | skipped
     note: Optional[str] = None  # why a step was skipped
+    # the size the profile asked, when the headers do not fit in it and
+    # `frame_size` is the smallest that holds them (drivers/frame.py)
+    requested_frame_size: Optional[int] = None
+    throughput_pct: Optional[float] = None   # latency at another load than the throughput's: the load in %
 
     @classmethod
     def from_dict(cls, d):
         return cls(**d)
 
     def to_dict(self):
-        return _plain(self, {"note": None})
+        return requested_after_frame_size(_plain(self, {"note": None, "throughput_pct": None}))
 
 
 @dataclass
@@ -92,6 +101,7 @@ class TrialRecord:
     superseded: bool = False
     spacing: Optional[Spacing] = None       # the generator's departure spacing (rfc2544_pktgen only)
     tester_bursty: bool = False             # pacing.py's rule: the loss is the generator's micro-bursts
+    requested_frame_size: Optional[int] = None   # the size asked, when `frame_size` (sent) differs
 
     KEY_ORDER = ("latency", "streams", "notes", "hooks", "spec", "samples", "superseded", "spacing")
 
@@ -122,7 +132,8 @@ class TrialRecord:
                    spec=TrialSpec(**d.pop("spec")), notes=list(d.pop("notes", [])), **d)
 
     def to_dict(self):
-        out = _plain(self, {"samples": None, "superseded": False, "spacing": None, "tester_bursty": False})
+        out = requested_after_frame_size(_plain(self, {"samples": None, "superseded": False,
+                                                       "spacing": None, "tester_bursty": False}))
         # hooks sit between notes and spec, as the writer has always put them
         tail = {k: out.pop(k) for k in self.KEY_ORDER if k in out}
         out.update(tail)
@@ -154,6 +165,7 @@ class ResultsDocument:
     tool: dict = field(default_factory=lambda: {"name": "rfc2544", "version": ""})
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
+    schema_minor: int = SCHEMA_MINOR
     complete: bool = False
     finished: Optional[str] = None
     interruptions: List[Interruption] = field(default_factory=list)
@@ -164,6 +176,7 @@ class ResultsDocument:
     @classmethod
     def from_dict(cls, d):
         d = dict(d)
+        d.setdefault("schema_minor", 0)          # written before minors: 0
         sections = {s: [SUMMARY_TYPES[s].from_dict(e) for e in d.pop(s, [])] for s in SECTIONS}
         return cls(plan=[PlanStep.from_dict(p) for p in d.pop("plan")],
                    interruptions=[Interruption.from_dict(i) for i in d.pop("interruptions", [])],
@@ -171,7 +184,8 @@ class ResultsDocument:
                    deviations=list(d.pop("deviations", [])), sections=sections, **d)
 
     def to_dict(self):
-        out = {"schema": self.schema, "schema_version": self.schema_version, "complete": self.complete,
+        out = {"schema": self.schema, "schema_version": self.schema_version,
+               **({"schema_minor": self.schema_minor} if self.schema_minor else {}), "complete": self.complete,
                "started": self.started, "finished": self.finished, "tool": dict(self.tool),
                "profile": dict(self.profile), "plan": [p.to_dict() for p in self.plan],
                "deviations": list(self.deviations), "conditions": self.conditions,

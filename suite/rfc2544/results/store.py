@@ -245,6 +245,8 @@ def figures_of(results):
              for r in results["throughput"]}
     for section, metric, better in METRICS:
         for row in results[section]:
+            if row.get("throughput_pct") not in (None, 100):   # latency at another load: not followed
+                continue
             value = row.get(metric)
             if value is None or isinstance(value, bool) or value <= 0:
                 continue

@@ -10,6 +10,10 @@ from typing import List, Optional
 
 
 class Summary:
+    # Every entry's `frame_size` is the size sent, with FCS. Where the
+    # profile asked a size the headers do not fit in, the entry also carries
+    # `requested_frame_size` (written only then; drivers/frame.py).
+
     @classmethod
     def from_dict(cls, d):
         """Every key must be a field (TypeError otherwise): a typo in a
@@ -17,7 +21,21 @@ class Summary:
         return cls(**d)
 
     def to_dict(self):
-        return asdict(self)
+        return requested_after_frame_size(asdict(self))
+
+
+def requested_after_frame_size(d):
+    """The entry with `requested_frame_size` next to `frame_size`, or
+    without it when the size sent is the size asked."""
+    requested = d.pop("requested_frame_size", None)
+    if requested is None:
+        return d
+    out = {}
+    for key, value in d.items():
+        out[key] = value
+        if key == "frame_size":
+            out["requested_frame_size"] = requested
+    return out
 
 
 @dataclass
@@ -46,6 +64,7 @@ class ThroughputSummary(Summary):
     at_max_load: bool
     ip_version: int = 4
     unit: str = ""
+    requested_frame_size: Optional[int] = None
     # the upper bound failed on the generator's micro-bursts (pacing.py); written only when true
     tester_bursty: bool = False
     # the tester's longest departure gap in the upper bound's failed trials, when
@@ -53,7 +72,7 @@ class ThroughputSummary(Summary):
     tester_stall_s: Optional[float] = None
 
     def to_dict(self):
-        d = asdict(self)
+        d = super().to_dict()
         if not d["tester_bursty"]:
             del d["tester_bursty"]
         if d["tester_stall_s"] is None:
@@ -80,6 +99,10 @@ class LatencySummary(Summary):
     trials_with_loss: int
     ip_version: int = 4
     unit: str = ""
+    requested_frame_size: Optional[int] = None
+    # the load in % of the throughput (NDR): 100 as RFC 2544 26.2 asks, 0 a
+    # minimal load (procedures/latency.py); absent in older files (100)
+    throughput_pct: Optional[float] = None
 
 
 @dataclass
@@ -102,6 +125,7 @@ class FrameLossSummary(Summary):
     two_clean_trials: bool
     ip_version: int = 4
     unit: str = ""
+    requested_frame_size: Optional[int] = None
 
     @classmethod
     def from_dict(cls, d):
@@ -127,6 +151,7 @@ class BackToBackSummary(Summary):
     resolution_pct: float
     ip_version: int = 4
     unit: str = ""
+    requested_frame_size: Optional[int] = None
 
 
 @dataclass
@@ -143,6 +168,7 @@ class SystemRecoverySummary(Summary):
     method: str
     ip_version: int = 4
     unit: str = ""
+    requested_frame_size: Optional[int] = None
 
 
 @dataclass
@@ -155,6 +181,7 @@ class ResetSummary(Summary):
     method: str
     ip_version: int = 4
     unit: str = ""
+    requested_frame_size: Optional[int] = None
 
 
 # results.json section -> its entry type

@@ -12,7 +12,8 @@ import statistics
 import time
 from datetime import datetime, timezone
 
-from rfc2544.model import LatencyStats, StreamCounts, TrialResult
+from rfc2544.drivers import frame
+from rfc2544.model import LatencyStats, StreamCounts, TrialResult, theoretical_max_fps
 
 
 class SimDUT:
@@ -25,8 +26,14 @@ class SimDUT:
                  loss_above_fps=None, loss_above_ratio=0.0,
                  random_loss_ratio=0.0, tester_ceiling_fps=math.inf,
                  recovery_s=0.0, reset_s=0.0, latency_ns=20000.0,
-                 sample_interval_s=0.1, seed=1, time_scale=0.0, fail_at=None, clock=None):
+                 sample_interval_s=0.1, seed=1, time_scale=0.0, fail_at=None, clock=None,
+                 capacity_mbps=None):
         self.capacity_fps = capacity_fps
+        # A DUT that forwards at most this many Mbit/s on the wire (frames,
+        # preamble and gap): its capacity in frames/s then depends on the
+        # size of the frames sent, as a line-rate-bound port's does.
+        self.capacity_mbps = capacity_mbps
+        self.frames_sent = []                 # (frame size, ipv6) of every trial, as the tester sent them
         self.buffer_frames = buffer_frames
         self.loss_above_fps = loss_above_fps
         self.loss_above_ratio = loss_above_ratio
@@ -45,6 +52,7 @@ class SimDUT:
         self.stop_all_calls = 0
         self._sim_now = 0.0
         self._reset_until = -1.0
+        self._capacity = capacity_fps
 
     # -- model.Tester -------------------------------------------------------
     def conditions(self):
@@ -62,6 +70,8 @@ class SimDUT:
     def run_trial(self, spec, progress=None):
         self.trials_run += 1
         self.running = True
+        self.frames_sent.append((spec.frame_size, spec.ipv6))
+        self._capacity = self._capacity_for(spec)
         self._reset_until = -1.0            # a reset lasts within the trial that fired it
         phases = [(spec.load_fps, spec.duration_s)]
         if spec.burst_frames:
@@ -87,7 +97,7 @@ class SimDUT:
                 self._sim_now = elapsed + dt
                 sent = sent_rate * dt
                 dropped, queue = self._drop(sent, sent_rate, dt, queue, elapsed, recovering_until)
-                if sent_rate > self.capacity_fps:
+                if sent_rate > self._capacity:
                     recovering_until = elapsed + dt + self.recovery_s
                 tx += sent
                 lost += dropped
@@ -126,14 +136,20 @@ class SimDUT:
         return result
 
     # -- the model ----------------------------------------------------------
+    def _capacity_for(self, spec):
+        if not self.capacity_mbps:
+            return self.capacity_fps
+        size = spec.frame_size or frame.imix_mean_size(spec.ipv6)
+        return min(self.capacity_fps, theoretical_max_fps(size, self.capacity_mbps))
+
     def _drop(self, sent, rate, dt, queue, now, recovering_until):
         """Frames lost in one step, and the queue after it."""
         if now < self._reset_until - 1e-9:
             return sent, 0.0
-        if now < recovering_until - 1e-9 and rate <= self.capacity_fps:
+        if now < recovering_until - 1e-9 and rate <= self._capacity:
             # still recovering from an overload: loses a tenth of what arrives
             return sent * 0.1, queue
-        capacity = self.capacity_fps * dt
+        capacity = self._capacity * dt
         queue += sent - capacity
         dropped = 0.0
         if queue > self.buffer_frames:
