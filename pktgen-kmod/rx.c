@@ -287,96 +287,98 @@ static unsigned int pg_mac_len(const struct sk_buff *skb)
 	       (unsigned int)(skb_network_header(skb) - skb_mac_header(skb)) : ETH_HLEN;
 }
 
-static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
-			       const struct nf_hook_state *state)
+/* What the hook reads from a frame: identity, test header, bytes counted. */
+struct pg_rx_frame {
+	struct in6_addr src;		/* IPv4 as v4-mapped */
+	bool v6;
+	u32 magic;
+	u32 seq;
+	u64 ts;				/* transmit time, ns; 0: none */
+	unsigned int len;		/* bytes counted */
+};
+
+/* IPv4 UDP, not a fragment: the UDP header's offset, or 0. */
+static unsigned int pg_rx_ipv4(const struct sk_buff *skb, struct pg_rx_frame *f)
 {
-	struct pg_rx *rx = priv;
-	struct pg_rx_session *s;
-	struct pg_stream_cpu *sc;
-	struct pg_stream *st;
-	struct pg_rx_cpu *c;
-	struct in6_addr src;
+	const struct iphdr *iph = ip_hdr(skb);
+
+	if (iph->protocol != IPPROTO_UDP || ip_is_fragment(iph))
+		return 0;
+	ipv6_addr_set_v4mapped(iph->saddr, &f->src);
+	f->v6 = false;
+	return skb_network_offset(skb) + iph->ihl * 4;
+}
+
+/* IPv6 UDP after any extension headers, not a fragment: as pg_rx_ipv4(). */
+static unsigned int pg_rx_ipv6(const struct sk_buff *skb, struct pg_rx_frame *f)
+{
+	const struct ipv6hdr *ip6 = ipv6_hdr(skb);
+	u8 nexthdr = ip6->nexthdr;
+	__be16 frag_off = 0;
+	int off;
+
+	off = ipv6_skip_exthdr(skb, skb_network_offset(skb) + (int)sizeof(*ip6),
+			       &nexthdr, &frag_off);
+	if (off <= 0 || nexthdr != IPPROTO_UDP || frag_off)
+		return 0;
+	f->src = ip6->saddr;
+	f->v6 = true;
+	return (unsigned int)off;
+}
+
+/*
+ * The per-frame step, before any stream is looked up: is this a test frame
+ * (UDP whose payload starts with a test header), and what does it say.
+ */
+static bool pg_rx_parse(struct sk_buff *skb, u8 pf, struct pg_rx_frame *f)
+{
+	unsigned int thoff;
 	u8 hbuf[PG_HDR_LEN];
 	const u8 *h;
-	unsigned int thoff, len;
-	u64 now, ts, lat = 0;
-	bool v6, lat_ok;
-	u32 magic, seq;
 
-	if (!state->in || state->in->ifindex != READ_ONCE(rx->ifindex))
-		return NF_ACCEPT;
-
-	if (state->pf == NFPROTO_IPV4) {
-		const struct iphdr *iph = ip_hdr(skb);
-
-		if (iph->protocol != IPPROTO_UDP || ip_is_fragment(iph))
-			return NF_ACCEPT;
-		thoff = skb_network_offset(skb) + iph->ihl * 4;
-		ipv6_addr_set_v4mapped(iph->saddr, &src);
-		v6 = false;
-	} else {
-		const struct ipv6hdr *ip6 = ipv6_hdr(skb);
-		u8 nexthdr = ip6->nexthdr;
-		__be16 frag_off = 0;
-		int off;
-
-		off = ipv6_skip_exthdr(skb, skb_network_offset(skb) + (int)sizeof(*ip6),
-				       &nexthdr, &frag_off);
-		if (off < 0 || nexthdr != IPPROTO_UDP || frag_off)
-			return NF_ACCEPT;
-		thoff = (unsigned int)off;
-		src = ip6->saddr;
-		v6 = true;
-	}
-
+	thoff = pf == NFPROTO_IPV4 ? pg_rx_ipv4(skb, f) : pg_rx_ipv6(skb, f);
+	if (!thoff)
+		return false;
 	h = skb_header_pointer(skb, (int)(thoff + sizeof(struct udphdr)),
 			       PG_HDR_LEN, hbuf);
 	if (!h)
-		return NF_ACCEPT;
-	magic = get_unaligned_be32(h);
-	if (magic != PG_MAGIC_NS && magic != PG_MAGIC_UPSTREAM)
-		return NF_ACCEPT;
-
-	s = rcu_dereference(rx->session);
-	if (!s)
-		return NF_ACCEPT;
-	c = this_cpu_ptr(s->cpu);
-
-	if (s->level == PG_LVL_COUNTER) {
-		raw_write_seqcount_begin(&c->seq);
-		c->packets++;
-		c->bytes += skb->len + pg_mac_len(skb);
-		raw_write_seqcount_end(&c->seq);
-		return READ_ONCE(rx->pass) ? NF_ACCEPT : NF_DROP;
-	}
-
-	/* arrival: now, or the core's stamp with `timestamp stack` */
-	now = READ_ONCE(rx->stack_tstamps) ? pg_skb_rx_realtime_ns(skb) : 0;
-	if (!now)
-		now = ktime_get_real_ns();
-	seq = get_unaligned_be32(h + 4);
-	if (magic == PG_MAGIC_NS)
-		ts = get_unaligned_be64(h + 8);
+		return false;
+	f->magic = get_unaligned_be32(h);
+	if (f->magic != PG_MAGIC_NS && f->magic != PG_MAGIC_UPSTREAM)
+		return false;
+	f->seq = get_unaligned_be32(h + 4);
+	if (f->magic == PG_MAGIC_NS)
+		f->ts = get_unaligned_be64(h + 8);
 	else
-		ts = (u64)get_unaligned_be32(h + 8) * NSEC_PER_SEC +
-		     (u64)get_unaligned_be32(h + 12) * NSEC_PER_USEC;
-	lat_ok = ts && now >= ts;
-	if (lat_ok)
-		lat = now - ts;
-	len = skb->len + pg_mac_len(skb);
+		f->ts = (u64)get_unaligned_be32(h + 8) * NSEC_PER_SEC +
+			(u64)get_unaligned_be32(h + 12) * NSEC_PER_USEC;
+	f->len = skb->len + pg_mac_len(skb);
+	return true;
+}
 
-	st = pg_stream_get(s->streams, &src, v6);
-	sc = st ? pg_stream_cpu_get(c, st->id) : NULL;
+/* Level counter: packets and bytes, nothing else. */
+static void pg_rx_count(struct pg_rx_cpu *c, unsigned int len)
+{
+	raw_write_seqcount_begin(&c->seq);
+	c->packets++;
+	c->bytes += len;
+	raw_write_seqcount_end(&c->seq);
+}
 
+/* This CPU's totals and latency at levels basic and time. */
+static void pg_rx_cpu_update(struct pg_rx_cpu *c, enum pgrx_level level,
+			     unsigned int len, u64 now, u64 lat, bool lat_ok,
+			     bool attributed)
+{
 	raw_write_seqcount_begin(&c->seq);
 	c->packets++;
 	c->bytes += len;
 	if (!c->first_ns)
 		c->first_ns = now;
 	c->last_ns = now;
-	if (!sc)
+	if (!attributed)
 		c->streams_dropped++;
-	if (s->level == PG_LVL_TIME) {
+	if (level == PG_LVL_TIME) {
 		if (lat_ok) {
 			pg_stat_add(&c->lat, lat);
 			c->hist[pg_hist_index(lat)]++;
@@ -385,9 +387,51 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 		}
 	}
 	raw_write_seqcount_end(&c->seq);
+}
 
+/* Levels basic and time: arrival time, latency, the frame's stream. */
+static void pg_rx_account(struct pg_rx *rx, struct pg_rx_session *s,
+			  struct sk_buff *skb, const struct pg_rx_frame *f)
+{
+	struct pg_rx_cpu *c = this_cpu_ptr(s->cpu);
+	struct pg_stream_cpu *sc;
+	struct pg_stream *st;
+	u64 now, lat = 0;
+	bool lat_ok;
+
+	/* arrival: now, or the core's stamp with `timestamp stack` */
+	now = READ_ONCE(rx->stack_tstamps) ? pg_skb_rx_realtime_ns(skb) : 0;
+	if (!now)
+		now = ktime_get_real_ns();
+	lat_ok = f->ts && now >= f->ts;
+	if (lat_ok)
+		lat = now - f->ts;
+
+	st = pg_stream_get(s->streams, &f->src, f->v6);
+	sc = st ? pg_stream_cpu_get(c, st->id) : NULL;
+	pg_rx_cpu_update(c, s->level, f->len, now, lat, lat_ok, sc);
 	if (sc)
-		pg_stream_update(sc, s->level, seq, len, now, lat, lat_ok);
+		pg_stream_update(sc, s->level, f->seq, f->len, now, lat, lat_ok);
+}
+
+static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
+			       const struct nf_hook_state *state)
+{
+	struct pg_rx *rx = priv;
+	struct pg_rx_session *s;
+	struct pg_rx_frame f;
+
+	if (!state->in || state->in->ifindex != READ_ONCE(rx->ifindex))
+		return NF_ACCEPT;
+	if (!pg_rx_parse(skb, state->pf, &f))
+		return NF_ACCEPT;
+	s = rcu_dereference(rx->session);
+	if (!s)
+		return NF_ACCEPT;
+	if (s->level == PG_LVL_COUNTER)
+		pg_rx_count(this_cpu_ptr(s->cpu), f.len);
+	else
+		pg_rx_account(rx, s, skb, &f);
 	return READ_ONCE(rx->pass) ? NF_ACCEPT : NF_DROP;
 }
 
@@ -509,60 +553,95 @@ static void pg_print_stat_human(struct seq_file *m, const char *name,
 	seq_puts(m, " ns^2\n");
 }
 
+/* What one read-out gathers, section by section. */
+struct pg_rx_show_ctx {
+	struct pg_rx *rx;
+	struct pg_rx_session *s;	/* NULL: never enabled */
+	struct pg_merge *mg;		/* levels basic, time */
+	u64 *hist;			/* level time: merged over CPUs */
+	u32 nstreams;
+	struct pg_stat lat, ia, jit;
+};
 
-static int pg_rx_show(struct seq_file *m, void *v)
+/* Scratch for a read-out; caller holds rx->lock. */
+static int pg_rx_show_alloc(struct pg_rx_show_ctx *x)
 {
-	struct pg_rx *rx = m->private;
-	struct pg_stat lat = {}, ia = {}, jit = {};
-	struct pg_rx_snap tot = {}, cs;
-	struct pg_rx_session *s;
-	struct pg_merge *mg = NULL;
-	u64 *hist = NULL, dropped = 0;
-	unsigned int cpu, i;
-	u32 nstreams = 0;
+	struct pg_rx_session *s = x->s;
 
-	mutex_lock(&rx->lock);
-	s = rcu_dereference_protected(rx->session, lockdep_is_held(&rx->lock));
-	if (s && s->level == PG_LVL_TIME)
-		hist = kvcalloc(PG_HIST_BUCKETS, sizeof(u64), GFP_KERNEL);
-	if (s && s->streams) {
-		mg = kmalloc(sizeof(*mg), GFP_KERNEL);
+	if (!s)
+		return 0;
+	if (s->level == PG_LVL_TIME) {
+		x->hist = kvcalloc(PG_HIST_BUCKETS, sizeof(u64), GFP_KERNEL);
+		if (!x->hist)
+			return -ENOMEM;
+	}
+	if (s->streams) {
+		x->mg = kmalloc(sizeof(*x->mg), GFP_KERNEL);
+		if (!x->mg)
+			return -ENOMEM;
 		/* pairs with the release in pg_stream_get(): order[] filled */
-		nstreams = smp_load_acquire(&s->streams->count);
+		x->nstreams = smp_load_acquire(&s->streams->count);
 	}
-	if (s && ((s->streams && !mg) || (s->level == PG_LVL_TIME && !hist))) {
-		mutex_unlock(&rx->lock);
-		kfree(mg);
-		kvfree(hist);
-		return -ENOMEM;
-	}
+	return 0;
+}
+
+static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	struct pg_rx *rx = x->rx;
+	u64 dropped = 0;
+	unsigned int cpu;
+
 	/* one counter per CPU: no snapshot needed for the header line */
 	for_each_possible_cpu(cpu)
-		if (s)
-			dropped += READ_ONCE(per_cpu_ptr(s->cpu, cpu)->streams_dropped);
+		if (x->s)
+			dropped += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->streams_dropped);
 
 	if (rx->script)
 		seq_printf(m, "pgrx version=1 enabled=%d dev=%s ifindex=%d statistics=%s action=%s streams=%u streams_dropped=%llu\n",
 			   rx->hooks, rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
 			   pg_level_names[rx->level], rx->pass ? "pass" : "drop",
-			   nstreams, dropped);
+			   x->nstreams, dropped);
 	else
 		seq_printf(m, "RECEIVER %s: dev %s (ifindex %d), statistics %s, timestamp %s, counted packets %s\n",
 			   rx->hooks ? "enabled" : "disabled",
 			   rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
 			   pg_level_names[rx->level], rx->stack_tstamps ? "stack" : "hook",
 			   rx->pass ? "passed on" : "dropped");
+}
+
+static void pg_rx_show_total(struct seq_file *m, struct pg_rx_show_ctx *x,
+			     const struct pg_rx_snap *tot)
+{
+	u64 span = tot->last_ns - tot->first_ns;
+
+	if (x->rx->script) {
+		seq_printf(m, "total id=all packets=%llu bytes=%llu first_ns=%llu last_ns=%llu\n",
+			   tot->packets, tot->bytes, tot->first_ns, tot->last_ns);
+		return;
+	}
+	seq_printf(m, "  Total: packets %llu bytes %llu", tot->packets, tot->bytes);
+	if (tot->packets > 1 && span)
+		seq_printf(m, "  rate %llu pps over %llu ns",
+			   div64_u64((tot->packets - 1) * NSEC_PER_SEC, span), span);
+	seq_puts(m, "\n");
+}
+
+/* One line per CPU (script) or per CPU that counted (human), then the total. */
+static void pg_rx_show_cpus(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	struct pg_rx_snap tot = {}, cs;
+	unsigned int cpu, i;
 
 	for_each_possible_cpu(cpu) {
-		struct pg_rx_cpu *c = s ? per_cpu_ptr(s->cpu, cpu) : NULL;
+		struct pg_rx_cpu *c = x->s ? per_cpu_ptr(x->s->cpu, cpu) : NULL;
 
 		memset(&cs, 0, sizeof(cs));
 		if (c)
 			pg_cpu_snap(c, &cs);
-		if (hist && c && c->hist)
+		if (x->hist && c && c->hist)
 			for (i = 0; i < PG_HIST_BUCKETS; i++)
-				hist[i] += READ_ONCE(c->hist[i]);
-		if (rx->script)
+				x->hist[i] += READ_ONCE(c->hist[i]);
+		if (x->rx->script)
 			seq_printf(m, "cpu id=%u packets=%llu bytes=%llu first_ns=%llu last_ns=%llu\n",
 				   cpu, cs.packets, cs.bytes, cs.first_ns, cs.last_ns);
 		else if (cs.packets)
@@ -574,26 +653,19 @@ static int pg_rx_show(struct seq_file *m, void *v)
 			tot.first_ns = cs.first_ns;
 		if (cs.last_ns > tot.last_ns)
 			tot.last_ns = cs.last_ns;
-		pg_stat_merge(&lat, &cs.lat);
+		pg_stat_merge(&x->lat, &cs.lat);
 	}
-	if (rx->script) {
-		seq_printf(m, "total id=all packets=%llu bytes=%llu first_ns=%llu last_ns=%llu\n",
-			   tot.packets, tot.bytes, tot.first_ns, tot.last_ns);
-	} else {
-		u64 span = tot.last_ns - tot.first_ns;
+	pg_rx_show_total(m, x, &tot);
+}
 
-		seq_printf(m, "  Total: packets %llu bytes %llu", tot.packets, tot.bytes);
-		if (tot.packets > 1 && span)
-			seq_printf(m, "  rate %llu pps over %llu ns",
-				   div64_u64((tot.packets - 1) * NSEC_PER_SEC, span), span);
-		seq_puts(m, "\n");
-	}
+static void pg_rx_show_streams(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	struct pg_stream_snap o;
+	u32 i;
 
-	for (i = 0; i < nstreams; i++) {
-		struct pg_stream_snap o;
-
-		pg_stream_merge(s, s->streams->order[i], mg, &o, &ia, &jit);
-		if (rx->script) {
+	for (i = 0; i < x->nstreams; i++) {
+		pg_stream_merge(x->s, x->s->streams->order[i], x->mg, &o, &x->ia, &x->jit);
+		if (x->rx->script) {
 			seq_puts(m, "stream src=");
 			pg_print_addr(m, &o);
 			seq_printf(m, " packets=%llu bytes=%llu seq_max=%llu lost=%llu ooo=%llu dup=%llu old=%llu\n",
@@ -605,42 +677,72 @@ static int pg_rx_show(struct seq_file *m, void *v)
 				   o.packets, o.lost, o.ooo, o.dup, o.old, o.seq_max);
 		}
 	}
+}
 
-	if (rx->script) {
-		pg_print_stat_script(m, "latency", &lat);
-		pg_print_stat_script(m, "interarrival", &ia);
-		pg_print_stat_script(m, "jitter", &jit);
-		seq_printf(m, "percentile name=latency n=%llu", lat.n);
-	} else if (s && s->level == PG_LVL_TIME) {
-		pg_print_stat_human(m, "latency", &lat);
-		pg_print_stat_human(m, "inter-arrival", &ia);
-		pg_print_stat_human(m, "delay-var", &jit);
+/* stat and percentile lines (script: always; human: level time only). */
+static void pg_rx_show_stats(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	bool time = x->s && x->s->level == PG_LVL_TIME;
+	unsigned int i;
+
+	if (x->rx->script) {
+		pg_print_stat_script(m, "latency", &x->lat);
+		pg_print_stat_script(m, "interarrival", &x->ia);
+		pg_print_stat_script(m, "jitter", &x->jit);
+		seq_printf(m, "percentile name=latency n=%llu", x->lat.n);
+	} else if (time) {
+		pg_print_stat_human(m, "latency", &x->lat);
+		pg_print_stat_human(m, "inter-arrival", &x->ia);
+		pg_print_stat_human(m, "delay-var", &x->jit);
 		seq_puts(m, "  latency percentiles (ns):");
+	} else {
+		return;
 	}
-	if (rx->script || (s && s->level == PG_LVL_TIME)) {
-		for (i = 0; i < PG_PCT_NR; i++)
-			seq_printf(m, " %s=%llu", pg_pct_names[i],
-				   hist ? pg_hist_percentile(hist, lat.n, pg_pct[i][0],
-							     pg_pct[i][1], lat.min, lat.max) : 0);
-		seq_puts(m, "\n");
-	}
-	if (rx->script) {
-		for (i = 0; hist && i < PG_HIST_BUCKETS; i++) {
-			u64 lo, hi;
+	for (i = 0; i < PG_PCT_NR; i++)
+		seq_printf(m, " %s=%llu", pg_pct_names[i],
+			   x->hist ? pg_hist_percentile(x->hist, x->lat.n, pg_pct[i][0],
+							pg_pct[i][1], x->lat.min,
+							x->lat.max) : 0);
+	seq_puts(m, "\n");
+}
 
-			if (!hist[i])
-				continue;
-			pg_hist_bounds(i, &lo, &hi);
-			seq_printf(m, "hist name=latency low=%llu high=%llu count=%llu\n",
-				   lo, hi, hist[i]);
-		}
-		seq_puts(m, "end\n");
+static void pg_rx_show_hist(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	unsigned int i;
+	u64 lo, hi;
+
+	for (i = 0; x->hist && i < PG_HIST_BUCKETS; i++) {
+		if (!x->hist[i])
+			continue;
+		pg_hist_bounds(i, &lo, &hi);
+		seq_printf(m, "hist name=latency low=%llu high=%llu count=%llu\n",
+			   lo, hi, x->hist[i]);
 	}
-	seq_printf(m, "Result: %s\n", rx->result);
+	seq_puts(m, "end\n");
+}
+
+static int pg_rx_show(struct seq_file *m, void *v)
+{
+	struct pg_rx_show_ctx x = { .rx = m->private };
+	struct pg_rx *rx = x.rx;
+	int err;
+
+	mutex_lock(&rx->lock);
+	x.s = rcu_dereference_protected(rx->session, lockdep_is_held(&rx->lock));
+	err = pg_rx_show_alloc(&x);
+	if (!err) {
+		pg_rx_show_header(m, &x);
+		pg_rx_show_cpus(m, &x);
+		pg_rx_show_streams(m, &x);
+		pg_rx_show_stats(m, &x);
+		if (rx->script)
+			pg_rx_show_hist(m, &x);
+		seq_printf(m, "Result: %s\n", rx->result);
+	}
 	mutex_unlock(&rx->lock);
-	kfree(mg);
-	kvfree(hist);
-	return 0;
+	kfree(x.mg);
+	kvfree(x.hist);
+	return err;
 }
 
 static int pg_rx_open(struct inode *inode, struct file *file)
