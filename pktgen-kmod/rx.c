@@ -26,6 +26,9 @@
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
 #include <linux/capability.h>
+#include <linux/random.h>
+#include <net/checksum.h>
+#include <net/ip6_checksum.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include "rfcpg.h"
@@ -33,10 +36,28 @@
 #include "stats.h"
 
 #define PG_MAX_STREAMS		1024
-#define PG_STREAM_BUCKETS	256
+#define PG_STREAM_BUCKETS	2048
+/* streams per hash chain at most: a lookup walks no more (seeded hash) */
+#define PG_CHAIN_MAX		8
+/*
+ * The sane window of a test header's timestamp: no older than this before
+ * the session began (rx, rx_reset), no later than this after arrival.
+ * Outside it the frame counts in bad_ts and gives no latency sample.
+ */
+#define PG_TS_PAST_NS		(10 * NSEC_PER_SEC)
+#define PG_TS_AHEAD_NS		(100 * NSEC_PER_MSEC)
 
 enum pgrx_level { PG_LVL_COUNTER, PG_LVL_BASIC, PG_LVL_TIME };
 static const char *const pg_level_names[] = { "counter", "basic", "time" };
+
+/* Test frames not believed, by class (README.md "Rejected frames"). */
+enum pg_rx_bad {
+	PG_BAD_LEN,	/* UDP length short of the test header, or past the IP end */
+	PG_BAD_CSUM,	/* UDP checksum wrong where the device had not checked it */
+	PG_BAD_TS,	/* timestamp outside the sane window: no latency sample */
+	PG_BAD_NR,
+	PG_BAD_NONE = PG_BAD_NR
+};
 
 /* A stream's identity, shared by all CPUs; immutable once published. */
 struct pg_stream {
@@ -49,6 +70,8 @@ struct pg_stream {
 struct pg_streams {
 	spinlock_t lock;		/* insertion: once per new stream */
 	u32 count;
+	u32 seed;			/* of the address hash, random per session */
+	u8 chain[PG_STREAM_BUCKETS];	/* chain lengths, <= PG_CHAIN_MAX */
 	struct pg_stream *bucket[PG_STREAM_BUCKETS];
 	struct pg_stream *order[PG_MAX_STREAMS];
 };
@@ -58,6 +81,7 @@ struct pg_stream_cpu {
 	seqcount_t seq;
 	struct pg_seqwin win;		/* win.n: packets */
 	u64 bytes;
+	unsigned int pend_len;		/* bytes of win's pending far-ahead frame */
 	u64 last_arrival, last_lat;
 	bool have_arrival, have_lat;
 	struct pg_stat ia, jit;
@@ -66,6 +90,7 @@ struct pg_stream_cpu {
 struct pg_rx_cpu {
 	seqcount_t seq;
 	u64 packets, bytes, first_ns, last_ns, streams_dropped;
+	u64 bad[PG_BAD_NR];		/* read with READ_ONCE, like streams_dropped */
 	struct pg_stat lat;
 	u64 *hist;
 	struct pg_stream_cpu **stream;	/* [PG_MAX_STREAMS] by id; basic, time */
@@ -73,6 +98,7 @@ struct pg_rx_cpu {
 
 struct pg_rx_session {
 	enum pgrx_level level;
+	u64 start_ns;			/* CLOCK_REALTIME at rx / rx_reset */
 	struct pg_rx_cpu __percpu *cpu;
 	struct pg_streams *streams;
 };
@@ -132,11 +158,14 @@ static struct pg_rx_session *pg_session_alloc(enum pgrx_level level)
 	if (!s)
 		return NULL;
 	s->level = level;
+	s->start_ns = ktime_get_real_ns();
 	if (level >= PG_LVL_BASIC) {
 		s->streams = kvzalloc(sizeof(*s->streams), GFP_KERNEL);
 		if (!s->streams)
 			goto err;
 		spin_lock_init(&s->streams->lock);
+		/* chains an outsider cannot aim at: an unknown hash per session */
+		s->streams->seed = get_random_u32();
 	}
 	s->cpu = alloc_percpu(struct pg_rx_cpu);
 	if (!s->cpu)
@@ -208,21 +237,29 @@ static struct pg_stream *pg_stream_find(struct pg_stream *st,
 	return NULL;
 }
 
-/* The stream of src: a lock-free lookup, the table lock only to add one. */
+/*
+ * The stream of src: a lock-free lookup (of at most PG_CHAIN_MAX entries),
+ * the table lock only to add one. A frame of a stream the table cannot take
+ * (full, or its chain full) is turned away before the lock, lock-free: a
+ * flood of new sources costs each frame a hash and a short walk, never the
+ * lock.
+ */
 static struct pg_stream *pg_stream_get(struct pg_streams *tbl,
 				       const struct in6_addr *src, bool v6)
 {
 	/* the address bytes as they are: a hash, not arithmetic */
-	u32 h = jhash(src->s6_addr, sizeof(src->s6_addr), 0) % PG_STREAM_BUCKETS;
+	u32 h = jhash(src->s6_addr, sizeof(src->s6_addr), tbl->seed) % PG_STREAM_BUCKETS;
 	struct pg_stream *st;
 
 	/* pairs with the bucket release below: a found stream is complete */
 	st = pg_stream_find(smp_load_acquire(&tbl->bucket[h]), src, v6);
 	if (st)
 		return st;
+	if (READ_ONCE(tbl->count) >= PG_MAX_STREAMS || READ_ONCE(tbl->chain[h]) >= PG_CHAIN_MAX)
+		return NULL;
 	spin_lock(&tbl->lock);
 	st = pg_stream_find(tbl->bucket[h], src, v6);
-	if (!st && tbl->count < PG_MAX_STREAMS) {
+	if (!st && tbl->count < PG_MAX_STREAMS && tbl->chain[h] < PG_CHAIN_MAX) {
 		st = kzalloc(sizeof(*st), GFP_ATOMIC);
 		if (st) {
 			st->v6 = v6;
@@ -230,6 +267,7 @@ static struct pg_stream *pg_stream_get(struct pg_streams *tbl,
 			st->id = tbl->count;
 			st->next = tbl->bucket[h];
 			tbl->order[st->id] = st;
+			WRITE_ONCE(tbl->chain[h], tbl->chain[h] + 1);
 			/* readers of count and of the bucket see st complete */
 			smp_store_release(&tbl->count, tbl->count + 1);
 			smp_store_release(&tbl->bucket[h], st);
@@ -257,9 +295,15 @@ static struct pg_stream_cpu *pg_stream_cpu_get(struct pg_rx_cpu *c, u32 id)
 static void pg_stream_update(struct pg_stream_cpu *sc, enum pgrx_level level,
 			     u32 seq, unsigned int len, u64 now, u64 lat, bool lat_ok)
 {
+	unsigned int took;
+
 	raw_write_seqcount_begin(&sc->seq);
-	pg_seqwin_add(&sc->win, seq);
-	sc->bytes += len;
+	/* a far-ahead frame's bytes wait with it until it is confirmed */
+	took = pg_seqwin_add(&sc->win, seq);
+	if (took)
+		sc->bytes += len + (took > 1 ? sc->pend_len : 0);
+	else
+		sc->pend_len = len;
 	if (level == PG_LVL_TIME) {
 		if (sc->have_arrival && now >= sc->last_arrival)
 			pg_stat_add(&sc->ia, now - sc->last_arrival);
@@ -291,6 +335,9 @@ static unsigned int pg_mac_len(const struct sk_buff *skb)
 struct pg_rx_frame {
 	struct in6_addr src;		/* IPv4 as v4-mapped */
 	bool v6;
+	unsigned int thoff;		/* the UDP header's offset */
+	unsigned int ulen;		/* the UDP header's length field */
+	__sum16 check;			/* the UDP header's checksum field */
 	u32 magic;
 	u32 seq;
 	u64 ts;				/* transmit time, ns; 0: none */
@@ -329,31 +376,102 @@ static unsigned int pg_rx_ipv6(const struct sk_buff *skb, struct pg_rx_frame *f)
 /*
  * The per-frame step, before any stream is looked up: is this a test frame
  * (UDP whose payload starts with a test header), and what does it say.
+ * Nothing it read is believed yet: see pg_rx_validate().
  */
 static bool pg_rx_parse(struct sk_buff *skb, u8 pf, struct pg_rx_frame *f)
 {
-	unsigned int thoff;
-	u8 hbuf[PG_HDR_LEN];
+	u8 buf[sizeof(struct udphdr) + PG_HDR_LEN];
+	const struct udphdr *uh;
 	const u8 *h;
 
-	thoff = pf == NFPROTO_IPV4 ? pg_rx_ipv4(skb, f) : pg_rx_ipv6(skb, f);
-	if (!thoff)
+	f->thoff = pf == NFPROTO_IPV4 ? pg_rx_ipv4(skb, f) : pg_rx_ipv6(skb, f);
+	if (!f->thoff)
 		return false;
-	h = skb_header_pointer(skb, (int)(thoff + sizeof(struct udphdr)),
-			       PG_HDR_LEN, hbuf);
-	if (!h)
+	uh = skb_header_pointer(skb, (int)f->thoff, sizeof(buf), buf);
+	if (!uh)
 		return false;
+	h = (const u8 *)(uh + 1);
 	f->magic = get_unaligned_be32(h);
 	if (f->magic != PG_MAGIC_NS && f->magic != PG_MAGIC_UPSTREAM)
 		return false;
+	f->ulen = ntohs(uh->len);
+	f->check = uh->check;
 	f->seq = get_unaligned_be32(h + 4);
-	if (f->magic == PG_MAGIC_NS)
+	if (f->magic == PG_MAGIC_NS) {
 		f->ts = get_unaligned_be64(h + 8);
-	else
-		f->ts = (u64)get_unaligned_be32(h + 8) * NSEC_PER_SEC +
-			(u64)get_unaligned_be32(h + 12) * NSEC_PER_USEC;
+	} else {
+		u32 usec = get_unaligned_be32(h + 12);
+
+		/* an impossible microsecond field: a timestamp no clock gave */
+		f->ts = usec < USEC_PER_SEC ?
+			(u64)get_unaligned_be32(h + 8) * NSEC_PER_SEC +
+			(u64)usec * NSEC_PER_USEC : U64_MAX;
+	}
 	f->len = skb->len + pg_mac_len(skb);
 	return true;
+}
+
+/* Where the IP datagram ends in the skb, by the IP header's length. */
+static unsigned int pg_rx_ip_end(const struct sk_buff *skb, bool v6)
+{
+	unsigned int len;
+
+	if (v6) {
+		len = ntohs(ipv6_hdr(skb)->payload_len);
+		if (!len)		/* jumbogram: the stack checked it */
+			return skb->len;
+		len += sizeof(struct ipv6hdr);
+	} else {
+		len = ntohs(ip_hdr(skb)->tot_len);
+	}
+	return len + (unsigned int)skb_network_offset(skb);
+}
+
+/* The UDP checksum, where the device has not vouched for it. */
+static bool pg_rx_csum_ok(struct sk_buff *skb, const struct pg_rx_frame *f)
+{
+	__wsum sum;
+
+	/* none sent (IPv4; for IPv6 the generator's default, counted anyway) */
+	if (!f->check)
+		return true;
+	if (skb->ip_summed == CHECKSUM_UNNECESSARY || skb->ip_summed == CHECKSUM_PARTIAL)
+		return true;
+	sum = skb_checksum(skb, (int)f->thoff, (int)f->ulen, 0);
+	if (f->v6)
+		return !csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
+					f->ulen, IPPROTO_UDP, sum);
+	return !csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
+				  f->ulen, IPPROTO_UDP, sum);
+}
+
+/*
+ * Is the frame what it says: a UDP length that holds the test header and
+ * ends within the IP datagram (which ends within the skb), and a UDP
+ * checksum that adds up. PG_BAD_NONE, or the class it is rejected as.
+ */
+static enum pg_rx_bad pg_rx_validate(struct sk_buff *skb, const struct pg_rx_frame *f)
+{
+	unsigned int end = pg_rx_ip_end(skb, f->v6);
+
+	if (end > skb->len || f->ulen < sizeof(struct udphdr) + PG_HDR_LEN ||
+	    f->thoff + f->ulen > end)
+		return PG_BAD_LEN;
+	if (!pg_rx_csum_ok(skb, f))
+		return PG_BAD_CSUM;
+	return PG_BAD_NONE;
+}
+
+/* A timestamp is believed within [session start - past, arrival + ahead]. */
+static bool pg_rx_ts_sane(const struct pg_rx_session *s, u64 ts, u64 now)
+{
+	return (s->start_ns < PG_TS_PAST_NS || ts >= s->start_ns - PG_TS_PAST_NS) &&
+	       ts <= now + PG_TS_AHEAD_NS;
+}
+
+static void pg_rx_count_bad(struct pg_rx_cpu *c, enum pg_rx_bad bad)
+{
+	WRITE_ONCE(c->bad[bad], c->bad[bad] + 1);
 }
 
 /* Level counter: packets and bytes, nothing else. */
@@ -404,6 +522,10 @@ static void pg_rx_account(struct pg_rx *rx, struct pg_rx_session *s,
 	if (!now)
 		now = ktime_get_real_ns();
 	lat_ok = f->ts && now >= f->ts;
+	if (f->ts && !pg_rx_ts_sane(s, f->ts, now)) {
+		pg_rx_count_bad(c, PG_BAD_TS);
+		lat_ok = false;
+	}
 	if (lat_ok)
 		lat = now - f->ts;
 
@@ -420,6 +542,7 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	struct pg_rx *rx = priv;
 	struct pg_rx_session *s;
 	struct pg_rx_frame f;
+	enum pg_rx_bad bad;
 
 	if (!state->in || state->in->ifindex != READ_ONCE(rx->ifindex))
 		return NF_ACCEPT;
@@ -428,7 +551,10 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	s = rcu_dereference(rx->session);
 	if (!s)
 		return NF_ACCEPT;
-	if (s->level == PG_LVL_COUNTER)
+	bad = pg_rx_validate(skb, &f);
+	if (unlikely(bad != PG_BAD_NONE))
+		pg_rx_count_bad(this_cpu_ptr(s->cpu), bad);
+	else if (s->level == PG_LVL_COUNTER)
 		pg_rx_count(this_cpu_ptr(s->cpu), f.len);
 	else
 		pg_rx_account(rx, s, skb, &f);
@@ -459,7 +585,7 @@ static void pg_cpu_snap(struct pg_rx_cpu *c, struct pg_rx_snap *out)
 struct pg_stream_snap {
 	bool v6;
 	struct in6_addr addr;
-	u64 packets, bytes, seq_max, lost, ooo, dup, old;
+	u64 packets, bytes, seq_max, lost, ooo, dup, old, jump;
 };
 
 /* Scratch for merging one stream's per-CPU parts (too big for the stack). */
@@ -510,6 +636,7 @@ static void pg_stream_merge(struct pg_rx_session *s, const struct pg_stream *st,
 	o->ooo = mg->sum.ooo;
 	o->dup = mg->sum.dup;
 	o->old = mg->sum.old;
+	o->jump = mg->sum.jump;
 	o->lost = pg_seqwin_sum_lost(&mg->sum);
 }
 
@@ -560,6 +687,7 @@ struct pg_rx_show_ctx {
 	struct pg_merge *mg;		/* levels basic, time */
 	u64 *hist;			/* level time: merged over CPUs */
 	u32 nstreams;
+	u64 seq_jump;			/* over all streams */
 	struct pg_stat lat, ia, jit;
 };
 
@@ -597,7 +725,7 @@ static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
 			dropped += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->streams_dropped);
 
 	if (rx->script)
-		seq_printf(m, "pgrx version=1 enabled=%d dev=%s ifindex=%d statistics=%s action=%s streams=%u streams_dropped=%llu\n",
+		seq_printf(m, "pgrx version=2 enabled=%d dev=%s ifindex=%d statistics=%s action=%s streams=%u streams_dropped=%llu\n",
 			   rx->hooks, rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
 			   pg_level_names[rx->level], rx->pass ? "pass" : "drop",
 			   x->nstreams, dropped);
@@ -665,6 +793,7 @@ static void pg_rx_show_streams(struct seq_file *m, struct pg_rx_show_ctx *x)
 
 	for (i = 0; i < x->nstreams; i++) {
 		pg_stream_merge(x->s, x->s->streams->order[i], x->mg, &o, &x->ia, &x->jit);
+		x->seq_jump += o.jump;
 		if (x->rx->script) {
 			seq_puts(m, "stream src=");
 			pg_print_addr(m, &o);
@@ -677,6 +806,23 @@ static void pg_rx_show_streams(struct seq_file *m, struct pg_rx_show_ctx *x)
 				   o.packets, o.lost, o.ooo, o.dup, o.old, o.seq_max);
 		}
 	}
+}
+
+/* The frames not believed, by class (after the streams: seq_jump is theirs). */
+static void pg_rx_show_invalid(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	u64 bad[PG_BAD_NR] = {};
+	unsigned int cpu, i;
+
+	for_each_possible_cpu(cpu)
+		for (i = 0; x->s && i < PG_BAD_NR; i++)
+			bad[i] += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->bad[i]);
+	if (x->rx->script)
+		seq_printf(m, "invalid bad_len=%llu bad_csum=%llu bad_ts=%llu seq_jump=%llu\n",
+			   bad[PG_BAD_LEN], bad[PG_BAD_CSUM], bad[PG_BAD_TS], x->seq_jump);
+	else if (bad[PG_BAD_LEN] || bad[PG_BAD_CSUM] || bad[PG_BAD_TS] || x->seq_jump)
+		seq_printf(m, "  Invalid: bad length %llu  bad checksum %llu  bad timestamp %llu  sequence jumps %llu\n",
+			   bad[PG_BAD_LEN], bad[PG_BAD_CSUM], bad[PG_BAD_TS], x->seq_jump);
 }
 
 /* stat and percentile lines (script: always; human: level time only). */
@@ -734,6 +880,7 @@ static int pg_rx_show(struct seq_file *m, void *v)
 		pg_rx_show_header(m, &x);
 		pg_rx_show_cpus(m, &x);
 		pg_rx_show_streams(m, &x);
+		pg_rx_show_invalid(m, &x);
 		pg_rx_show_stats(m, &x);
 		if (rx->script)
 			pg_rx_show_hist(m, &x);
