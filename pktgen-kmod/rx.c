@@ -373,29 +373,12 @@ static unsigned int pg_rx_ipv6(const struct sk_buff *skb, struct pg_rx_frame *f)
 	return (unsigned int)off;
 }
 
-/*
- * The per-frame step, before any stream is looked up: is this a test frame
- * (UDP whose payload starts with a test header), and what does it say.
- * Nothing it read is believed yet: see pg_rx_validate().
- */
-static bool pg_rx_parse(struct sk_buff *skb, u8 pf, struct pg_rx_frame *f)
+/* A test header's magic, sequence and timestamp; false: not a test header. */
+static bool pg_rx_decode(const u8 *h, struct pg_rx_frame *f)
 {
-	u8 buf[sizeof(struct udphdr) + PG_HDR_LEN];
-	const struct udphdr *uh;
-	const u8 *h;
-
-	f->thoff = pf == NFPROTO_IPV4 ? pg_rx_ipv4(skb, f) : pg_rx_ipv6(skb, f);
-	if (!f->thoff)
-		return false;
-	uh = skb_header_pointer(skb, (int)f->thoff, sizeof(buf), buf);
-	if (!uh)
-		return false;
-	h = (const u8 *)(uh + 1);
 	f->magic = get_unaligned_be32(h);
 	if (f->magic != PG_MAGIC_NS && f->magic != PG_MAGIC_UPSTREAM)
 		return false;
-	f->ulen = ntohs(uh->len);
-	f->check = uh->check;
 	f->seq = get_unaligned_be32(h + 4);
 	if (f->magic == PG_MAGIC_NS) {
 		f->ts = get_unaligned_be64(h + 8);
@@ -407,6 +390,27 @@ static bool pg_rx_parse(struct sk_buff *skb, u8 pf, struct pg_rx_frame *f)
 			(u64)get_unaligned_be32(h + 8) * NSEC_PER_SEC +
 			(u64)usec * NSEC_PER_USEC : U64_MAX;
 	}
+	return true;
+}
+
+/*
+ * The per-frame step, before any stream is looked up: is this a test frame
+ * (UDP whose payload starts with a test header), and what does it say.
+ * Nothing it read is believed yet: see pg_rx_validate().
+ */
+static bool pg_rx_parse(struct sk_buff *skb, u8 pf, struct pg_rx_frame *f)
+{
+	u8 buf[sizeof(struct udphdr) + PG_HDR_LEN];
+	const struct udphdr *uh;
+
+	f->thoff = pf == NFPROTO_IPV4 ? pg_rx_ipv4(skb, f) : pg_rx_ipv6(skb, f);
+	if (!f->thoff)
+		return false;
+	uh = skb_header_pointer(skb, (int)f->thoff, sizeof(buf), buf);
+	if (!uh || !pg_rx_decode((const u8 *)(uh + 1), f))
+		return false;
+	f->ulen = ntohs(uh->len);
+	f->check = uh->check;
 	f->len = skb->len + pg_mac_len(skb);
 	return true;
 }
@@ -536,6 +540,55 @@ static void pg_rx_account(struct pg_rx *rx, struct pg_rx_session *s,
 		pg_stream_update(sc, s->level, f->seq, f->len, now, lat, lat_ok);
 }
 
+/* One frame believed: counted at the session's level. */
+static void pg_rx_frame(struct pg_rx *rx, struct pg_rx_session *s,
+			struct sk_buff *skb, const struct pg_rx_frame *f)
+{
+	if (s->level == PG_LVL_COUNTER)
+		pg_rx_count(this_cpu_ptr(s->cpu), f->len);
+	else
+		pg_rx_account(rx, s, skb, f);
+}
+
+/*
+ * Frames merged by UDP GRO (rx-udp-gro-forwarding, fraglist GRO) or built
+ * as UDP GSO arrive as one skb: one IP and UDP header, then gso_segs
+ * payloads of gso_size bytes (the last maybe shorter), each starting with
+ * its own test header. 1 for every other skb.
+ */
+static unsigned int pg_rx_segs(const struct sk_buff *skb)
+{
+	if (likely(!skb_is_gso(skb)) || !(skb_shinfo(skb)->gso_type & SKB_GSO_UDP_L4))
+		return 1;
+	return skb_shinfo(skb)->gso_segs;
+}
+
+/* Each segment of a UDP GRO/GSO skb counted as the frame it was. */
+static void pg_rx_segments(struct pg_rx *rx, struct pg_rx_session *s,
+			   struct sk_buff *skb, struct pg_rx_frame *f)
+{
+	unsigned int size = skb_shinfo(skb)->gso_size, hdrs, left, seg, off, i;
+	u8 buf[PG_HDR_LEN];
+	const u8 *h;
+
+	/* link, IP and UDP headers of one segment's frame */
+	hdrs = pg_mac_len(skb) + f->thoff - skb_network_offset(skb) + sizeof(struct udphdr);
+	left = f->ulen - sizeof(struct udphdr);
+	off = f->thoff + sizeof(struct udphdr);
+	/* at most UDP_MAX_SEGMENTS: what GRO and GSO make */
+	for (i = 0; left && i < UDP_MAX_SEGMENTS; i++, left -= seg, off += seg) {
+		seg = min(size, left);
+		if (i) {
+			h = skb_header_pointer(skb, (int)off, PG_HDR_LEN, buf);
+			/* a segment without a test header is no test frame */
+			if (seg < PG_HDR_LEN || !h || !pg_rx_decode(h, f))
+				continue;
+		}
+		f->len = hdrs + seg;
+		pg_rx_frame(rx, s, skb, f);
+	}
+}
+
 static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 			       const struct nf_hook_state *state)
 {
@@ -554,10 +607,10 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	bad = pg_rx_validate(skb, &f);
 	if (unlikely(bad != PG_BAD_NONE))
 		pg_rx_count_bad(this_cpu_ptr(s->cpu), bad);
-	else if (s->level == PG_LVL_COUNTER)
-		pg_rx_count(this_cpu_ptr(s->cpu), f.len);
+	else if (unlikely(pg_rx_segs(skb) > 1))
+		pg_rx_segments(rx, s, skb, &f);
 	else
-		pg_rx_account(rx, s, skb, &f);
+		pg_rx_frame(rx, s, skb, &f);
 	return READ_ONCE(rx->pass) ? NF_ACCEPT : NF_DROP;
 }
 
