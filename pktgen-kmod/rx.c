@@ -26,6 +26,9 @@
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
 #include <linux/capability.h>
+#include <linux/random.h>
+#include <net/checksum.h>
+#include <net/ip6_checksum.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include "rfcpg.h"
@@ -33,10 +36,28 @@
 #include "stats.h"
 
 #define PG_MAX_STREAMS		1024
-#define PG_STREAM_BUCKETS	256
+#define PG_STREAM_BUCKETS	2048
+/* streams per hash chain at most: a lookup walks no more (seeded hash) */
+#define PG_CHAIN_MAX		8
+/*
+ * The sane window of a test header's timestamp: no older than this before
+ * the session began (rx, rx_reset), no later than this after arrival.
+ * Outside it the frame counts in bad_ts and gives no latency sample.
+ */
+#define PG_TS_PAST_NS		(10 * NSEC_PER_SEC)
+#define PG_TS_AHEAD_NS		(100 * NSEC_PER_MSEC)
 
 enum pgrx_level { PG_LVL_COUNTER, PG_LVL_BASIC, PG_LVL_TIME };
 static const char *const pg_level_names[] = { "counter", "basic", "time" };
+
+/* Test frames not believed, by class (README.md "Rejected frames"). */
+enum pg_rx_bad {
+	PG_BAD_LEN,	/* UDP length short of the test header, or past the IP end */
+	PG_BAD_CSUM,	/* UDP checksum wrong where the device had not checked it */
+	PG_BAD_TS,	/* timestamp outside the sane window: no latency sample */
+	PG_BAD_NR,
+	PG_BAD_NONE = PG_BAD_NR
+};
 
 /* A stream's identity, shared by all CPUs; immutable once published. */
 struct pg_stream {
@@ -49,6 +70,8 @@ struct pg_stream {
 struct pg_streams {
 	spinlock_t lock;		/* insertion: once per new stream */
 	u32 count;
+	u32 seed;			/* of the address hash, random per session */
+	u8 chain[PG_STREAM_BUCKETS];	/* chain lengths, <= PG_CHAIN_MAX */
 	struct pg_stream *bucket[PG_STREAM_BUCKETS];
 	struct pg_stream *order[PG_MAX_STREAMS];
 };
@@ -58,6 +81,7 @@ struct pg_stream_cpu {
 	seqcount_t seq;
 	struct pg_seqwin win;		/* win.n: packets */
 	u64 bytes;
+	unsigned int pend_len;		/* bytes of win's pending far-ahead frame */
 	u64 last_arrival, last_lat;
 	bool have_arrival, have_lat;
 	struct pg_stat ia, jit;
@@ -66,6 +90,7 @@ struct pg_stream_cpu {
 struct pg_rx_cpu {
 	seqcount_t seq;
 	u64 packets, bytes, first_ns, last_ns, streams_dropped;
+	u64 bad[PG_BAD_NR];		/* read with READ_ONCE, like streams_dropped */
 	struct pg_stat lat;
 	u64 *hist;
 	struct pg_stream_cpu **stream;	/* [PG_MAX_STREAMS] by id; basic, time */
@@ -73,6 +98,7 @@ struct pg_rx_cpu {
 
 struct pg_rx_session {
 	enum pgrx_level level;
+	u64 start_ns;			/* CLOCK_REALTIME at rx / rx_reset */
 	struct pg_rx_cpu __percpu *cpu;
 	struct pg_streams *streams;
 };
@@ -132,11 +158,14 @@ static struct pg_rx_session *pg_session_alloc(enum pgrx_level level)
 	if (!s)
 		return NULL;
 	s->level = level;
+	s->start_ns = ktime_get_real_ns();
 	if (level >= PG_LVL_BASIC) {
 		s->streams = kvzalloc(sizeof(*s->streams), GFP_KERNEL);
 		if (!s->streams)
 			goto err;
 		spin_lock_init(&s->streams->lock);
+		/* chains an outsider cannot aim at: an unknown hash per session */
+		s->streams->seed = get_random_u32();
 	}
 	s->cpu = alloc_percpu(struct pg_rx_cpu);
 	if (!s->cpu)
@@ -208,21 +237,29 @@ static struct pg_stream *pg_stream_find(struct pg_stream *st,
 	return NULL;
 }
 
-/* The stream of src: a lock-free lookup, the table lock only to add one. */
+/*
+ * The stream of src: a lock-free lookup (of at most PG_CHAIN_MAX entries),
+ * the table lock only to add one. A frame of a stream the table cannot take
+ * (full, or its chain full) is turned away before the lock, lock-free: a
+ * flood of new sources costs each frame a hash and a short walk, never the
+ * lock.
+ */
 static struct pg_stream *pg_stream_get(struct pg_streams *tbl,
 				       const struct in6_addr *src, bool v6)
 {
 	/* the address bytes as they are: a hash, not arithmetic */
-	u32 h = jhash(src->s6_addr, sizeof(src->s6_addr), 0) % PG_STREAM_BUCKETS;
+	u32 h = jhash(src->s6_addr, sizeof(src->s6_addr), tbl->seed) % PG_STREAM_BUCKETS;
 	struct pg_stream *st;
 
 	/* pairs with the bucket release below: a found stream is complete */
 	st = pg_stream_find(smp_load_acquire(&tbl->bucket[h]), src, v6);
 	if (st)
 		return st;
+	if (READ_ONCE(tbl->count) >= PG_MAX_STREAMS || READ_ONCE(tbl->chain[h]) >= PG_CHAIN_MAX)
+		return NULL;
 	spin_lock(&tbl->lock);
 	st = pg_stream_find(tbl->bucket[h], src, v6);
-	if (!st && tbl->count < PG_MAX_STREAMS) {
+	if (!st && tbl->count < PG_MAX_STREAMS && tbl->chain[h] < PG_CHAIN_MAX) {
 		st = kzalloc(sizeof(*st), GFP_ATOMIC);
 		if (st) {
 			st->v6 = v6;
@@ -230,6 +267,7 @@ static struct pg_stream *pg_stream_get(struct pg_streams *tbl,
 			st->id = tbl->count;
 			st->next = tbl->bucket[h];
 			tbl->order[st->id] = st;
+			WRITE_ONCE(tbl->chain[h], tbl->chain[h] + 1);
 			/* readers of count and of the bucket see st complete */
 			smp_store_release(&tbl->count, tbl->count + 1);
 			smp_store_release(&tbl->bucket[h], st);
@@ -257,9 +295,15 @@ static struct pg_stream_cpu *pg_stream_cpu_get(struct pg_rx_cpu *c, u32 id)
 static void pg_stream_update(struct pg_stream_cpu *sc, enum pgrx_level level,
 			     u32 seq, unsigned int len, u64 now, u64 lat, bool lat_ok)
 {
+	unsigned int took;
+
 	raw_write_seqcount_begin(&sc->seq);
-	pg_seqwin_add(&sc->win, seq);
-	sc->bytes += len;
+	/* a far-ahead frame's bytes wait with it until it is confirmed */
+	took = pg_seqwin_add(&sc->win, seq);
+	if (took)
+		sc->bytes += len + (took > 1 ? sc->pend_len : 0);
+	else
+		sc->pend_len = len;
 	if (level == PG_LVL_TIME) {
 		if (sc->have_arrival && now >= sc->last_arrival)
 			pg_stat_add(&sc->ia, now - sc->last_arrival);
@@ -287,96 +331,176 @@ static unsigned int pg_mac_len(const struct sk_buff *skb)
 	       (unsigned int)(skb_network_header(skb) - skb_mac_header(skb)) : ETH_HLEN;
 }
 
-static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
-			       const struct nf_hook_state *state)
+/* What the hook reads from a frame: identity, test header, bytes counted. */
+struct pg_rx_frame {
+	struct in6_addr src;		/* IPv4 as v4-mapped */
+	bool v6;
+	unsigned int thoff;		/* the UDP header's offset */
+	unsigned int ulen;		/* the UDP header's length field */
+	__sum16 check;			/* the UDP header's checksum field */
+	u32 magic;
+	u32 seq;
+	u64 ts;				/* transmit time, ns; 0: none */
+	unsigned int len;		/* bytes counted */
+};
+
+/* IPv4 UDP, not a fragment: the UDP header's offset, or 0. */
+static unsigned int pg_rx_ipv4(const struct sk_buff *skb, struct pg_rx_frame *f)
 {
-	struct pg_rx *rx = priv;
-	struct pg_rx_session *s;
-	struct pg_stream_cpu *sc;
-	struct pg_stream *st;
-	struct pg_rx_cpu *c;
-	struct in6_addr src;
-	u8 hbuf[PG_HDR_LEN];
-	const u8 *h;
-	unsigned int thoff, len;
-	u64 now, ts, lat = 0;
-	bool v6, lat_ok;
-	u32 magic, seq;
+	const struct iphdr *iph = ip_hdr(skb);
 
-	if (!state->in || state->in->ifindex != READ_ONCE(rx->ifindex))
-		return NF_ACCEPT;
+	if (iph->protocol != IPPROTO_UDP || ip_is_fragment(iph))
+		return 0;
+	ipv6_addr_set_v4mapped(iph->saddr, &f->src);
+	f->v6 = false;
+	return skb_network_offset(skb) + iph->ihl * 4;
+}
 
-	if (state->pf == NFPROTO_IPV4) {
-		const struct iphdr *iph = ip_hdr(skb);
+/* IPv6 UDP after any extension headers, not a fragment: as pg_rx_ipv4(). */
+static unsigned int pg_rx_ipv6(const struct sk_buff *skb, struct pg_rx_frame *f)
+{
+	const struct ipv6hdr *ip6 = ipv6_hdr(skb);
+	u8 nexthdr = ip6->nexthdr;
+	__be16 frag_off = 0;
+	int off;
 
-		if (iph->protocol != IPPROTO_UDP || ip_is_fragment(iph))
-			return NF_ACCEPT;
-		thoff = skb_network_offset(skb) + iph->ihl * 4;
-		ipv6_addr_set_v4mapped(iph->saddr, &src);
-		v6 = false;
+	off = ipv6_skip_exthdr(skb, skb_network_offset(skb) + (int)sizeof(*ip6),
+			       &nexthdr, &frag_off);
+	if (off <= 0 || nexthdr != IPPROTO_UDP || frag_off)
+		return 0;
+	f->src = ip6->saddr;
+	f->v6 = true;
+	return (unsigned int)off;
+}
+
+/* A test header's magic, sequence and timestamp; false: not a test header. */
+static bool pg_rx_decode(const u8 *h, struct pg_rx_frame *f)
+{
+	f->magic = get_unaligned_be32(h);
+	if (f->magic != PG_MAGIC_NS && f->magic != PG_MAGIC_UPSTREAM)
+		return false;
+	f->seq = get_unaligned_be32(h + 4);
+	if (f->magic == PG_MAGIC_NS) {
+		f->ts = get_unaligned_be64(h + 8);
 	} else {
-		const struct ipv6hdr *ip6 = ipv6_hdr(skb);
-		u8 nexthdr = ip6->nexthdr;
-		__be16 frag_off = 0;
-		int off;
+		u32 usec = get_unaligned_be32(h + 12);
 
-		off = ipv6_skip_exthdr(skb, skb_network_offset(skb) + (int)sizeof(*ip6),
-				       &nexthdr, &frag_off);
-		if (off < 0 || nexthdr != IPPROTO_UDP || frag_off)
-			return NF_ACCEPT;
-		thoff = (unsigned int)off;
-		src = ip6->saddr;
-		v6 = true;
+		/* an impossible microsecond field: a timestamp no clock gave */
+		f->ts = usec < USEC_PER_SEC ?
+			(u64)get_unaligned_be32(h + 8) * NSEC_PER_SEC +
+			(u64)usec * NSEC_PER_USEC : U64_MAX;
 	}
+	return true;
+}
 
-	h = skb_header_pointer(skb, (int)(thoff + sizeof(struct udphdr)),
-			       PG_HDR_LEN, hbuf);
-	if (!h)
-		return NF_ACCEPT;
-	magic = get_unaligned_be32(h);
-	if (magic != PG_MAGIC_NS && magic != PG_MAGIC_UPSTREAM)
-		return NF_ACCEPT;
+/*
+ * The per-frame step, before any stream is looked up: is this a test frame
+ * (UDP whose payload starts with a test header), and what does it say.
+ * Nothing it read is believed yet: see pg_rx_validate().
+ */
+static bool pg_rx_parse(struct sk_buff *skb, u8 pf, struct pg_rx_frame *f)
+{
+	u8 buf[sizeof(struct udphdr) + PG_HDR_LEN];
+	const struct udphdr *uh;
 
-	s = rcu_dereference(rx->session);
-	if (!s)
-		return NF_ACCEPT;
-	c = this_cpu_ptr(s->cpu);
+	f->thoff = pf == NFPROTO_IPV4 ? pg_rx_ipv4(skb, f) : pg_rx_ipv6(skb, f);
+	if (!f->thoff)
+		return false;
+	uh = skb_header_pointer(skb, (int)f->thoff, sizeof(buf), buf);
+	if (!uh || !pg_rx_decode((const u8 *)(uh + 1), f))
+		return false;
+	f->ulen = ntohs(uh->len);
+	f->check = uh->check;
+	f->len = skb->len + pg_mac_len(skb);
+	return true;
+}
 
-	if (s->level == PG_LVL_COUNTER) {
-		raw_write_seqcount_begin(&c->seq);
-		c->packets++;
-		c->bytes += skb->len + pg_mac_len(skb);
-		raw_write_seqcount_end(&c->seq);
-		return READ_ONCE(rx->pass) ? NF_ACCEPT : NF_DROP;
+/* Where the IP datagram ends in the skb, by the IP header's length. */
+static unsigned int pg_rx_ip_end(const struct sk_buff *skb, bool v6)
+{
+	unsigned int len;
+
+	if (v6) {
+		len = ntohs(ipv6_hdr(skb)->payload_len);
+		if (!len)		/* jumbogram: the stack checked it */
+			return skb->len;
+		len += sizeof(struct ipv6hdr);
+	} else {
+		len = ntohs(ip_hdr(skb)->tot_len);
 	}
+	return len + (unsigned int)skb_network_offset(skb);
+}
 
-	/* arrival: now, or the core's stamp with `timestamp stack` */
-	now = READ_ONCE(rx->stack_tstamps) ? pg_skb_rx_realtime_ns(skb) : 0;
-	if (!now)
-		now = ktime_get_real_ns();
-	seq = get_unaligned_be32(h + 4);
-	if (magic == PG_MAGIC_NS)
-		ts = get_unaligned_be64(h + 8);
-	else
-		ts = (u64)get_unaligned_be32(h + 8) * NSEC_PER_SEC +
-		     (u64)get_unaligned_be32(h + 12) * NSEC_PER_USEC;
-	lat_ok = ts && now >= ts;
-	if (lat_ok)
-		lat = now - ts;
-	len = skb->len + pg_mac_len(skb);
+/* The UDP checksum, where the device has not vouched for it. */
+static bool pg_rx_csum_ok(struct sk_buff *skb, const struct pg_rx_frame *f)
+{
+	__wsum sum;
 
-	st = pg_stream_get(s->streams, &src, v6);
-	sc = st ? pg_stream_cpu_get(c, st->id) : NULL;
+	/* none sent (IPv4; for IPv6 the generator's default, counted anyway) */
+	if (!f->check)
+		return true;
+	if (skb->ip_summed == CHECKSUM_UNNECESSARY || skb->ip_summed == CHECKSUM_PARTIAL)
+		return true;
+	sum = skb_checksum(skb, (int)f->thoff, (int)f->ulen, 0);
+	if (f->v6)
+		return !csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
+					f->ulen, IPPROTO_UDP, sum);
+	return !csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
+				  f->ulen, IPPROTO_UDP, sum);
+}
 
+/*
+ * Is the frame what it says: a UDP length that holds the test header and
+ * ends within the IP datagram (which ends within the skb), and a UDP
+ * checksum that adds up. PG_BAD_NONE, or the class it is rejected as.
+ */
+static enum pg_rx_bad pg_rx_validate(struct sk_buff *skb, const struct pg_rx_frame *f)
+{
+	unsigned int end = pg_rx_ip_end(skb, f->v6);
+
+	if (end > skb->len || f->ulen < sizeof(struct udphdr) + PG_HDR_LEN ||
+	    f->thoff + f->ulen > end)
+		return PG_BAD_LEN;
+	if (!pg_rx_csum_ok(skb, f))
+		return PG_BAD_CSUM;
+	return PG_BAD_NONE;
+}
+
+/* A timestamp is believed within [session start - past, arrival + ahead]. */
+static bool pg_rx_ts_sane(const struct pg_rx_session *s, u64 ts, u64 now)
+{
+	return (s->start_ns < PG_TS_PAST_NS || ts >= s->start_ns - PG_TS_PAST_NS) &&
+	       ts <= now + PG_TS_AHEAD_NS;
+}
+
+static void pg_rx_count_bad(struct pg_rx_cpu *c, enum pg_rx_bad bad)
+{
+	WRITE_ONCE(c->bad[bad], c->bad[bad] + 1);
+}
+
+/* Level counter: packets and bytes, nothing else. */
+static void pg_rx_count(struct pg_rx_cpu *c, unsigned int len)
+{
+	raw_write_seqcount_begin(&c->seq);
+	c->packets++;
+	c->bytes += len;
+	raw_write_seqcount_end(&c->seq);
+}
+
+/* This CPU's totals and latency at levels basic and time. */
+static void pg_rx_cpu_update(struct pg_rx_cpu *c, enum pgrx_level level,
+			     unsigned int len, u64 now, u64 lat, bool lat_ok,
+			     bool attributed)
+{
 	raw_write_seqcount_begin(&c->seq);
 	c->packets++;
 	c->bytes += len;
 	if (!c->first_ns)
 		c->first_ns = now;
 	c->last_ns = now;
-	if (!sc)
+	if (!attributed)
 		c->streams_dropped++;
-	if (s->level == PG_LVL_TIME) {
+	if (level == PG_LVL_TIME) {
 		if (lat_ok) {
 			pg_stat_add(&c->lat, lat);
 			c->hist[pg_hist_index(lat)]++;
@@ -385,9 +509,108 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 		}
 	}
 	raw_write_seqcount_end(&c->seq);
+}
 
+/* Levels basic and time: arrival time, latency, the frame's stream. */
+static void pg_rx_account(struct pg_rx *rx, struct pg_rx_session *s,
+			  struct sk_buff *skb, const struct pg_rx_frame *f)
+{
+	struct pg_rx_cpu *c = this_cpu_ptr(s->cpu);
+	struct pg_stream_cpu *sc;
+	struct pg_stream *st;
+	u64 now, lat = 0;
+	bool lat_ok;
+
+	/* arrival: now, or the core's stamp with `timestamp stack` */
+	now = READ_ONCE(rx->stack_tstamps) ? pg_skb_rx_realtime_ns(skb) : 0;
+	if (!now)
+		now = ktime_get_real_ns();
+	lat_ok = f->ts && now >= f->ts;
+	if (f->ts && !pg_rx_ts_sane(s, f->ts, now)) {
+		pg_rx_count_bad(c, PG_BAD_TS);
+		lat_ok = false;
+	}
+	if (lat_ok)
+		lat = now - f->ts;
+
+	st = pg_stream_get(s->streams, &f->src, f->v6);
+	sc = st ? pg_stream_cpu_get(c, st->id) : NULL;
+	pg_rx_cpu_update(c, s->level, f->len, now, lat, lat_ok, sc);
 	if (sc)
-		pg_stream_update(sc, s->level, seq, len, now, lat, lat_ok);
+		pg_stream_update(sc, s->level, f->seq, f->len, now, lat, lat_ok);
+}
+
+/* One frame believed: counted at the session's level. */
+static void pg_rx_frame(struct pg_rx *rx, struct pg_rx_session *s,
+			struct sk_buff *skb, const struct pg_rx_frame *f)
+{
+	if (s->level == PG_LVL_COUNTER)
+		pg_rx_count(this_cpu_ptr(s->cpu), f->len);
+	else
+		pg_rx_account(rx, s, skb, f);
+}
+
+/*
+ * Frames merged by UDP GRO (rx-udp-gro-forwarding, fraglist GRO) or built
+ * as UDP GSO arrive as one skb: one IP and UDP header, then gso_segs
+ * payloads of gso_size bytes (the last maybe shorter), each starting with
+ * its own test header. 1 for every other skb.
+ */
+static unsigned int pg_rx_segs(const struct sk_buff *skb)
+{
+	if (likely(!skb_is_gso(skb)) || !(skb_shinfo(skb)->gso_type & SKB_GSO_UDP_L4))
+		return 1;
+	return skb_shinfo(skb)->gso_segs;
+}
+
+/* Each segment of a UDP GRO/GSO skb counted as the frame it was. */
+static void pg_rx_segments(struct pg_rx *rx, struct pg_rx_session *s,
+			   struct sk_buff *skb, struct pg_rx_frame *f)
+{
+	unsigned int size = skb_shinfo(skb)->gso_size, hdrs, left, seg, off, i;
+	u8 buf[PG_HDR_LEN];
+	const u8 *h;
+
+	/* link, IP and UDP headers of one segment's frame */
+	hdrs = pg_mac_len(skb) + f->thoff - skb_network_offset(skb) + sizeof(struct udphdr);
+	left = f->ulen - sizeof(struct udphdr);
+	off = f->thoff + sizeof(struct udphdr);
+	/* at most UDP_MAX_SEGMENTS: what GRO and GSO make */
+	for (i = 0; left && i < UDP_MAX_SEGMENTS; i++, left -= seg, off += seg) {
+		seg = min(size, left);
+		if (i) {
+			h = skb_header_pointer(skb, (int)off, PG_HDR_LEN, buf);
+			/* a segment without a test header is no test frame */
+			if (seg < PG_HDR_LEN || !h || !pg_rx_decode(h, f))
+				continue;
+		}
+		f->len = hdrs + seg;
+		pg_rx_frame(rx, s, skb, f);
+	}
+}
+
+static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
+			       const struct nf_hook_state *state)
+{
+	struct pg_rx *rx = priv;
+	struct pg_rx_session *s;
+	struct pg_rx_frame f;
+	enum pg_rx_bad bad;
+
+	if (!state->in || state->in->ifindex != READ_ONCE(rx->ifindex))
+		return NF_ACCEPT;
+	if (!pg_rx_parse(skb, state->pf, &f))
+		return NF_ACCEPT;
+	s = rcu_dereference(rx->session);
+	if (!s)
+		return NF_ACCEPT;
+	bad = pg_rx_validate(skb, &f);
+	if (unlikely(bad != PG_BAD_NONE))
+		pg_rx_count_bad(this_cpu_ptr(s->cpu), bad);
+	else if (unlikely(pg_rx_segs(skb) > 1))
+		pg_rx_segments(rx, s, skb, &f);
+	else
+		pg_rx_frame(rx, s, skb, &f);
 	return READ_ONCE(rx->pass) ? NF_ACCEPT : NF_DROP;
 }
 
@@ -415,7 +638,7 @@ static void pg_cpu_snap(struct pg_rx_cpu *c, struct pg_rx_snap *out)
 struct pg_stream_snap {
 	bool v6;
 	struct in6_addr addr;
-	u64 packets, bytes, seq_max, lost, ooo, dup, old;
+	u64 packets, bytes, seq_max, lost, ooo, dup, old, jump;
 };
 
 /* Scratch for merging one stream's per-CPU parts (too big for the stack). */
@@ -466,6 +689,7 @@ static void pg_stream_merge(struct pg_rx_session *s, const struct pg_stream *st,
 	o->ooo = mg->sum.ooo;
 	o->dup = mg->sum.dup;
 	o->old = mg->sum.old;
+	o->jump = mg->sum.jump;
 	o->lost = pg_seqwin_sum_lost(&mg->sum);
 }
 
@@ -509,60 +733,96 @@ static void pg_print_stat_human(struct seq_file *m, const char *name,
 	seq_puts(m, " ns^2\n");
 }
 
+/* What one read-out gathers, section by section. */
+struct pg_rx_show_ctx {
+	struct pg_rx *rx;
+	struct pg_rx_session *s;	/* NULL: never enabled */
+	struct pg_merge *mg;		/* levels basic, time */
+	u64 *hist;			/* level time: merged over CPUs */
+	u32 nstreams;
+	u64 seq_jump;			/* over all streams */
+	struct pg_stat lat, ia, jit;
+};
 
-static int pg_rx_show(struct seq_file *m, void *v)
+/* Scratch for a read-out; caller holds rx->lock. */
+static int pg_rx_show_alloc(struct pg_rx_show_ctx *x)
 {
-	struct pg_rx *rx = m->private;
-	struct pg_stat lat = {}, ia = {}, jit = {};
-	struct pg_rx_snap tot = {}, cs;
-	struct pg_rx_session *s;
-	struct pg_merge *mg = NULL;
-	u64 *hist = NULL, dropped = 0;
-	unsigned int cpu, i;
-	u32 nstreams = 0;
+	struct pg_rx_session *s = x->s;
 
-	mutex_lock(&rx->lock);
-	s = rcu_dereference_protected(rx->session, lockdep_is_held(&rx->lock));
-	if (s && s->level == PG_LVL_TIME)
-		hist = kvcalloc(PG_HIST_BUCKETS, sizeof(u64), GFP_KERNEL);
-	if (s && s->streams) {
-		mg = kmalloc(sizeof(*mg), GFP_KERNEL);
+	if (!s)
+		return 0;
+	if (s->level == PG_LVL_TIME) {
+		x->hist = kvcalloc(PG_HIST_BUCKETS, sizeof(u64), GFP_KERNEL);
+		if (!x->hist)
+			return -ENOMEM;
+	}
+	if (s->streams) {
+		x->mg = kmalloc(sizeof(*x->mg), GFP_KERNEL);
+		if (!x->mg)
+			return -ENOMEM;
 		/* pairs with the release in pg_stream_get(): order[] filled */
-		nstreams = smp_load_acquire(&s->streams->count);
+		x->nstreams = smp_load_acquire(&s->streams->count);
 	}
-	if (s && ((s->streams && !mg) || (s->level == PG_LVL_TIME && !hist))) {
-		mutex_unlock(&rx->lock);
-		kfree(mg);
-		kvfree(hist);
-		return -ENOMEM;
-	}
+	return 0;
+}
+
+static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	struct pg_rx *rx = x->rx;
+	u64 dropped = 0;
+	unsigned int cpu;
+
 	/* one counter per CPU: no snapshot needed for the header line */
 	for_each_possible_cpu(cpu)
-		if (s)
-			dropped += READ_ONCE(per_cpu_ptr(s->cpu, cpu)->streams_dropped);
+		if (x->s)
+			dropped += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->streams_dropped);
 
 	if (rx->script)
-		seq_printf(m, "pgrx version=1 enabled=%d dev=%s ifindex=%d statistics=%s action=%s streams=%u streams_dropped=%llu\n",
+		seq_printf(m, "pgrx version=2 enabled=%d dev=%s ifindex=%d statistics=%s action=%s streams=%u streams_dropped=%llu\n",
 			   rx->hooks, rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
 			   pg_level_names[rx->level], rx->pass ? "pass" : "drop",
-			   nstreams, dropped);
+			   x->nstreams, dropped);
 	else
 		seq_printf(m, "RECEIVER %s: dev %s (ifindex %d), statistics %s, timestamp %s, counted packets %s\n",
 			   rx->hooks ? "enabled" : "disabled",
 			   rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
 			   pg_level_names[rx->level], rx->stack_tstamps ? "stack" : "hook",
 			   rx->pass ? "passed on" : "dropped");
+}
+
+static void pg_rx_show_total(struct seq_file *m, struct pg_rx_show_ctx *x,
+			     const struct pg_rx_snap *tot)
+{
+	u64 span = tot->last_ns - tot->first_ns;
+
+	if (x->rx->script) {
+		seq_printf(m, "total id=all packets=%llu bytes=%llu first_ns=%llu last_ns=%llu\n",
+			   tot->packets, tot->bytes, tot->first_ns, tot->last_ns);
+		return;
+	}
+	seq_printf(m, "  Total: packets %llu bytes %llu", tot->packets, tot->bytes);
+	if (tot->packets > 1 && span)
+		seq_printf(m, "  rate %llu pps over %llu ns",
+			   div64_u64((tot->packets - 1) * NSEC_PER_SEC, span), span);
+	seq_puts(m, "\n");
+}
+
+/* One line per CPU (script) or per CPU that counted (human), then the total. */
+static void pg_rx_show_cpus(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	struct pg_rx_snap tot = {}, cs;
+	unsigned int cpu, i;
 
 	for_each_possible_cpu(cpu) {
-		struct pg_rx_cpu *c = s ? per_cpu_ptr(s->cpu, cpu) : NULL;
+		struct pg_rx_cpu *c = x->s ? per_cpu_ptr(x->s->cpu, cpu) : NULL;
 
 		memset(&cs, 0, sizeof(cs));
 		if (c)
 			pg_cpu_snap(c, &cs);
-		if (hist && c && c->hist)
+		if (x->hist && c && c->hist)
 			for (i = 0; i < PG_HIST_BUCKETS; i++)
-				hist[i] += READ_ONCE(c->hist[i]);
-		if (rx->script)
+				x->hist[i] += READ_ONCE(c->hist[i]);
+		if (x->rx->script)
 			seq_printf(m, "cpu id=%u packets=%llu bytes=%llu first_ns=%llu last_ns=%llu\n",
 				   cpu, cs.packets, cs.bytes, cs.first_ns, cs.last_ns);
 		else if (cs.packets)
@@ -574,26 +834,20 @@ static int pg_rx_show(struct seq_file *m, void *v)
 			tot.first_ns = cs.first_ns;
 		if (cs.last_ns > tot.last_ns)
 			tot.last_ns = cs.last_ns;
-		pg_stat_merge(&lat, &cs.lat);
+		pg_stat_merge(&x->lat, &cs.lat);
 	}
-	if (rx->script) {
-		seq_printf(m, "total id=all packets=%llu bytes=%llu first_ns=%llu last_ns=%llu\n",
-			   tot.packets, tot.bytes, tot.first_ns, tot.last_ns);
-	} else {
-		u64 span = tot.last_ns - tot.first_ns;
+	pg_rx_show_total(m, x, &tot);
+}
 
-		seq_printf(m, "  Total: packets %llu bytes %llu", tot.packets, tot.bytes);
-		if (tot.packets > 1 && span)
-			seq_printf(m, "  rate %llu pps over %llu ns",
-				   div64_u64((tot.packets - 1) * NSEC_PER_SEC, span), span);
-		seq_puts(m, "\n");
-	}
+static void pg_rx_show_streams(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	struct pg_stream_snap o;
+	u32 i;
 
-	for (i = 0; i < nstreams; i++) {
-		struct pg_stream_snap o;
-
-		pg_stream_merge(s, s->streams->order[i], mg, &o, &ia, &jit);
-		if (rx->script) {
+	for (i = 0; i < x->nstreams; i++) {
+		pg_stream_merge(x->s, x->s->streams->order[i], x->mg, &o, &x->ia, &x->jit);
+		x->seq_jump += o.jump;
+		if (x->rx->script) {
 			seq_puts(m, "stream src=");
 			pg_print_addr(m, &o);
 			seq_printf(m, " packets=%llu bytes=%llu seq_max=%llu lost=%llu ooo=%llu dup=%llu old=%llu\n",
@@ -605,42 +859,90 @@ static int pg_rx_show(struct seq_file *m, void *v)
 				   o.packets, o.lost, o.ooo, o.dup, o.old, o.seq_max);
 		}
 	}
+}
 
-	if (rx->script) {
-		pg_print_stat_script(m, "latency", &lat);
-		pg_print_stat_script(m, "interarrival", &ia);
-		pg_print_stat_script(m, "jitter", &jit);
-		seq_printf(m, "percentile name=latency n=%llu", lat.n);
-	} else if (s && s->level == PG_LVL_TIME) {
-		pg_print_stat_human(m, "latency", &lat);
-		pg_print_stat_human(m, "inter-arrival", &ia);
-		pg_print_stat_human(m, "delay-var", &jit);
+/* The frames not believed, by class (after the streams: seq_jump is theirs). */
+static void pg_rx_show_invalid(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	u64 bad[PG_BAD_NR] = {};
+	unsigned int cpu, i;
+
+	for_each_possible_cpu(cpu)
+		for (i = 0; x->s && i < PG_BAD_NR; i++)
+			bad[i] += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->bad[i]);
+	if (x->rx->script)
+		seq_printf(m, "invalid bad_len=%llu bad_csum=%llu bad_ts=%llu seq_jump=%llu\n",
+			   bad[PG_BAD_LEN], bad[PG_BAD_CSUM], bad[PG_BAD_TS], x->seq_jump);
+	else if (bad[PG_BAD_LEN] || bad[PG_BAD_CSUM] || bad[PG_BAD_TS] || x->seq_jump)
+		seq_printf(m, "  Invalid: bad length %llu  bad checksum %llu  bad timestamp %llu  sequence jumps %llu\n",
+			   bad[PG_BAD_LEN], bad[PG_BAD_CSUM], bad[PG_BAD_TS], x->seq_jump);
+}
+
+/* stat and percentile lines (script: always; human: level time only). */
+static void pg_rx_show_stats(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	bool time = x->s && x->s->level == PG_LVL_TIME;
+	unsigned int i;
+
+	if (x->rx->script) {
+		pg_print_stat_script(m, "latency", &x->lat);
+		pg_print_stat_script(m, "interarrival", &x->ia);
+		pg_print_stat_script(m, "jitter", &x->jit);
+		seq_printf(m, "percentile name=latency n=%llu", x->lat.n);
+	} else if (time) {
+		pg_print_stat_human(m, "latency", &x->lat);
+		pg_print_stat_human(m, "inter-arrival", &x->ia);
+		pg_print_stat_human(m, "delay-var", &x->jit);
 		seq_puts(m, "  latency percentiles (ns):");
+	} else {
+		return;
 	}
-	if (rx->script || (s && s->level == PG_LVL_TIME)) {
-		for (i = 0; i < PG_PCT_NR; i++)
-			seq_printf(m, " %s=%llu", pg_pct_names[i],
-				   hist ? pg_hist_percentile(hist, lat.n, pg_pct[i][0],
-							     pg_pct[i][1], lat.min, lat.max) : 0);
-		seq_puts(m, "\n");
-	}
-	if (rx->script) {
-		for (i = 0; hist && i < PG_HIST_BUCKETS; i++) {
-			u64 lo, hi;
+	for (i = 0; i < PG_PCT_NR; i++)
+		seq_printf(m, " %s=%llu", pg_pct_names[i],
+			   x->hist ? pg_hist_percentile(x->hist, x->lat.n, pg_pct[i][0],
+							pg_pct[i][1], x->lat.min,
+							x->lat.max) : 0);
+	seq_puts(m, "\n");
+}
 
-			if (!hist[i])
-				continue;
-			pg_hist_bounds(i, &lo, &hi);
-			seq_printf(m, "hist name=latency low=%llu high=%llu count=%llu\n",
-				   lo, hi, hist[i]);
-		}
-		seq_puts(m, "end\n");
+static void pg_rx_show_hist(struct seq_file *m, struct pg_rx_show_ctx *x)
+{
+	unsigned int i;
+	u64 lo, hi;
+
+	for (i = 0; x->hist && i < PG_HIST_BUCKETS; i++) {
+		if (!x->hist[i])
+			continue;
+		pg_hist_bounds(i, &lo, &hi);
+		seq_printf(m, "hist name=latency low=%llu high=%llu count=%llu\n",
+			   lo, hi, x->hist[i]);
 	}
-	seq_printf(m, "Result: %s\n", rx->result);
+	seq_puts(m, "end\n");
+}
+
+static int pg_rx_show(struct seq_file *m, void *v)
+{
+	struct pg_rx_show_ctx x = { .rx = m->private };
+	struct pg_rx *rx = x.rx;
+	int err;
+
+	mutex_lock(&rx->lock);
+	x.s = rcu_dereference_protected(rx->session, lockdep_is_held(&rx->lock));
+	err = pg_rx_show_alloc(&x);
+	if (!err) {
+		pg_rx_show_header(m, &x);
+		pg_rx_show_cpus(m, &x);
+		pg_rx_show_streams(m, &x);
+		pg_rx_show_invalid(m, &x);
+		pg_rx_show_stats(m, &x);
+		if (rx->script)
+			pg_rx_show_hist(m, &x);
+		seq_printf(m, "Result: %s\n", rx->result);
+	}
 	mutex_unlock(&rx->lock);
-	kfree(mg);
-	kvfree(hist);
-	return 0;
+	kfree(x.mg);
+	kvfree(x.hist);
+	return err;
 }
 
 static int pg_rx_open(struct inode *inode, struct file *file)

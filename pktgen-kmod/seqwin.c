@@ -35,22 +35,21 @@ static void pg_window_slide(unsigned long *win, u64 *max, u64 top)
 	*max = top;
 }
 
-void pg_seqwin_add(struct pg_seqwin *w, u32 seq32)
+/*
+ * Account sequence s (64-bit, not far ahead of seq_max). Sequences start at
+ * 1: 0 and what extends below it are `old`, never a new low end.
+ */
+static void pg_seqwin_account(struct pg_seqwin *w, u64 s)
 {
-	u64 s;
-
-	if (!w->n++) {
-		w->seq_max = seq32;
-		__set_bit(seq32 % PG_SEQ_WINDOW, w->bits);
-		return;
-	}
-	/* 64-bit extension of the wire's 32-bit sequence, nearest to seq_max */
-	s = w->seq_max + (u64)(s64)(s32)(seq32 - (u32)w->seq_max);
-	if (likely(s == w->seq_max + 1)) {	/* in order: its bit held s - W */
+	if ((s64)s <= 0) {
+		w->n++;
+		w->old++;
+	} else if (!w->n++) {
 		w->seq_max = s;
 		__set_bit(s % PG_SEQ_WINDOW, w->bits);
-	} else if ((s64)s < 0) {
-		w->old++;
+	} else if (likely(s == w->seq_max + 1)) {	/* in order: its bit held s - W */
+		w->seq_max = s;
+		__set_bit(s % PG_SEQ_WINDOW, w->bits);
 	} else if (s > w->seq_max) {
 		pg_window_slide(w->bits, &w->seq_max, s);
 		__set_bit(s % PG_SEQ_WINDOW, w->bits);
@@ -64,6 +63,51 @@ void pg_seqwin_add(struct pg_seqwin *w, u32 seq32)
 	}
 }
 
+/*
+ * A far-ahead frame (s > seq_max + PG_SEQ_JUMP) waits as `pend` until a
+ * frame within a window of it (in 64-bit terms) confirms the jump; a newer
+ * far-ahead frame replaces it, and the one replaced counts in `jump`.
+ */
+static unsigned int pg_seqwin_confirm(struct pg_seqwin *w, u64 s)
+{
+	w->have_pend = false;
+	pg_seqwin_account(w, w->pend);
+	pg_seqwin_account(w, s);
+	return 2;
+}
+
+unsigned int pg_seqwin_add(struct pg_seqwin *w, u32 seq32)
+{
+	u64 s;
+
+	/*
+	 * 64-bit extension of the wire's 32-bit sequence, nearest to seq_max;
+	 * a stream's first frame is taken as it is (the generator starts at 1)
+	 */
+	if (likely(w->n))
+		s = w->seq_max + (u64)(s64)(s32)(seq32 - (u32)w->seq_max);
+	else
+		s = seq32;
+	if (unlikely(w->have_pend) &&
+	    (s > w->pend ? s - w->pend : w->pend - s) <= PG_SEQ_WINDOW)
+		return pg_seqwin_confirm(w, s);
+	if (likely(w->n && s == w->seq_max + 1)) {	/* in order: its bit held s - W */
+		w->n++;
+		w->seq_max = s;
+		__set_bit(s % PG_SEQ_WINDOW, w->bits);
+		return 1;
+	}
+	if ((s64)s > 0 && s > (w->n ? w->seq_max : 0) + PG_SEQ_JUMP) {
+		if (w->have_pend)
+			w->jump++;
+		w->pend = s;
+		w->have_pend = true;
+		return 0;
+	}
+	pg_seqwin_account(w, s);
+	return 1;
+}
+
 void pg_seqwin_copy(struct pg_seqwin *to, const struct pg_seqwin *from)
 {
 	to->n = from->n;
@@ -71,6 +115,9 @@ void pg_seqwin_copy(struct pg_seqwin *to, const struct pg_seqwin *from)
 	to->ooo = from->ooo;
 	to->dup = from->dup;
 	to->old = from->old;
+	to->jump = from->jump;
+	to->pend = from->pend;
+	to->have_pend = from->have_pend;
 	bitmap_copy(to->bits, from->bits, PG_SEQ_WINDOW);
 }
 
@@ -81,6 +128,7 @@ void pg_seqwin_sum_init(struct pg_seqwin_sum *sum)
 	sum->ooo = 0;
 	sum->dup = 0;
 	sum->old = 0;
+	sum->jump = 0;
 	sum->any = false;
 	bitmap_zero(sum->seen, PG_SEQ_WINDOW);
 }
@@ -89,6 +137,7 @@ void pg_seqwin_sum_add(struct pg_seqwin_sum *sum, const struct pg_seqwin *w)
 {
 	u64 lo;
 
+	sum->jump += w->jump + w->have_pend;
 	if (!w->n)
 		return;
 	sum->n += w->n;

@@ -22,8 +22,8 @@ void pg_stat_merge(struct pg_stat *into, const struct pg_stat *from)
 			into->max = from->max;
 	}
 	into->n += from->n;
-	into->sum += from->sum;
-	into->sumsq += from->sumsq;
+	into->sum = pg_u128_add_sat(into->sum, from->sum);
+	into->sumsq = pg_u128_add_sat(into->sumsq, from->sumsq);
 	into->skipped += from->skipped;
 }
 
@@ -53,7 +53,8 @@ u64 pg_u128_divmod(pg_u128 *n, u64 d)
  * mean = sum/n (integer part and thousandths, rounded down);
  * var  = (sumsq - sum^2/n) / n, computed as
  *        sumsq - q^2 n - 2 q r - r^2/n with sum = q n + r, so that no
- *        intermediate exceeds sumsq.
+ *        intermediate exceeds sumsq (true of exact sums: sum^2/n <= sumsq).
+ *        A saturated sum gives var = PG_U128_MAX ("unknown").
  */
 void pg_stat_mean_var(const struct pg_stat *s, u64 *mean_int, u32 *mean_milli,
 		      pg_u128 *var)
@@ -67,10 +68,19 @@ void pg_stat_mean_var(const struct pg_stat *s, u64 *mean_int, u32 *mean_milli,
 	if (!s->n)
 		return;
 
-	t = s->sum * 1000;
-	pg_u128_divmod(&t, s->n);
-	*mean_milli = (u32)pg_u128_divmod(&t, 1000);
-	*mean_int = (u64)t;
+	t = s->sum;
+	if (t > PG_U128_MAX / 1000) {	/* beyond any real sum: no thousandths */
+		pg_u128_divmod(&t, s->n);
+	} else {
+		t *= 1000;
+		pg_u128_divmod(&t, s->n);
+		*mean_milli = (u32)pg_u128_divmod(&t, 1000);
+	}
+	*mean_int = t > U64_MAX ? U64_MAX : (u64)t;	/* every x < 2^64: so is the mean */
+	if (s->sum == PG_U128_MAX || s->sumsq == PG_U128_MAX) {
+		*var = PG_U128_MAX;
+		return;
+	}
 
 	q = s->sum;
 	r = pg_u128_divmod(&q, s->n);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Sample statistics without overflow: N, min, max and exact 128-bit sums of
- * x and x^2 (10^10 samples of up to 1.8*10^14 still fit), plus a log-linear
+ * x and x^2 (10^10 samples of up to 1.8*10^14 still fit; beyond, the sums
+ * saturate at 2^128 - 1 instead of wrapping), plus a log-linear
  * latency histogram whose bucket width is at most 1/128 of its lower bound.
  */
 #ifndef RFCPG_STATS_H
@@ -13,6 +14,15 @@
 
 /* the compiler's type: linux/types.h only has u128 from 6.2 on */
 typedef unsigned __int128 pg_u128;
+#define PG_U128_MAX	(~(pg_u128)0)
+
+/* a + b, or PG_U128_MAX where it would wrap: a saturated sum stays there */
+static inline pg_u128 pg_u128_add_sat(pg_u128 a, pg_u128 b)
+{
+	pg_u128 t = a + b;
+
+	return t < a ? PG_U128_MAX : t;
+}
 
 struct pg_stat {
 	pg_u128 sum;
@@ -30,8 +40,8 @@ static inline void pg_stat_add(struct pg_stat *s, u64 x)
 	if (x > s->max)
 		s->max = x;
 	s->n++;
-	s->sum += x;
-	s->sumsq += (pg_u128)x * x;
+	s->sum = pg_u128_add_sat(s->sum, x);
+	s->sumsq = pg_u128_add_sat(s->sumsq, (pg_u128)x * x);
 }
 
 void pg_stat_merge(struct pg_stat *into, const struct pg_stat *from);

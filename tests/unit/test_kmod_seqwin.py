@@ -8,13 +8,19 @@ windows): distinct sequences received, duplicates (also of a sequence that
 arrived on two CPUs), loss = sequences 1..max seen nowhere, out-of-order as
 each CPU saw it, too-old packets. Streams spread over CPUs the way RSS/RPS
 spread flows, and the worse case of packets sprayed over CPUs one by one.
+
+Spoofed sequence numbers (issue 32 item 4): a frame far ahead of the highest
+sequence (0xffffffff, a jump of 2^31 - 1) waits for a second frame to
+confirm it and is otherwise counted in `jump`, never as loss; a jump of
+-2^31 or a 0 is `old`; the 32-bit wrap extends to 64 bits. Every test runs
+on a plain build and on one with -fsanitize=address,undefined.
 """
 import random
 import subprocess
 
 import pytest
 
-from kmod_userspace import build
+from kmod_userspace import SANITIZE, build
 
 W = 4096        # PG_SEQ_WINDOW
 
@@ -30,6 +36,7 @@ typedef uint64_t u64; typedef uint32_t u32; typedef int64_t s64; typedef int32_t
 #define min(a, b) ((a) < (b) ? (a) : (b))
 #define min_t(t, a, b) ((t)(a) < (t)(b) ? (t)(a) : (t)(b))
 #define likely(x) (x)
+#define unlikely(x) (x)
 """,
     "linux/bitops.h": """
 #include <linux/types.h>
@@ -85,10 +92,11 @@ int main(void)
                (unsigned long long)w[i].dup, (unsigned long long)w[i].old);
         pg_seqwin_sum_add(&sum, &w[i]);
     }
-    printf("sum %llu %llu %llu %llu %llu %llu\n", (unsigned long long)sum.n,
+    printf("sum %llu %llu %llu %llu %llu %llu %llu\n", (unsigned long long)sum.n,
            (unsigned long long)sum.seq_max, (unsigned long long)sum.ooo,
            (unsigned long long)sum.dup, (unsigned long long)sum.old,
-           (unsigned long long)pg_seqwin_sum_lost(&sum));
+           (unsigned long long)pg_seqwin_sum_lost(&sum), (unsigned long long)sum.jump);
+    free(w);
     return 0;
 }
 """
@@ -96,9 +104,10 @@ int main(void)
 KEYS = ("n", "seq_max", "ooo", "dup", "old")
 
 
-@pytest.fixture(scope="module")
-def seqwin(tmp_path_factory):
-    binary = build(tmp_path_factory.mktemp("seqwin"), SHIM, HARNESS, ["seqwin.c"], "seqwin_test")
+@pytest.fixture(scope="module", params=["plain", "sanitized"])
+def seqwin(tmp_path_factory, request):
+    flags = SANITIZE if request.param == "sanitized" else ()
+    binary = build(tmp_path_factory.mktemp("seqwin"), SHIM, HARNESS, ["seqwin.c"], "seqwin_test", flags)
 
     def run(cpus, arrivals):
         text = f"{cpus}\n" + "".join(f"{c} {s}\n" for c, s in arrivals)
@@ -106,7 +115,7 @@ def seqwin(tmp_path_factory):
         assert res.returncode == 0, res.stderr
         lines = [line.split() for line in res.stdout.splitlines()]
         parts = [dict(zip(KEYS, map(int, f[1:]))) for f in lines if f[0] == "part"]
-        [total] = [dict(zip(KEYS + ("lost",), map(int, f[1:]))) for f in lines if f[0] == "sum"]
+        [total] = [dict(zip(KEYS + ("lost", "jump"), map(int, f[1:]))) for f in lines if f[0] == "sum"]
         return parts, total
     return run
 
@@ -221,3 +230,62 @@ def test_an_empty_cpu_adds_nothing(seqwin):
     parts, total = check(seqwin, 3, [(1, s) for s in (1, 2, 4, 3, 3)])
     assert parts[0]["n"] == parts[2]["n"] == 0
     assert (total["lost"], total["ooo"], total["dup"]) == (0, 1, 1)
+
+
+# ---- spoofed and extreme sequence numbers (issue 32 item 4) ----
+
+def test_a_spoofed_first_frame_of_0xffffffff_claims_no_loss(seqwin):
+    """The example of the issue: without the jump rule the stream's first
+    frame 0xffffffff made seq_max 2^32 - 1 and lost ~4.29e9."""
+    parts, total = seqwin(1, [(0, 0xffffffff)] + [(0, s) for s in range(1, 1001)])
+    assert (total["seq_max"], total["lost"], total["jump"], total["n"]) == (1000, 0, 1, 1000)
+
+
+def test_spoofed_jumps_into_a_running_stream(seqwin):
+    """0xffffffff, 0, +2^31 - 1, -2^31 (as 32-bit wire values) amid 1..3000:
+    the forward jump waits unconfirmed (jump), the others are old; nothing
+    is lost and the genuine sequence's books balance."""
+    genuine = [(0, s) for s in range(1, 3001)]
+    spoofs = [(0, 0xffffffff), (0, 0), (0, (1500 + 2**31 - 1) % 2**32), (0, (1600 + 2**31) % 2**32)]
+    arrivals = genuine[:1500] + spoofs[:3] + genuine[1500:1600] + spoofs[3:] + genuine[1600:]
+    parts, total = seqwin(1, arrivals)
+    assert total["seq_max"] == 3000 and total["lost"] == 0
+    assert total["jump"] == 1 and total["old"] == 3 and total["n"] == 3003
+    assert total["n"] - total["dup"] - total["old"] == 3000
+
+
+def test_a_replaced_far_frame_counts_as_jump(seqwin):
+    arrivals = [(0, s) for s in range(1, 101)] + [(0, 10**6), (0, 2 * 10**6)] + \
+        [(0, s) for s in range(101, 201)]
+    parts, total = seqwin(1, arrivals)
+    assert (total["seq_max"], total["lost"], total["jump"]) == (200, 0, 2)
+
+
+def test_a_real_outage_longer_than_the_jump_limit_is_loss(seqwin):
+    """Frames after a gap of many windows confirm each other: the gap is loss,
+    exactly, on one CPU and on two (each CPU confirms its own part)."""
+    seqs = list(range(1, 2001)) + list(range(2001 + 50 * W, 2001 + 50 * W + 2000))
+    for cpus in (1, 2):
+        parts, total = check(seqwin, cpus, by_flow(seqs, cpus) if cpus > 1 else [(0, s) for s in seqs])
+        assert total["lost"] == 50 * W and total["jump"] == 0
+
+
+def test_a_jump_confirmed_by_a_reordered_frame(seqwin):
+    """After the gap the second frame arrives first: still confirmed."""
+    seqs = list(range(1, 101)) + [100 + 10 * W + 2, 100 + 10 * W + 1] + list(range(103 + 10 * W, 200 + 10 * W))
+    parts, total = seqwin(1, [(0, s) for s in seqs])
+    assert total["jump"] == 0 and total["ooo"] == 1
+    assert total["lost"] == 10 * W and total["seq_max"] == 199 + 10 * W
+
+
+def test_the_32_bit_wrap_extends(seqwin):
+    """A stream crossing 2^32 (its first frames confirm the start near the
+    top): sequences after the wrap continue above 2^32; only the numbers
+    below its first frame count as lost, as for any stream (the generator
+    starts at 1)."""
+    first = 2**32 - 100
+    seqs = [(first + i) % 2**32 for i in range(300)]
+    parts, total = seqwin(1, [(0, s) for s in seqs])
+    assert total["seq_max"] == first + 299 and total["jump"] == 0
+    assert total["ooo"] == total["dup"] == total["old"] == 0
+    assert total["lost"] == first - 1

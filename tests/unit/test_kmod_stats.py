@@ -7,7 +7,12 @@ checked against exact Python arithmetic:
   1.8*10^14 ns (sums near 2^128), where 64-bit sums would have overflowed;
 - merging per-CPU accumulators;
 - the log-linear histogram: bucket geometry, and median / 99.9th percentile
-  within 1 % of the exact nearest-rank value on skewed samples.
+  within 1 % of the exact nearest-rank value on skewed samples;
+- sums that cannot wrap (issue 32 item 4): samples near 2^64 saturate the
+  sum of squares at 2^128 - 1 (variance then reported as 2^128 - 1,
+  "unknown") instead of wrapping to a small, plausible value, also when
+  per-CPU accumulators are merged.
+Every test runs on a plain build and on one with -fsanitize=address,undefined.
 """
 import math
 import random
@@ -16,7 +21,7 @@ from fractions import Fraction
 
 import pytest
 
-from kmod_userspace import build
+from kmod_userspace import SANITIZE, build
 
 
 SHIM = {
@@ -101,6 +106,25 @@ int main(void)
                    (unsigned long long)pg_hist_percentile(hist, a.n, 50, 100, a.min, a.max),
                    (unsigned long long)pg_hist_percentile(hist, a.n, 999, 1000, a.min, a.max),
                    (unsigned long long)pg_hist_percentile(hist, a.n, 9999, 10000, a.min, a.max));
+        } else if (!strcmp(cmd, "sat")) {     /* sat K x: K samples x, merged with a copy */
+            unsigned long long k, i, x;
+            struct pg_stat a = {0}, b = {0};
+            u64 mi; u32 ml; pg_u128 var;
+            scanf("%llu %llu", &k, &x);
+            for (i = 0; i < k; i++)
+                pg_stat_add(&a, x);
+            printf("%llu ", (unsigned long long)a.n);
+            pg_seq_u128(&m, a.sum);
+            printf(" ");
+            pg_seq_u128(&m, a.sumsq);
+            pg_stat_mean_var(&a, &mi, &ml, &var);
+            printf(" %llu.%03u ", (unsigned long long)mi, ml);
+            pg_seq_u128(&m, var);
+            b = a;
+            pg_stat_merge(&b, &a);
+            printf(" ");
+            pg_seq_u128(&m, b.sumsq);
+            printf("\n");
         } else if (!strcmp(cmd, "bucket")) {  /* bucket x -> idx low high */
             unsigned long long x; u64 lo, hi; unsigned int idx;
             scanf("%llu", &x);
@@ -115,9 +139,10 @@ int main(void)
 """
 
 
-@pytest.fixture(scope="module")
-def stats_bin(tmp_path_factory):
-    return build(tmp_path_factory.mktemp("stats"), SHIM, HARNESS, ["stats.c"], "stats_test")
+@pytest.fixture(scope="module", params=["plain", "sanitized"])
+def stats_bin(tmp_path_factory, request):
+    flags = SANITIZE if request.param == "sanitized" else ()
+    return build(tmp_path_factory.mktemp("stats"), SHIM, HARNESS, ["stats.c"], "stats_test", flags)
 
 
 def run(binary, text):
@@ -206,3 +231,25 @@ def test_percentiles_within_1_percent(stats_bin, dist):
     for q, got in ((0.5, p50), (0.999, p999), (0.9999, p9999)):
         want = rank(q)
         assert abs(int(got) - want) <= 0.01 * want, (q, got, want)
+
+
+U128_MAX = 2**128 - 1
+
+
+@pytest.mark.parametrize("k,x", [(1, 2**64 - 1), (2, 2**64 - 1), (5, 2**63), (3, 2**62 + 12345)])
+def test_sums_saturate_instead_of_wrapping(stats_bin, k, x):
+    """x^2 near 2^128: the exact sum of squares is kept while it fits and
+    saturates once it would not; a merge of two saturated (or of two
+    nearly full) accumulators saturates too. The mean stays exact (the sum
+    of x is far from 2^128). A wrap would look plausible: 5 samples of 2^63
+    wrap to a sum of squares of 2^126."""
+    n, total, sumsq, mean, var, merged = run(stats_bin, f"sat {k} {x}\n")[0].split()
+    assert int(n) == k and int(total) == k * x
+    assert Fraction(mean) == x
+    exact = k * x * x
+    if exact <= U128_MAX:
+        assert int(sumsq) == exact and int(var) == 0
+    else:
+        assert int(sumsq) == U128_MAX and int(var) == U128_MAX
+    assert int(merged) == min(2 * exact, U128_MAX)
+

@@ -1,9 +1,11 @@
 """The module's receiver, /proc/net/pktgen/pgrx.
 
-Commands and a parser for its `display script` format, version 1, exactly as
-documented in pktgen-kmod/README.md ("pgrx script format"): record words with
-fixed key=value fields. The parser is strict: an unknown version, a missing
-key or a malformed number is an error, not a guess.
+Commands and a parser for its `display script` format, versions 1 and 2,
+exactly as documented in pktgen-kmod/README.md ("pgrx script format"):
+record words with fixed key=value fields. Version 2 is version 1 plus one
+`invalid` record (test frames not believed, by class). The parser is strict:
+an unknown version, a missing key or a malformed number is an error, not a
+guess.
 """
 import math
 from fractions import Fraction
@@ -17,7 +19,8 @@ from rfc2544.drivers.script import PROC_PKTGEN, Batch
 
 PGRX = f"{PROC_PKTGEN}/pgrx"
 LEVELS = ("counter", "basic", "time")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+FORMAT_VERSIONS = (1, 2)      # read; 1 has no `invalid` record
 U64_OVERFLOW = 2**64 - 1
 
 _KEYS = {
@@ -28,6 +31,7 @@ _KEYS = {
     "stat": ("name", "n", "skipped", "min", "max", "mean", "var", "sum", "sumsq"),
     "percentile": ("name", "n", "p50", "p90", "p99", "p999", "p9999"),
     "hist": ("name", "low", "high", "count"),
+    "invalid": ("bad_len", "bad_csum", "bad_ts", "seq_jump"),     # v2
 }
 _TEXT_KEYS = {"dev", "statistics", "action", "src", "name", "id", "mean"}
 
@@ -100,6 +104,19 @@ class HistBucket:
 
 
 @dataclass
+class RxInvalid:
+    """Test frames not believed (format v2; all 0 when read from v1)."""
+    bad_len: int = 0        # UDP length short of the test header or past the IP end: not counted
+    bad_csum: int = 0       # UDP checksum wrong: not counted
+    bad_ts: int = 0         # timestamp outside the sane window: counted, no latency sample
+    seq_jump: int = 0       # far-ahead sequence never confirmed: not in its stream's packets
+
+    @property
+    def total(self):
+        return self.bad_len + self.bad_csum + self.bad_ts + self.seq_jump
+
+
+@dataclass
 class PgrxState:
     version: int
     enabled: bool
@@ -117,6 +134,7 @@ class PgrxState:
     stats: Dict[str, RxStat] = field(default_factory=dict)
     percentiles: Dict[str, Dict[str, int]] = field(default_factory=dict)
     hist: List[HistBucket] = field(default_factory=list)
+    invalid: RxInvalid = field(default_factory=RxInvalid)
     result: str = ""
 
     def stream(self, src):
@@ -160,6 +178,7 @@ def parse(text) -> PgrxState:
     """Parse pgrx's `display script` output (format version 1). Pure."""
     state = None
     seen_end = False
+    seen_invalid = False
     n_streams = None
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip("\n")
@@ -179,10 +198,13 @@ def parse(text) -> PgrxState:
             continue
         if word not in _KEYS:
             raise PgrxFormatError(f"pgrx line {lineno}: unknown record '{word}' (display script format v{FORMAT_VERSION} expected)")
+        if word == "invalid" and state is not None and state.version < 2:
+            raise PgrxFormatError(f"pgrx line {lineno}: 'invalid' record in format v{state.version}")
         f = _fields(word, rest, lineno)
         if word == "pgrx":
-            if f["version"] != FORMAT_VERSION:
-                raise PgrxFormatError(f"pgrx: format version {f['version']} is not supported (this suite reads v{FORMAT_VERSION})")
+            if f["version"] not in FORMAT_VERSIONS:
+                raise PgrxFormatError(f"pgrx: format version {f['version']} is not supported "
+                                      f"(this suite reads v{', v'.join(map(str, FORMAT_VERSIONS))})")
             state = PgrxState(version=f["version"], enabled=bool(f["enabled"]), dev=f["dev"],
                               ifindex=f["ifindex"], statistics=f["statistics"], action=f["action"],
                               streams_dropped=f["streams_dropped"])
@@ -203,10 +225,15 @@ def parse(text) -> PgrxState:
             state.percentiles[f.pop("name")] = f
         elif word == "hist":
             state.hist.append(HistBucket(f["low"], f["high"], f["count"]))
+        elif word == "invalid":
+            state.invalid = RxInvalid(**f)
+            seen_invalid = True
     if state is None:
         raise PgrxFormatError("pgrx: no 'pgrx' header line (is 'display script' set?)")
     if not seen_end:
         raise PgrxFormatError("pgrx: output ends without 'end' (truncated read?)")
+    if state.version >= 2 and not seen_invalid:
+        raise PgrxFormatError(f"pgrx: format v{state.version} without its 'invalid' record")
     if n_streams is not None and n_streams != len(state.streams):
         raise PgrxFormatError(f"pgrx: header says {n_streams} streams, {len(state.streams)} stream lines follow")
     return state
