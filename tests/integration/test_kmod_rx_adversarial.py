@@ -40,7 +40,7 @@ import tempfile
 import pytest
 
 from rfc2544.lab.flow_counter import FlowCounter
-from rfc2544.ssh import put_file
+from rfc2544.drivers.ssh import put_file
 from test_kmod_helpers import kernel_problems, kmod, parse_pgrx, setup_stream  # noqa: F401
 
 pytestmark = pytest.mark.lab
