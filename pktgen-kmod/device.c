@@ -111,14 +111,11 @@ static void pg_show_ip4(struct seq_file *m, const char *label, bool have, u32 a)
 		seq_puts(m, label);
 }
 
-static int pg_dev_show(struct seq_file *m, void *v)
+/* Params: sizes, timing, flows, queues. */
+static void pg_show_params(struct seq_file *m, const struct pg_dev *pd)
 {
-	struct pg_dev *pd = m->private;
-	const u8 *src_mac;
-	u64 stopped;
 	u32 i;
 
-	mutex_lock(&pd->cfg_lock);
 	seq_printf(m, "Params: count %llu  min_pkt_size: %u  max_pkt_size: %u\n",
 		   pd->count, pd->min_pkt_size, pd->max_pkt_size);
 	if (pd->n_imix) {
@@ -137,6 +134,13 @@ static int pg_dev_show(struct seq_file *m, void *v)
 		seq_printf(m, "     skb_priority: %u\n", pd->skb_priority);
 	if (pd->spi)
 		seq_printf(m, "     spi: %u\n", pd->spi);
+}
+
+/* Params: addresses, MACs, ports. */
+static void pg_show_addrs(struct seq_file *m, const struct pg_dev *pd)
+{
+	const u8 *src_mac;
+
 	if (pg_dev_has_flag(pd, PGF_IPV6)) {
 		/*
 		 * As upstream: there is no src6_min/src6_max command (src6 is one
@@ -160,6 +164,13 @@ static int pg_dev_show(struct seq_file *m, void *v)
 		   pd->udp_src_min, pd->udp_src_max, pd->udp_dst_min, pd->udp_dst_max);
 	seq_printf(m, "     src_mac_count: %u  dst_mac_count: %u\n",
 		   pd->src_mac_count, pd->dst_mac_count);
+}
+
+/* Params: tags, marks, transmit mode and flags. */
+static void pg_show_tags_mode(struct seq_file *m, const struct pg_dev *pd)
+{
+	u32 i;
+
 	if (pd->nr_labels) {
 		seq_puts(m, "     mpls: ");
 		for (i = 0; i < pd->nr_labels; i++)
@@ -185,6 +196,13 @@ static int pg_dev_show(struct seq_file *m, void *v)
 	else if (pd->xmit_mode == PG_XMIT_QUEUE)
 		seq_puts(m, "     xmit_mode: xmit_queue\n");
 	pg_show_flags(m, pd);
+}
+
+/* Current: the run's counters and the last values used. */
+static void pg_show_current(struct seq_file *m, const struct pg_dev *pd)
+{
+	u64 stopped;
+	u32 i;
 
 	stopped = READ_ONCE(pd->running) ? ktime_to_us(ktime_get()) :
 		  ktime_to_us(pd->stopped_at);
@@ -213,6 +231,17 @@ static int pg_dev_show(struct seq_file *m, void *v)
 			seq_printf(m, "%u,%llu ", pd->imix[i].size, pd->imix_counts[i]);
 		seq_puts(m, "\n");
 	}
+}
+
+static int pg_dev_show(struct seq_file *m, void *v)
+{
+	struct pg_dev *pd = m->private;
+
+	mutex_lock(&pd->cfg_lock);
+	pg_show_params(m, pd);
+	pg_show_addrs(m, pd);
+	pg_show_tags_mode(m, pd);
+	pg_show_current(m, pd);
 	pg_dep_show(m, &pd->dep, pg_nominal_gap(pd->delay));
 	seq_printf(m, "Result: %s\n", pd->result);
 	mutex_unlock(&pd->cfg_lock);
