@@ -45,7 +45,8 @@ bool pg_dev_has_flag(const struct pg_dev *pd, enum pg_flag f)
 struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,
 			    const char *name)
 {
-	struct pg_dev *pd = kvzalloc(sizeof(*pd), GFP_KERNEL);
+	/* charged to the writer's memory cgroup: ~36 KiB a device */
+	struct pg_dev *pd = kvzalloc(sizeof(*pd), GFP_KERNEL_ACCOUNT);
 
 	if (!pd)
 		return NULL;
@@ -78,6 +79,7 @@ void pg_dev_free(struct pg_dev *pd)
 	pg_untrack_dev(pd);
 	proc_remove(pd->proc);	/* waits for readers/writers in flight */
 	pg_dev_release_run(pd);
+	kvfree(pd->flows);
 	dev_put(pd->odev);
 	kvfree(pd);
 }
@@ -653,10 +655,28 @@ static int pg_cmd_clear_counters(struct pg_dev *pd, int argc, char **argv)
 	return pg_res(pd, 0, "OK: Clearing counters.");
 }
 
+/*
+ * The flow table is allocated here, in the writer's context and charged to
+ * its memory cgroup (up to 768 KiB), not by the thread at start; the
+ * thread only clears it (pg_dev_prepare). Not while running: the thread
+ * reads it then.
+ */
 static int pg_cmd_flows(struct pg_dev *pd, int argc, char **argv)
 {
-	return pg_cmd_u32_field(pd, argv, &pd->nflows, PG_MAX_FLOWS,
-				"decimal, at most 65536");
+	struct pg_flow *flows = NULL;
+	u32 v;
+
+	if (pg_parse_u32(argv[1], &v, PG_MAX_FLOWS))
+		return pg_bad(pd, argv, "decimal, at most 65536");
+	if (v) {
+		flows = kvcalloc(v, sizeof(*flows), GFP_KERNEL_ACCOUNT);
+		if (!flows)
+			return pg_res(pd, -ENOMEM, "ERROR: flows: no memory for %u flows", v);
+	}
+	kvfree(pd->flows);
+	pd->flows = flows;
+	pd->nflows = v;
+	return pg_res(pd, 0, "OK: %s=%u", argv[0], v);
 }
 
 static int pg_cmd_flowlen(struct pg_dev *pd, int argc, char **argv)
@@ -860,7 +880,7 @@ static ssize_t pg_dev_write(struct file *file, const char __user *ubuf,
 
 	if (!pg_may_write(file, pd->thread->pn))
 		return -EPERM;
-	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
+	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL_ACCOUNT);
 	if (!buf)
 		return -ENOMEM;
 	argc = pg_get_args(ubuf, count, buf, argv, PG_MAX_ARGS);

@@ -82,11 +82,9 @@ static void pg_dev_ip6(struct net_device *dev, struct in6_addr *a)
 int pg_dev_prepare(struct pg_dev *pd)
 {
 	pg_dev_release_run(pd);
-	if (pd->nflows) {
-		pd->flows = kvcalloc(pd->nflows, sizeof(*pd->flows), GFP_KERNEL);
-		if (!pd->flows)
-			return -ENOMEM;
-	}
+	/* allocated by the flows command (device.c), in the writer's memcg */
+	if (pd->nflows)
+		memset(pd->flows, 0, pd->nflows * sizeof(*pd->flows));
 	if (pd->nfrags) {
 		pd->frag_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 		if (!pd->frag_page) {
@@ -122,8 +120,6 @@ void pg_dev_release_run(struct pg_dev *pd)
 {
 	kfree_skb(pd->skb);
 	pd->skb = NULL;
-	kvfree(pd->flows);
-	pd->flows = NULL;
 	if (pd->frag_page) {
 		put_page(pd->frag_page);
 		pd->frag_page = NULL;

@@ -561,7 +561,7 @@ int pg_thread_create(struct pg_net *pn, unsigned int cpu)
 	struct pg_thread *t;
 	int err;
 
-	t = kzalloc_node(sizeof(*t), GFP_KERNEL, cpu_to_node(cpu));
+	t = kzalloc_node(sizeof(*t), GFP_KERNEL_ACCOUNT, cpu_to_node(cpu));
 	if (!t)
 		return -ENOMEM;
 	t->pn = pn;
