@@ -45,7 +45,8 @@ bool pg_dev_has_flag(const struct pg_dev *pd, enum pg_flag f)
 struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,
 			    const char *name)
 {
-	struct pg_dev *pd = kvzalloc(sizeof(*pd), GFP_KERNEL);
+	/* charged to the writer's memory cgroup: ~36 KiB a device */
+	struct pg_dev *pd = kvzalloc(sizeof(*pd), GFP_KERNEL_ACCOUNT);
 
 	if (!pd)
 		return NULL;
@@ -78,6 +79,7 @@ void pg_dev_free(struct pg_dev *pd)
 	pg_untrack_dev(pd);
 	proc_remove(pd->proc);	/* waits for readers/writers in flight */
 	pg_dev_release_run(pd);
+	kvfree(pd->flows);
 	dev_put(pd->odev);
 	kvfree(pd);
 }
@@ -111,14 +113,11 @@ static void pg_show_ip4(struct seq_file *m, const char *label, bool have, u32 a)
 		seq_puts(m, label);
 }
 
-static int pg_dev_show(struct seq_file *m, void *v)
+/* Params: sizes, timing, flows, queues. */
+static void pg_show_params(struct seq_file *m, const struct pg_dev *pd)
 {
-	struct pg_dev *pd = m->private;
-	const u8 *src_mac;
-	u64 stopped;
 	u32 i;
 
-	mutex_lock(&pd->cfg_lock);
 	seq_printf(m, "Params: count %llu  min_pkt_size: %u  max_pkt_size: %u\n",
 		   pd->count, pd->min_pkt_size, pd->max_pkt_size);
 	if (pd->n_imix) {
@@ -137,6 +136,13 @@ static int pg_dev_show(struct seq_file *m, void *v)
 		seq_printf(m, "     skb_priority: %u\n", pd->skb_priority);
 	if (pd->spi)
 		seq_printf(m, "     spi: %u\n", pd->spi);
+}
+
+/* Params: addresses, MACs, ports. */
+static void pg_show_addrs(struct seq_file *m, const struct pg_dev *pd)
+{
+	const u8 *src_mac;
+
 	if (pg_dev_has_flag(pd, PGF_IPV6)) {
 		/*
 		 * As upstream: there is no src6_min/src6_max command (src6 is one
@@ -160,6 +166,13 @@ static int pg_dev_show(struct seq_file *m, void *v)
 		   pd->udp_src_min, pd->udp_src_max, pd->udp_dst_min, pd->udp_dst_max);
 	seq_printf(m, "     src_mac_count: %u  dst_mac_count: %u\n",
 		   pd->src_mac_count, pd->dst_mac_count);
+}
+
+/* Params: tags, marks, transmit mode and flags. */
+static void pg_show_tags_mode(struct seq_file *m, const struct pg_dev *pd)
+{
+	u32 i;
+
 	if (pd->nr_labels) {
 		seq_puts(m, "     mpls: ");
 		for (i = 0; i < pd->nr_labels; i++)
@@ -185,6 +198,13 @@ static int pg_dev_show(struct seq_file *m, void *v)
 	else if (pd->xmit_mode == PG_XMIT_QUEUE)
 		seq_puts(m, "     xmit_mode: xmit_queue\n");
 	pg_show_flags(m, pd);
+}
+
+/* Current: the run's counters and the last values used. */
+static void pg_show_current(struct seq_file *m, const struct pg_dev *pd)
+{
+	u64 stopped;
+	u32 i;
 
 	stopped = READ_ONCE(pd->running) ? ktime_to_us(ktime_get()) :
 		  ktime_to_us(pd->stopped_at);
@@ -213,6 +233,17 @@ static int pg_dev_show(struct seq_file *m, void *v)
 			seq_printf(m, "%u,%llu ", pd->imix[i].size, pd->imix_counts[i]);
 		seq_puts(m, "\n");
 	}
+}
+
+static int pg_dev_show(struct seq_file *m, void *v)
+{
+	struct pg_dev *pd = m->private;
+
+	mutex_lock(&pd->cfg_lock);
+	pg_show_params(m, pd);
+	pg_show_addrs(m, pd);
+	pg_show_tags_mode(m, pd);
+	pg_show_current(m, pd);
 	pg_dep_show(m, &pd->dep, pg_nominal_gap(pd->delay));
 	seq_printf(m, "Result: %s\n", pd->result);
 	mutex_unlock(&pd->cfg_lock);
@@ -624,10 +655,28 @@ static int pg_cmd_clear_counters(struct pg_dev *pd, int argc, char **argv)
 	return pg_res(pd, 0, "OK: Clearing counters.");
 }
 
+/*
+ * The flow table is allocated here, in the writer's context and charged to
+ * its memory cgroup (up to 768 KiB), not by the thread at start; the
+ * thread only clears it (pg_dev_prepare). Not while running: the thread
+ * reads it then.
+ */
 static int pg_cmd_flows(struct pg_dev *pd, int argc, char **argv)
 {
-	return pg_cmd_u32_field(pd, argv, &pd->nflows, PG_MAX_FLOWS,
-				"decimal, at most 65536");
+	struct pg_flow *flows = NULL;
+	u32 v;
+
+	if (pg_parse_u32(argv[1], &v, PG_MAX_FLOWS))
+		return pg_bad(pd, argv, "decimal, at most 65536");
+	if (v) {
+		flows = kvcalloc(v, sizeof(*flows), GFP_KERNEL_ACCOUNT);
+		if (!flows)
+			return pg_res(pd, -ENOMEM, "ERROR: flows: no memory for %u flows", v);
+	}
+	kvfree(pd->flows);
+	pd->flows = flows;
+	pd->nflows = v;
+	return pg_res(pd, 0, "OK: %s=%u", argv[0], v);
 }
 
 static int pg_cmd_flowlen(struct pg_dev *pd, int argc, char **argv)
@@ -831,7 +880,7 @@ static ssize_t pg_dev_write(struct file *file, const char __user *ubuf,
 
 	if (!pg_may_write(file, pd->thread->pn))
 		return -EPERM;
-	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
+	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL_ACCOUNT);
 	if (!buf)
 		return -ENOMEM;
 	argc = pg_get_args(ubuf, count, buf, argv, PG_MAX_ARGS);

@@ -13,17 +13,81 @@
 #include <net/netns/generic.h>
 #include "rfcpg.h"
 
-unsigned long pg_spin_ns = 100000;
-module_param_named(spin_ns, pg_spin_ns, ulong, 0644);
-MODULE_PARM_DESC(spin_ns, "sleep until this many ns before the next packet is due, then busy-wait (default 100000)");
+/*
+ * Module parameters. Each is checked when written (insmod, modprobe or
+ * /sys/module/rfc2544_pktgen/parameters): a decimal in its range, else
+ * -EINVAL and a log line naming the range, so no value can reach the
+ * transmit path that overflows or divides by zero there (catchup_pct once
+ * took any u32, and 100 + catchup_pct wrapped to 0). Ranges: README.md.
+ */
+struct pg_param {
+	void *val;		/* a u64 or a u32, by size */
+	unsigned int size;
+	u64 min, max;
+};
 
-unsigned long pg_max_lag_ns = NSEC_PER_SEC;
-module_param_named(max_lag_ns, pg_max_lag_ns, ulong, 0644);
-MODULE_PARM_DESC(max_lag_ns, "a generator running late by more than this re-bases its schedule instead of sending back to back to catch up (default 1 s)");
+static int pg_param_set(const char *val, const struct kernel_param *kp)
+{
+	const struct pg_param *p = kp->arg;
+	u64 v;
 
-unsigned int pg_catchup_pct;
-module_param_named(catchup_pct, pg_catchup_pct, uint, 0644);
-MODULE_PARM_DESC(catchup_pct, "a generator running late sends at most this many percent faster than its rate until back on schedule (default 0: no limit, like upstream pktgen)");
+	if (kstrtou64(val, 10, &v) || v < p->min || v > p->max) {
+		pr_warn_ratelimited("%s: \"%.*s\" refused: a decimal from %llu to %llu\n",
+				    kp->name, (int)min_t(size_t, strcspn(val, "\n"), 24), val,
+				    p->min, p->max);
+		return -EINVAL;
+	}
+	if (p->size == sizeof(u64))
+		WRITE_ONCE(*(u64 *)p->val, v);
+	else
+		WRITE_ONCE(*(u32 *)p->val, (u32)v);
+	return 0;
+}
+
+static int pg_param_get(char *buffer, const struct kernel_param *kp)
+{
+	const struct pg_param *p = kp->arg;
+	u64 v = p->size == sizeof(u64) ? READ_ONCE(*(u64 *)p->val) :
+		READ_ONCE(*(u32 *)p->val);
+
+	return scnprintf(buffer, PAGE_SIZE, "%llu\n", v);
+}
+
+static const struct kernel_param_ops pg_param_ops = {
+	.set = pg_param_set,
+	.get = pg_param_get,
+};
+
+#define PG_PARAM(name, var, lo, hi, desc)					\
+	static struct pg_param pg_param_##name = {				\
+		.val = &(var), .size = sizeof(var), .min = (lo), .max = (hi),	\
+	};									\
+	module_param_cb(name, &pg_param_ops, &pg_param_##name, 0644);		\
+	MODULE_PARM_DESC(name, desc)
+
+u64 pg_spin_ns = 100000;
+PG_PARAM(spin_ns, pg_spin_ns, 0, 10 * NSEC_PER_MSEC,
+	 "sleep until this many ns before the next packet is due, then busy-wait (default 100000, at most 10000000)");
+
+u64 pg_max_lag_ns = NSEC_PER_SEC;
+PG_PARAM(max_lag_ns, pg_max_lag_ns, 0, 60ULL * NSEC_PER_SEC,
+	 "a generator running late by more than this re-bases its schedule instead of sending back to back to catch up (default 1 s, at most 60 s)");
+
+u32 pg_catchup_pct;
+PG_PARAM(catchup_pct, pg_catchup_pct, 0, 10000,
+	 "a generator running late sends at most this many percent faster than its rate until back on schedule (default 0: no limit, like upstream pktgen; at most 10000)");
+
+u32 pg_allow_netns_admin;
+PG_PARAM(allow_netns_admin, pg_allow_netns_admin, 0, 1,
+	 "1: CAP_NET_ADMIN over a network namespace's own user namespace may command its generators and receiver (a container's root); 0 (default): CAP_NET_ADMIN in the initial namespace only, as upstream. Risk: README.md");
+
+u32 pg_max_devs_per_thread = 64;
+PG_PARAM(max_devs_per_thread, pg_max_devs_per_thread, 1, 4096,
+	 "add_device refuses (ENOSPC) a device beyond this many on one kpktgend thread (default 64, 1 to 4096)");
+
+u32 pg_max_devs_per_netns = 256;
+PG_PARAM(max_devs_per_netns, pg_max_devs_per_netns, 1, 65536,
+	 "add_device refuses (ENOSPC) a device beyond this many in one network namespace (default 256, 1 to 65536)");
 
 static unsigned int pg_net_id __read_mostly;
 

@@ -82,11 +82,9 @@ static void pg_dev_ip6(struct net_device *dev, struct in6_addr *a)
 int pg_dev_prepare(struct pg_dev *pd)
 {
 	pg_dev_release_run(pd);
-	if (pd->nflows) {
-		pd->flows = kvcalloc(pd->nflows, sizeof(*pd->flows), GFP_KERNEL);
-		if (!pd->flows)
-			return -ENOMEM;
-	}
+	/* allocated by the flows command (device.c), in the writer's memcg */
+	if (pd->nflows)
+		memset(pd->flows, 0, pd->nflows * sizeof(*pd->flows));
 	if (pd->nfrags) {
 		pd->frag_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 		if (!pd->frag_page) {
@@ -122,8 +120,6 @@ void pg_dev_release_run(struct pg_dev *pd)
 {
 	kfree_skb(pd->skb);
 	pd->skb = NULL;
-	kvfree(pd->flows);
-	pd->flows = NULL;
 	if (pd->frag_page) {
 		put_page(pd->frag_page);
 		pd->frag_page = NULL;
@@ -280,84 +276,96 @@ static struct sk_buff *pg_alloc(struct pg_dev *pd, unsigned int size)
 	return skb;
 }
 
-struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd, u64 mono)
-{
-	bool ipv6 = pg_dev_has_flag(pd, PGF_IPV6);
-	bool vlan = pd->vlan_id <= 4095, svlan = vlan && pd->svlan_id <= 4095;
-	unsigned int l3len = ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
-	unsigned int tags, hdrlen, size, datalen, linear, frag_total = 0;
-	unsigned int nfrags = 0, i;
-	u16 sport, dport, queue, proto;
-	u32 saddr = 0, daddr = 0;
-	struct sk_buff *skb;
-	struct udphdr *uh;
-	u8 *p, *start;
-	__wsum csum;
+/* One packet's choices and layout, from pg_pkt_vary() and pg_pkt_geometry(). */
+struct pg_pkt {
+	bool ipv6, vlan, svlan;
+	u16 sport, dport, queue;
+	u32 saddr, daddr;		/* host order, IPv4 */
+	unsigned int size;		/* frame size without FCS */
+	unsigned int l3len, hdrlen;	/* IP header; Ethernet to UDP included */
+	unsigned int datalen;		/* UDP payload */
+	unsigned int nfrags, frag_total;	/* payload in page fragments */
+	unsigned int linear;		/* bytes in the skb's head */
+};
 
-	/* per-packet variation */
-	size = pg_next_size(t, pd);
+/* Per-packet variation: size, MACs, addresses, ports, queue, VLAN ids. */
+static void pg_pkt_vary(struct pg_thread *t, struct pg_dev *pd, struct pg_pkt *pk)
+{
+	pk->size = pg_next_size(t, pd);
 	pd->cur_src_mac_offset = pg_next_offset(t, pd->cur_src_mac_offset, pd->src_mac_count,
 						pg_dev_has_flag(pd, PGF_MACSRC_RND));
 	pd->cur_dst_mac_offset = pg_next_offset(t, pd->cur_dst_mac_offset, pd->dst_mac_count,
 						pg_dev_has_flag(pd, PGF_MACDST_RND));
-	if (ipv6) {
+	if (pk->ipv6) {
 		pg_next_daddr6(t, pd);
 	} else {
 		if (!pd->auto_saddr)
 			pd->cur_saddr = pg_next(t, pd->cur_saddr, pd->saddr_min,
 						pd->saddr_max,
 						pg_dev_has_flag(pd, PGF_IPSRC_RND));
-		saddr = pd->cur_saddr;
-		daddr = pg_next_daddr(t, pd);
+		pk->saddr = pd->cur_saddr;
+		pk->daddr = pg_next_daddr(t, pd);
 	}
 	pd->cur_udp_src = (u16)pg_next(t, pd->cur_udp_src, pd->udp_src_min, pd->udp_src_max,
 				       pg_dev_has_flag(pd, PGF_UDPSRC_RND));
 	pd->cur_udp_dst = (u16)pg_next(t, pd->cur_udp_dst, pd->udp_dst_min, pd->udp_dst_max,
 				       pg_dev_has_flag(pd, PGF_UDPDST_RND));
-	sport = pd->cur_udp_src;
-	dport = pd->cur_udp_dst;
-	queue = pg_next_queue(t, pd);
+	pk->sport = pd->cur_udp_src;
+	pk->dport = pd->cur_udp_dst;
+	pk->queue = pg_next_queue(t, pd);
 	pd->cur_vlan_id = pg_dev_has_flag(pd, PGF_VID_RND) ?
 			  (u16)pg_rand_range(t, 0, 4095) : pd->vlan_id;
 	pd->cur_svlan_id = pg_dev_has_flag(pd, PGF_SVID_RND) ?
 			   (u16)pg_rand_range(t, 0, 4095) : pd->svlan_id;
+}
 
-	/* geometry */
-	tags = pd->nr_labels * 4 + (vlan ? VLAN_HLEN : 0) + (svlan ? VLAN_HLEN : 0);
-	hdrlen = ETH_HLEN + tags + l3len + sizeof(struct udphdr);
-	datalen = size > hdrlen ? size - hdrlen : 0;
-	if (datalen < PG_HDR_LEN)
-		datalen = PG_HDR_LEN;
+/*
+ * Geometry: header lengths, the UDP payload (at least the test header) and
+ * how much of it goes into page fragments.
+ */
+static void pg_pkt_geometry(const struct pg_dev *pd, struct pg_pkt *pk)
+{
+	unsigned int tags;
+
+	tags = pd->nr_labels * 4 + (pk->vlan ? VLAN_HLEN : 0) + (pk->svlan ? VLAN_HLEN : 0);
+	pk->hdrlen = ETH_HLEN + tags + pk->l3len + sizeof(struct udphdr);
+	pk->datalen = pk->size > pk->hdrlen ? pk->size - pk->hdrlen : 0;
+	if (pk->datalen < PG_HDR_LEN)
+		pk->datalen = PG_HDR_LEN;
+	pk->nfrags = 0;
+	pk->frag_total = 0;
 	if (pd->nfrags && pd->frag_page) {
-		nfrags = min_t(unsigned int, pd->nfrags, MAX_SKB_FRAGS);
-		frag_total = min_t(unsigned int, datalen - PG_HDR_LEN, nfrags * PAGE_SIZE);
-		if (frag_total < nfrags)
-			nfrags = frag_total;
-		if (!nfrags)
-			frag_total = 0;
+		pk->nfrags = min_t(unsigned int, pd->nfrags, MAX_SKB_FRAGS);
+		pk->frag_total = min_t(unsigned int, pk->datalen - PG_HDR_LEN,
+				       pk->nfrags * PAGE_SIZE);
+		if (pk->frag_total < pk->nfrags)
+			pk->nfrags = pk->frag_total;
+		if (!pk->nfrags)
+			pk->frag_total = 0;
 	}
-	linear = hdrlen + datalen - frag_total;
+	pk->linear = pk->hdrlen + pk->datalen - pk->frag_total;
+}
 
-	skb = pg_alloc(pd, linear);
-	if (!skb)
-		return NULL;
-	start = skb_put(skb, linear);
-	skb_reset_mac_header(skb);
+/* Ethernet header, S-VLAN and VLAN tags, MPLS labels; returns the L3 start. */
+static u8 *pg_put_l2(struct pg_thread *t, struct pg_dev *pd, struct sk_buff *skb,
+		     const struct pg_pkt *pk, u8 *start)
+{
+	u16 proto = pk->ipv6 ? ETH_P_IPV6 : ETH_P_IP;
+	unsigned int i;
+	u8 *p;
 
-	/* Ethernet, tags */
 	if (is_zero_ether_addr(pd->src_mac))
 		pg_mac_add(start + ETH_ALEN, pd->odev->dev_addr, pd->cur_src_mac_offset);
 	else
 		pg_mac_add(start + ETH_ALEN, pd->src_mac, pd->cur_src_mac_offset);
 	pg_mac_add(start, pd->dst_mac, pd->cur_dst_mac_offset);
 	p = start + 2 * ETH_ALEN;
-	proto = ipv6 ? ETH_P_IPV6 : ETH_P_IP;
-	if (svlan) {
+	if (pk->svlan) {
 		p = pg_put16(p, ETH_P_8021AD);
 		p = pg_put16(p, (u16)((pd->svlan_p << 13) | (pd->svlan_cfi << 12) |
 				      (pd->cur_svlan_id & 0xfff)));
 	}
-	if (vlan) {
+	if (pk->vlan) {
 		p = pg_put16(p, ETH_P_8021Q);
 		p = pg_put16(p, (u16)((pd->vlan_p << 13) | (pd->vlan_cfi << 12) |
 				      (pd->cur_vlan_id & 0xfff)));
@@ -373,16 +381,21 @@ struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd, u64 mono)
 		put_unaligned_be32(lse, p);
 		p += 4;
 	}
-	skb->protocol = htons(svlan ? ETH_P_8021AD : vlan ? ETH_P_8021Q :
+	skb->protocol = htons(pk->svlan ? ETH_P_8021AD : pk->vlan ? ETH_P_8021Q :
 			      pd->nr_labels ? ETH_P_MPLS_UC : proto);
+	return p;
+}
 
-	/* IP */
+/* The IPv4 or IPv6 header at p; returns the L4 start. */
+static u8 *pg_put_l3(struct pg_dev *pd, struct sk_buff *skb, const struct pg_pkt *pk,
+		     u8 *p)
+{
 	skb_set_network_header(skb, (int)(p - skb->data));
-	if (ipv6) {
+	if (pk->ipv6) {
 		struct ipv6hdr *ip6 = (struct ipv6hdr *)p;
 
 		ip6_flow_hdr(ip6, pd->traffic_class, 0);
-		ip6->payload_len = htons((u16)(sizeof(struct udphdr) + datalen));
+		ip6->payload_len = htons((u16)(sizeof(struct udphdr) + pk->datalen));
 		ip6->nexthdr = IPPROTO_UDP;
 		ip6->hop_limit = 32;
 		ip6->saddr = pd->cur_in6_saddr;
@@ -393,33 +406,45 @@ struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd, u64 mono)
 		iph->version = 4;
 		iph->ihl = 5;
 		iph->tos = pd->tos;
-		iph->tot_len = htons((u16)(l3len + sizeof(struct udphdr) + datalen));
+		iph->tot_len = htons((u16)(pk->l3len + sizeof(struct udphdr) + pk->datalen));
 		iph->id = htons(pd->ip_id++);
 		iph->frag_off = 0;
 		iph->ttl = 32;
 		iph->protocol = IPPROTO_UDP;
-		iph->saddr = htonl(saddr);
-		iph->daddr = htonl(daddr);
+		iph->saddr = htonl(pk->saddr);
+		iph->daddr = htonl(pk->daddr);
 		iph->check = 0;
 		iph->check = ip_fast_csum((u8 *)iph, iph->ihl);
 	}
-	p += l3len;
+	return p + pk->l3len;
+}
 
-	/* UDP + test header + padding */
+/* UDP header, test header and zero padding to the end of the head at `end`. */
+static struct udphdr *pg_put_l4(struct pg_dev *pd, struct sk_buff *skb,
+				const struct pg_pkt *pk, u8 *p, u8 *end, u64 mono)
+{
+	struct udphdr *uh = (struct udphdr *)p;
+
 	skb_set_transport_header(skb, (int)(p - skb->data));
-	uh = (struct udphdr *)p;
-	uh->source = htons(sport);
-	uh->dest = htons(dport);
-	uh->len = htons((u16)(sizeof(struct udphdr) + datalen));
+	uh->source = htons(pk->sport);
+	uh->dest = htons(pk->dport);
+	uh->len = htons((u16)(sizeof(struct udphdr) + pk->datalen));
 	uh->check = 0;
 	p += sizeof(struct udphdr);
 	pg_write_header(pd, p, mono);
 	p += PG_HDR_LEN;
-	memset(p, 0, start + linear - p);
+	memset(p, 0, end - p);
+	return uh;
+}
 
-	/* the rest of the payload in page fragments of one shared zero page */
-	for (i = 0; i < nfrags; i++) {
-		unsigned int flen = frag_total / nfrags + (i < frag_total % nfrags ? 1 : 0);
+/* The rest of the payload in page fragments of one shared zero page. */
+static void pg_put_frags(struct pg_dev *pd, struct sk_buff *skb, const struct pg_pkt *pk)
+{
+	unsigned int i;
+
+	for (i = 0; i < pk->nfrags; i++) {
+		unsigned int flen = pk->frag_total / pk->nfrags +
+				    (i < pk->frag_total % pk->nfrags ? 1 : 0);
 
 		get_page(pd->frag_page);
 		pg_skb_add_frag(skb, (int)i, pd->frag_page, 0, flen);
@@ -427,24 +452,54 @@ struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd, u64 mono)
 		skb->data_len += flen;
 		skb->truesize += flen;
 	}
+}
 
-	if (pg_dev_has_flag(pd, PGF_UDPCSUM)) {
-		int thoff = skb_transport_offset(skb);
-		unsigned int ulen = skb->len - thoff;
+/* flag UDPCSUM: the UDP checksum over the whole datagram, fragments included. */
+static void pg_udp_csum(struct pg_dev *pd, struct sk_buff *skb, const struct pg_pkt *pk,
+			struct udphdr *uh)
+{
+	int thoff = skb_transport_offset(skb);
+	unsigned int ulen = skb->len - thoff;
+	__wsum csum = skb_checksum(skb, thoff, (int)ulen, 0);
 
-		csum = skb_checksum(skb, thoff, (int)ulen, 0);
-		if (ipv6)
-			uh->check = csum_ipv6_magic(&pd->cur_in6_saddr, &pd->cur_in6_daddr,
-						    ulen, IPPROTO_UDP, csum);
-		else
-			uh->check = csum_tcpudp_magic(htonl(saddr), htonl(daddr), ulen,
-						      IPPROTO_UDP, csum);
-		if (!uh->check)
-			uh->check = CSUM_MANGLED_0;
-	}
+	if (pk->ipv6)
+		uh->check = csum_ipv6_magic(&pd->cur_in6_saddr, &pd->cur_in6_daddr,
+					    ulen, IPPROTO_UDP, csum);
+	else
+		uh->check = csum_tcpudp_magic(htonl(pk->saddr), htonl(pk->daddr), ulen,
+					      IPPROTO_UDP, csum);
+	if (!uh->check)
+		uh->check = CSUM_MANGLED_0;
+}
+
+struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd, u64 mono)
+{
+	struct pg_pkt pk = {};
+	struct sk_buff *skb;
+	struct udphdr *uh;
+	u8 *p, *start;
+
+	pk.ipv6 = pg_dev_has_flag(pd, PGF_IPV6);
+	pk.vlan = pd->vlan_id <= 4095;
+	pk.svlan = pk.vlan && pd->svlan_id <= 4095;
+	pk.l3len = pk.ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	pg_pkt_vary(t, pd, &pk);
+	pg_pkt_geometry(pd, &pk);
+
+	skb = pg_alloc(pd, pk.linear);
+	if (!skb)
+		return NULL;
+	start = skb_put(skb, pk.linear);
+	skb_reset_mac_header(skb);
+	p = pg_put_l2(t, pd, skb, &pk, start);
+	p = pg_put_l3(pd, skb, &pk, p);
+	uh = pg_put_l4(pd, skb, &pk, p, start + pk.linear, mono);
+	pg_put_frags(pd, skb, &pk);
+	if (pg_dev_has_flag(pd, PGF_UDPCSUM))
+		pg_udp_csum(pd, skb, &pk, uh);
 	skb->ip_summed = CHECKSUM_NONE;
 	skb->dev = pd->odev;
 	skb->priority = pd->skb_priority;
-	skb_set_queue_mapping(skb, queue);
+	skb_set_queue_mapping(skb, pk.queue);
 	return skb;
 }

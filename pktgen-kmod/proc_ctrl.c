@@ -276,7 +276,7 @@ static ssize_t pg_ctrl_write(struct file *file, const char __user *ubuf,
 
 	if (!pg_may_write(file, pn))
 		return -EPERM;
-	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
+	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL_ACCOUNT);
 	if (!buf)
 		return -ENOMEM;
 	err = pg_ctrl_command(pn, ubuf, count, buf);
@@ -314,6 +314,64 @@ static int pg_thread_open(struct inode *inode, struct file *file)
 	return single_open(file, pg_thread_show, pde_data(inode));
 }
 
+/* "IF[@tag]": IF into ifname (IFNAMSIZ); false, with Result set, if bad. */
+static bool pg_dev_name_ok(struct pg_thread *t, const char *name, char *ifname)
+{
+	const char *at = strchr(name, '@');
+	size_t iflen = at ? (size_t)(at - name) : strlen(name);
+
+	if (!iflen || iflen >= IFNAMSIZ || strlen(name) >= PG_NAME_LEN) {
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: bad device name (interface up to %d characters, whole name up to %d)",
+			  IFNAMSIZ - 1, PG_NAME_LEN - 1);
+		return false;
+	}
+	if (strchr(name, '/')) {
+		scnprintf(t->result, sizeof(t->result), "ERROR: bad device name");
+		return false;
+	}
+	memcpy(ifname, name, iflen);
+	ifname[iflen] = '\0';
+	return true;
+}
+
+/*
+ * Room for one more device on t and in its namespace (max_devs_per_thread,
+ * max_devs_per_netns): 0, or -ENOSPC with Result set. Caller holds
+ * pn->lock, under which every add and remove is made.
+ */
+static int pg_dev_room(struct pg_thread *t)
+{
+	u32 max_thread = READ_ONCE(pg_max_devs_per_thread);
+	u32 max_netns = READ_ONCE(pg_max_devs_per_netns);
+	u32 on_thread = 0, in_netns = 0;
+	struct pg_thread *each;
+	struct pg_dev *pd;
+
+	list_for_each_entry(each, &t->pn->threads, list) {
+		mutex_lock(&each->lock);
+		list_for_each_entry(pd, &each->devs, list) {
+			in_netns++;
+			if (each == t)
+				on_thread++;
+		}
+		mutex_unlock(&each->lock);
+	}
+	if (on_thread >= max_thread) {
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: %s has %u devices, the most max_devs_per_thread allows",
+			  t->name, on_thread);
+		return -ENOSPC;
+	}
+	if (in_netns >= max_netns) {
+		scnprintf(t->result, sizeof(t->result),
+			  "ERROR: this network namespace has %u devices, the most max_devs_per_netns allows",
+			  in_netns);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
 /* Caller holds pn->lock. */
 static int pg_add_device(struct pg_thread *t, const char *name)
 {
@@ -321,30 +379,18 @@ static int pg_add_device(struct pg_thread *t, const char *name)
 	char ifname[IFNAMSIZ];
 	struct net_device *odev;
 	struct pg_dev *pd;
-	const char *at;
-	size_t iflen;
 	int err;
 
-	at = strchr(name, '@');
-	iflen = at ? (size_t)(at - name) : strlen(name);
-	if (!iflen || iflen >= IFNAMSIZ || strlen(name) >= PG_NAME_LEN) {
-		scnprintf(t->result, sizeof(t->result),
-			  "ERROR: bad device name (interface up to %d characters, whole name up to %d)",
-			  IFNAMSIZ - 1, PG_NAME_LEN - 1);
+	if (!pg_dev_name_ok(t, name, ifname))
 		return -EINVAL;
-	}
-	if (strchr(name, '/')) {
-		scnprintf(t->result, sizeof(t->result), "ERROR: bad device name");
-		return -EINVAL;
-	}
-	memcpy(ifname, name, iflen);
-	ifname[iflen] = '\0';
-
 	if (pg_name_taken(pn, name)) {
 		scnprintf(t->result, sizeof(t->result),
 			  "ERROR: device %s already added or name reserved", name);
 		return -EBUSY;
 	}
+	err = pg_dev_room(t);
+	if (err)
+		return err;
 	odev = dev_get_by_name(pn->net, ifname);
 	if (!odev) {
 		scnprintf(t->result, sizeof(t->result),
@@ -402,7 +448,7 @@ static ssize_t pg_thread_write(struct file *file, const char __user *ubuf,
 
 	if (!pg_may_write(file, pn))
 		return -EPERM;
-	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL);
+	buf = kmalloc(PG_MAX_WRITE, GFP_KERNEL_ACCOUNT);
 	if (!buf)
 		return -ENOMEM;
 	argc = pg_get_args(ubuf, count, buf, argv, ARRAY_SIZE(argv));

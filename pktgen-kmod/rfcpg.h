@@ -16,6 +16,7 @@
 #include <linux/in6.h>
 #include <linux/if_ether.h>
 #include <linux/capability.h>
+#include <linux/user_namespace.h>
 #include <net/net_namespace.h>
 #include "compat.h"
 #include "departures.h"
@@ -231,21 +232,31 @@ struct pg_net {
 	char ctrl_result[PG_RESULT_LEN];
 };
 
+/* main.c */
+struct pg_net *pg_net_get(const struct net *net);
+extern u32 pg_allow_netns_admin;
+extern u32 pg_max_devs_per_thread;
+extern u32 pg_max_devs_per_netns;
+extern u64 pg_spin_ns;
+extern u64 pg_max_lag_ns;
+extern u32 pg_catchup_pct;
+
 /*
- * Writes need CAP_NET_ADMIN in the user namespace that owns the file's
- * network namespace, held by whoever opened the file (as upstream): root
- * of a container's own netns may drive its generators, nobody else.
+ * Who may command the module: CAP_NET_ADMIN in the initial user namespace,
+ * as upstream pktgen requires (capable()), held both by the writer and by
+ * whoever opened the file, whatever the file's owner and mode. With the
+ * module parameter allow_netns_admin=1 (off by default; README.md, its
+ * risk), CAP_NET_ADMIN over the user namespace that owns the file's
+ * network namespace is enough: a container's root drives its own
+ * namespace's generators.
  */
 static inline bool pg_may_write(const struct file *file, const struct pg_net *pn)
 {
-	return file_ns_capable(file, pn->net->user_ns, CAP_NET_ADMIN);
-}
+	struct user_namespace *ns = READ_ONCE(pg_allow_netns_admin) ?
+				    pn->net->user_ns : &init_user_ns;
 
-/* main.c */
-struct pg_net *pg_net_get(const struct net *net);
-extern unsigned long pg_spin_ns;
-extern unsigned long pg_max_lag_ns;
-extern unsigned int pg_catchup_pct;
+	return file_ns_capable(file, ns, CAP_NET_ADMIN) && ns_capable(ns, CAP_NET_ADMIN);
+}
 
 /* parse.c */
 int pg_read_cmd(const char __user *ubuf, size_t count, char *buf, size_t size);

@@ -359,28 +359,29 @@ static unsigned int pg_netif_receive(struct pg_dev *pd, struct sk_buff *skb,
 	return n;
 }
 
-/* now: the monotonic time just read, or 0 to read it when needed */
-static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
+/* The device went down or lost its carrier: stop its generator, say why. */
+static bool pg_xmit_dev_gone(struct pg_thread *t, struct pg_dev *pd)
 {
 	struct net_device *odev = pd->odev;
-	bool shared = pd->clone_skb || pd->burst > 1;
-	unsigned int frames = 1;	/* handed over by this call: sets the gap */
-	unsigned int burst;
-	struct sk_buff *skb;
-	unsigned int len;
-	u64 gap, delay;
-	int ret;
 
-	if (unlikely(!netif_running(odev) || !netif_carrier_ok(odev))) {
-		pg_dev_stop(t, pd);
-		mutex_lock(&pd->cfg_lock);
-		scnprintf(pd->result, sizeof(pd->result),
-			  "Stopped: device %s went down after %llu packets",
-			  odev->name, pd->sofar);
-		mutex_unlock(&pd->cfg_lock);
-		return;
-	}
+	if (likely(netif_running(odev) && netif_carrier_ok(odev)))
+		return false;
+	pg_dev_stop(t, pd);
+	mutex_lock(&pd->cfg_lock);
+	scnprintf(pd->result, sizeof(pd->result),
+		  "Stopped: device %s went down after %llu packets",
+		  odev->name, pd->sofar);
+	mutex_unlock(&pd->cfg_lock);
+	return true;
+}
 
+/*
+ * The skb to send: the kept one while clone_skb/burst copies are left, else
+ * a new one. NULL when none could be built (counted, the slot skipped).
+ */
+static struct sk_buff *pg_xmit_skb(struct pg_thread *t, struct pg_dev *pd, bool shared,
+				   u64 now)
+{
 	if (!pd->skb || (shared && pd->clone_left == 0)) {
 		if (pd->skb)
 			kfree_skb(pd->skb);
@@ -388,60 +389,65 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 		if (!pd->skb) {
 			pd->errors++;
 			pd->next_tx = pg_sat_add(pd->next_tx, READ_ONCE(pd->delay));
-			return;
+			return NULL;
 		}
 		/* clone_skb N: the same skb N times (upstream); 0 or 1: once */
 		pd->clone_left = max(pd->clone_skb, 1U);
 	}
-	skb = pd->skb;
-	len = skb->len;
-	/* count N sends N frames: the last burst stops there (upstream overshoots) */
-	burst = pd->burst;
-	if (pd->count)
-		burst = min_t(u64, burst, pd->count - pd->sofar - pd->tx_dropped);
-	burst = max(burst, 1U);
+	return pd->skb;
+}
 
-	switch (pd->xmit_mode) {
-	case PG_XMIT_NETIF_RECEIVE:
-		pd->skb = NULL;
-		frames = pg_netif_receive(pd, skb, burst);
-		pg_count_sent(pd, frames, len);
-		break;
-	case PG_XMIT_QUEUE:
-		pd->skb = NULL;
-		ret = dev_queue_xmit(skb);
-		if (ret == NET_XMIT_SUCCESS) {
-			pg_count_sent(pd, 1, len);
-		} else {
-			/* dropped by our own qdisc or driver, not by the DUT */
-			pd->errors++;
-			pd->tx_dropped++;
-		}
-		break;
-	default: {
-		struct pg_tx tx = {};
+/* xmit_mode queue_xmit: one frame through the qdisc; consumes skb. */
+static unsigned int pg_xmit_queue(struct pg_dev *pd, struct sk_buff *skb,
+				  unsigned int len)
+{
+	pd->skb = NULL;
+	if (dev_queue_xmit(skb) == NET_XMIT_SUCCESS) {
+		pg_count_sent(pd, 1, len);
+	} else {
+		/* dropped by our own qdisc or driver, not by the DUT */
+		pd->errors++;
+		pd->tx_dropped++;
+	}
+	return 1;
+}
 
-		pg_xmit_start(pd, skb, shared, shared ? burst : 1, &tx);
-		if (tx.sent || tx.dropped) {
-			pg_count_sent(pd, tx.sent, len);
-			pd->errors += tx.dropped;
-			pd->tx_dropped += tx.dropped;
-			if (!shared)
-				pd->skb = NULL;	/* the driver owns it now */
-			else
-				pd->clone_left--;
-			frames = tx.sent + tx.dropped;
-		}
-		if (tx.busy && !tx.sent && !tx.dropped) {
-			/* queue full: retry the same packet soon, not an error */
-			pd->earliest_tx = ktime_get_ns() + 1000;
-			if (need_resched())
-				cond_resched();
-			return;
-		}
-		break;
+/*
+ * xmit_mode start_xmit: straight to the driver. Returns the frames handed
+ * over, 0 when the queue was full before the first one (retry soon).
+ */
+static unsigned int pg_xmit_driver(struct pg_dev *pd, struct sk_buff *skb, bool shared,
+				   unsigned int burst, unsigned int len)
+{
+	struct pg_tx tx = {};
+
+	pg_xmit_start(pd, skb, shared, shared ? burst : 1, &tx);
+	if (tx.sent || tx.dropped) {
+		pg_count_sent(pd, tx.sent, len);
+		pd->errors += tx.dropped;
+		pd->tx_dropped += tx.dropped;
+		if (!shared)
+			pd->skb = NULL;	/* the driver owns it now */
+		else
+			pd->clone_left--;
+		return tx.sent + tx.dropped;
 	}
+	if (tx.busy) {
+		/* queue full: retry the same packet soon, not an error */
+		pd->earliest_tx = ktime_get_ns() + 1000;
+		if (need_resched())
+			cond_resched();
+		return 0;
 	}
+	return 1;
+}
+
+/* After `frames` were handed over: departures, the next slot, count reached. */
+static void pg_xmit_done(struct pg_thread *t, struct pg_dev *pd, u64 now,
+			 unsigned int frames, unsigned int len)
+{
+	u64 gap, delay;
+
 	pd->last_pkt_size = len;
 	delay = READ_ONCE(pd->delay);
 	if (unlikely(READ_ONCE(pd->dep_clear))) {
@@ -468,6 +474,45 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
 	/* count: frames handed to the driver, whether it sent or dropped them */
 	if (pd->count && pd->sofar + pd->tx_dropped >= pd->count)
 		pg_dev_stop(t, pd);
+}
+
+/* now: the monotonic time just read, or 0 to read it when needed */
+static void pg_xmit(struct pg_thread *t, struct pg_dev *pd, u64 now)
+{
+	bool shared = pd->clone_skb || pd->burst > 1;
+	unsigned int frames;	/* handed over by this call: sets the gap */
+	unsigned int burst;
+	struct sk_buff *skb;
+	unsigned int len;
+
+	if (pg_xmit_dev_gone(t, pd))
+		return;
+	skb = pg_xmit_skb(t, pd, shared, now);
+	if (!skb)
+		return;
+	len = skb->len;
+	/* count N sends N frames: the last burst stops there (upstream overshoots) */
+	burst = pd->burst;
+	if (pd->count)
+		burst = min_t(u64, burst, pd->count - pd->sofar - pd->tx_dropped);
+	burst = max(burst, 1U);
+
+	switch (pd->xmit_mode) {
+	case PG_XMIT_NETIF_RECEIVE:
+		pd->skb = NULL;
+		frames = pg_netif_receive(pd, skb, burst);
+		pg_count_sent(pd, frames, len);
+		break;
+	case PG_XMIT_QUEUE:
+		frames = pg_xmit_queue(pd, skb, len);
+		break;
+	default:
+		frames = pg_xmit_driver(pd, skb, shared, burst, len);
+		if (!frames)
+			return;		/* queue full: nothing handed over */
+		break;
+	}
+	pg_xmit_done(t, pd, now, frames, len);
 }
 
 static int pg_thread_fn(void *arg)
@@ -516,7 +561,7 @@ int pg_thread_create(struct pg_net *pn, unsigned int cpu)
 	struct pg_thread *t;
 	int err;
 
-	t = kzalloc_node(sizeof(*t), GFP_KERNEL, cpu_to_node(cpu));
+	t = kzalloc_node(sizeof(*t), GFP_KERNEL_ACCOUNT, cpu_to_node(cpu));
 	if (!t)
 		return -ENOMEM;
 	t->pn = pn;

@@ -4,6 +4,7 @@ and frames the tester's own driver drops. Each test fails on the module as
 it was before the fix (see the commit messages)."""
 import errno
 import os
+import re
 import shlex
 import time
 
@@ -298,33 +299,188 @@ def test_count_is_exact_with_burst(kmod):
     assert (dummy, sent, injected) == (100, 100, 100)
 
 
-# Writes to each kind of file in a user namespace's own network namespace
-# (a dummy device of its own: devices must be up), then read-outs showing
-# they took effect.
-OWN_NETNS_WRITES = (
-    "ip link add d0 type dummy && ip link set d0 up; "
-    "w() { echo \"$2\" > /proc/net/pktgen/$1 && echo \"written $1\" || echo \"refused $1\"; }; "
-    "w pgctrl reset; w kpktgend_0 'add_device d0'; w d0 'count 7'; w pgrx 'statistics counter'; "
-    "grep -o 'count 7' /proc/net/pktgen/d0; "
-    "w pgrx 'display script'; grep -o 'statistics=counter' /proc/net/pktgen/pgrx; "
-    "w kpktgend_0 rem_device_all")
+PARAMS = "/sys/module/rfc2544_pktgen/parameters"
+
+# The user namespace test: an unprivileged user's `unshare -Urn` shell (a
+# dummy device d0 of its own) stays alive; init's root adds d0 there and
+# opens the namespace's files to everybody (chmod 0666), so an open always
+# succeeds and only the module's own check can refuse the write (the
+# initial namespace's pgctrl too, for the test's length). w() writes
+# as that namespace's root (nsenter: uid 0 over its user and network
+# namespace); coreutils' echo names the write's errno, sh names an open's.
+USERNS_WRITES = r"""
+set -u
+P=/proc/net/pktgen
+modprobe dummy
+rm -f /tmp/uns.pid
+setpriv --reuid=65534 --regid=65534 --clear-groups \
+  unshare --user --map-root-user --net sh -c \
+  'ip link add d0 type dummy && ip link set d0 up && echo $$ > /tmp/uns.pid && exec sleep 300' \
+  >/dev/null 2>&1 &
+for i in $(seq 100); do [ -s /tmp/uns.pid ] && break; sleep 0.1; done
+N=$(cat /tmp/uns.pid)
+nsenter -t $N -n sh -c "echo 'add_device d0' > $P/kpktgend_0" || echo "init root could not add d0"
+chmod 0666 /proc/$N/net/pktgen/pgctrl /proc/$N/net/pktgen/kpktgend_0 /proc/$N/net/pktgen/d0 \
+  /proc/$N/net/pktgen/pgrx /proc/1/net/pktgen/pgctrl
+w() {
+  if nsenter -t $N -U -n sh -c "/bin/echo '$2' > $P/$1" 2>/tmp/uns.err; then echo "written $1"
+  else echo "refused $1: $(cat /tmp/uns.err)"; fi
+}
+phase() {
+  echo "== allow_netns_admin=$(cat /sys/module/rfc2544_pktgen/parameters/allow_netns_admin)"
+  echo "uid map: $(nsenter -t $N -U cat /proc/self/uid_map)"
+  w d0 'count 7'; w pgrx 'statistics counter'; w kpktgend_0 'add_device d0@1'; w pgctrl stop
+  nsenter -t $N -n sh -c "grep -o 'count [0-9]*' $P/d0; cat $P/kpktgend_0"
+  # the initial namespace's file (the user namespace only: /proc/net is init's): never
+  if nsenter -t $N -U sh -c "/bin/echo stop > $P/pgctrl" 2>/tmp/uns.err; then
+    echo "written init pgctrl"; else echo "refused init pgctrl: $(cat /tmp/uns.err)"; fi
+}
+phase
+echo 1 > /sys/module/rfc2544_pktgen/parameters/allow_netns_admin
+phase
+echo 0 > /sys/module/rfc2544_pktgen/parameters/allow_netns_admin
+chmod 0600 /proc/1/net/pktgen/pgctrl
+kill $N
+"""
+
+
+def _phases(out):
+    parts = out.split("== allow_netns_admin=")
+    assert len(parts) == 3, out
+    return {p[0]: p for p in parts[1:]}
 
 
 def test_writes_need_net_admin_where_the_netns_belongs(kmod):
-    """Root of a user namespace that owns a network namespace drives that
-    namespace's pktgen files (upstream's file_ns_capable; old code checked
-    capable() in the initial namespace: EPERM on every write), but not the
-    initial namespace's files, whose owner namespace it is not."""
+    """Writes need CAP_NET_ADMIN in the initial user namespace (upstream's
+    capable()), checked at write whatever the file's mode: the root of an
+    unprivileged user's namespace is refused with EPERM on every file of its
+    own network namespace even though it could open them (old code: written,
+    file_ns_capable over the netns's user namespace). allow_netns_admin=1
+    lets it drive its own namespace; the initial namespace's files stay
+    closed to it either way."""
+    if kmod.sh("cat /proc/sys/kernel/unprivileged_userns_clone 2>/dev/null || echo 1").strip() != "1":
+        pytest.skip("unprivileged user namespaces are off in this guest")
     kmod.dmesg_mark("userns")
-    own = kmod.sh(f"unshare --user --map-root-user --net sh -c {shlex.quote(OWN_NETNS_WRITES)} 2>&1")
-    for name in ("pgctrl", "kpktgend_0", "d0", "pgrx"):
-        assert f"written {name}" in own, own
-    assert "count 7" in own and "statistics=counter" in own, own
-    # coreutils' echo names the errno (the shell's builtin says "I/O error")
-    init = kmod.sh("unshare --user --map-root-user sh -c "
-                   "'/bin/echo reset > /proc/net/pktgen/pgctrl && echo written || echo refused' 2>&1")
-    assert "refused" in init and "not permitted" in init, init
+    try:
+        out = kmod.sh(USERNS_WRITES, timeout=300)
+    finally:
+        kmod.sh(f"echo 0 > {PARAMS}/allow_netns_admin; chmod 0600 {PG}/pgctrl")
+    phases = _phases(out)
+    off, on = phases["0"], phases["1"]
+    # an unprivileged user's namespace: its root is not the initial root
+    assert re.search(r"uid map: +0 +65534 +1\n", off), off
+    assert "init root could not add d0" not in out, out
+    for name in ("d0", "pgrx", "kpktgend_0", "pgctrl"):
+        assert f"refused {name}: /bin/echo: write error: Operation not permitted" in off, off
+        assert f"written {name}" in on, on
+    assert "Permission denied" not in out, out           # every open succeeded
+    assert "count 1000" in off and "d0@1" not in off, off   # nothing changed
+    assert "count 7" in on and "d0@1" in on, on
+    for phase in (off, on):
+        assert "refused init pgctrl: /bin/echo: write error: Operation not permitted" in phase, phase
+    assert kmod.sh(f"cat {PARAMS}/allow_netns_admin").strip() == "0"
     _clean_dmesg(kmod, "userns")        # the namespace, its threads and d0 went away
+
+
+# Every module parameter: (name, default, min, max), as in README.md.
+PARAM_RANGES = [
+    ("spin_ns", 100000, 0, 10_000_000),
+    ("max_lag_ns", 1_000_000_000, 0, 60_000_000_000),
+    ("catchup_pct", 0, 0, 10000),
+    ("allow_netns_admin", 0, 0, 1),
+    ("max_devs_per_thread", 64, 1, 4096),
+    ("max_devs_per_netns", 256, 1, 65536),
+]
+GARBAGE = ["-1", "-0", "abc", "12abc", " ", "0x10", "1e3", "1.5", "+", "9" * 40,
+           "18446744073709551616", "\x00", "1 2"]
+
+
+def test_every_module_parameter_is_range_checked_then_the_generator_sends(kmod):
+    """Each parameter takes its minimum and maximum, refuses one past them
+    (EINVAL, value kept), 2^32-1, 2^32, 2^64-1 (where out of range),
+    negatives and garbage; the values the transmit path then sees are its
+    extremes, and a generator still sends exactly. Old code: catchup_pct
+    took 4294967196, 100 + catchup_pct wrapped to 0, the thread divided by
+    zero (#DE)."""
+    names = kmod.sh(f"ls {PARAMS}").split()
+    assert sorted(names) == sorted(n for n, *_ in PARAM_RANGES), names   # a new one needs a row here
+    kmod.dmesg_mark("params")
+    try:
+        for name, default, lo, hi in PARAM_RANGES:
+            path = f"{PARAMS}/{name}"
+            assert kmod.sh(f"cat {path}").strip() == str(default), name
+            tries = [lo, hi, hi + 1, 2**32 - 1, 2**32, 2**64 - 1] + ([lo - 1] if lo else [])
+            res = kmod.writes([(path, f"{v}\n") for v in tries])
+            for v, r in zip(tries, res):
+                want = len(f"{v}\n") if lo <= v <= hi else -errno.EINVAL
+                assert r["ret"] == want, (name, v, r)
+            res = kmod.writes([(path, f"{hi}\n")] + [(path, g) for g in GARBAGE])
+            assert res[0]["ret"] == len(f"{hi}\n")
+            assert [r["ret"] for r in res[1:]] == [-errno.EINVAL] * len(GARBAGE), (name, res)
+            assert kmod.sh(f"cat {path}").strip() == str(hi), name      # refused writes kept it
+        # the log names the range (the first refusal: the rest are rate-limited)
+        assert 'spin_ns: "10000001" refused: a decimal from 0 to 10000000' in kmod.dmesg_since("params")
+        # the issue's value, at load time too
+        res = kmod.writes([(f"{PARAMS}/catchup_pct", "4294967196\n")])
+        assert res[0]["ret"] == -errno.EINVAL
+        kmod.unload()
+        st, _, err = kmod.run(f"insmod {REMOTE_KO} catchup_pct=4294967196", check=False)
+        assert st != 0 and "Invalid" in err, err
+        kmod.load()
+        # the transmit path at the extremes: catch up at 101x, spin 10 ms, re-base always
+        for name, value in (("catchup_pct", 10000), ("spin_ns", 10_000_000), ("max_lag_ns", 0)):
+            kmod.sh(f"echo {value} > {PARAMS}/{name}")
+        _dummy(kmod)
+        try:
+            kmod.pg("kmdum0", "count 300", "dst 192.0.2.1", "ratep 3000")
+            kmod.start(timeout=120)
+            dev = parse_device(kmod.read("kmdum0"))
+            assert dev["sofar"] == 300 and dev["errors"] == 0, dev
+            for name, value in (("max_lag_ns", 60_000_000_000), ("spin_ns", 0)):
+                kmod.sh(f"echo {value} > {PARAMS}/{name}")
+            kmod.pg("kmdum0", "count 300", "delay 0")
+            kmod.start(timeout=120)
+            assert parse_device(kmod.read("kmdum0"))["sofar"] == 300
+        finally:
+            _undummy(kmod)
+    finally:
+        kmod.unload()       # every parameter back to its default
+        kmod.load()
+    _clean_dmesg(kmod, "params")
+
+
+def test_device_limits_per_thread_and_per_netns(kmod):
+    """add_device beyond max_devs_per_thread on one thread, or beyond
+    max_devs_per_netns in the namespace, is refused with ENOSPC and a
+    Result naming the limit (old code: no limit, ~36 KiB each)."""
+    nproc = int(kmod.sh("nproc"))
+    kmod.sh("ip link del kmdum0 2>/dev/null; ip link add kmdum0 type dummy && ip link set kmdum0 up")
+    t0, t1 = f"{PG}/kpktgend_0", f"{PG}/kpktgend_{nproc - 1}"
+    try:
+        for i in range(nproc):
+            kmod.pg(f"kpktgend_{i}", "rem_device_all")
+        kmod.sh(f"echo 2 > {PARAMS}/max_devs_per_thread; echo 3 > {PARAMS}/max_devs_per_netns")
+        res = kmod.writes([(t0, "add_device kmdum0@1\n"), (t0, "add_device kmdum0@2\n"),
+                           (t0, "add_device kmdum0@3\n")])
+        assert [r["ret"] for r in res[:2]] == [20, 20], res
+        assert res[2]["ret"] == -errno.ENOSPC, res
+        assert res[2]["result"] == ("ERROR: kpktgend_0 has 2 devices, the most "
+                                    "max_devs_per_thread allows"), res
+        if nproc > 1:
+            res = kmod.writes([(t1, "add_device kmdum0@4\n"), (t1, "add_device kmdum0@5\n")])
+            assert res[0]["ret"] == 20, res
+            assert res[1]["ret"] == -errno.ENOSPC, res
+            assert res[1]["result"] == ("ERROR: this network namespace has 3 devices, the most "
+                                        "max_devs_per_netns allows"), res
+        # a name already there is still EBUSY, not ENOSPC; room again after a removal
+        res = kmod.writes([(t0, "add_device kmdum0@1\n"), (t0, "rem_device_all\n"),
+                           (t0, "add_device kmdum0@3\n")])
+        assert [r["ret"] for r in res] == [-errno.EBUSY, 15, 20], res
+    finally:
+        kmod.sh(f"echo 64 > {PARAMS}/max_devs_per_thread; echo 256 > {PARAMS}/max_devs_per_netns")
+        for i in range(nproc):
+            kmod.pg(f"kpktgend_{i}", "rem_device_all")
+        kmod.sh("ip link del kmdum0 2>/dev/null; true")
 
 
 def test_delay_times_burst_saturates(kmod):

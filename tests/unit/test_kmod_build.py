@@ -8,6 +8,7 @@ pktgen-kmod/scripts/fetch-headers into ~/.cache/rfc2544/headers/. Sources
 are copied to a temp dir so the build does not write into the checkout.
 """
 import importlib.util
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -114,3 +115,94 @@ def test_probes_choose_per_kernel_and_are_cached(tmp_path):
                                capture_output=True, text=True, timeout=300)
         assert again.returncode == 0 and again.stdout == ""
         assert (tmp_path / "probes.h").stat().st_mtime_ns == before
+
+
+def _configure_make(src, kdir, *make_vars):
+    return subprocess.run(["make", f"KDIR={kdir}", *make_vars, "configure"], cwd=src,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_make_cc_reaches_the_probes(tmp_path):
+    """`make CC=...` compiles the probes with that compiler, as it does the
+    module (old configure cleared MAKEFLAGS: the probes used the headers'
+    gcc whatever CC said), and a change of compiler probes again instead of
+    reusing probes.h."""
+    if shutil.which("make") is None or shutil.which("gcc-12") is None:
+        pytest.skip("make/gcc-12 not installed (make deps)")
+    kdir = _fetch(RELEASES[0])
+    src = tmp_path / "src"
+    _copy_sources(src)
+    log = tmp_path / "cc.log"
+    cc = tmp_path / "logging-cc"
+    cc.write_text(f"#!/bin/sh\necho \"$*\" >> {log}\nexec gcc-12 \"$@\"\n")
+    cc.chmod(0o755)
+    plain = _configure_make(src, kdir)
+    assert plain.returncode == 0, plain.stderr
+    assert not log.exists()
+    out = _configure_make(src, kdir, f"CC={cc}")
+    assert out.returncode == 0, out.stderr
+    calls = log.read_text() if log.exists() else ""
+    # every probe's first choice, compiled by CC (kbuild also runs CC for its checks)
+    for probe in sorted(p.stem for p in (src / "probes").glob("*.c")):
+        assert f"{probe}--" in calls, (probe, calls[-2000:])
+    assert f"configure: 6.1.0-50-amd64 (CC={cc}):" in out.stdout
+    assert f"for 6.1.0-50-amd64 ({kdir}) with CC={cc}: do not edit" in (src / "probes.h").read_text()
+
+
+def test_llvm_1_reaches_the_probes(tmp_path):
+    """LLVM=1 on make's command line reaches configure and its kbuild runs
+    (how CC does: the test above): probes.h records it and configure probes
+    again when it changes. Debian's headers name their gcc in
+    .kernelvariables, which then wins over LLVM=1's clang for probes and
+    module alike; where clang is missing and a kernel's headers do not
+    name a gcc, the missing-compiler message names it."""
+    if shutil.which("make") is None or shutil.which("gcc-12") is None:
+        pytest.skip("make/gcc-12 not installed (make deps)")
+    kdir = _fetch(RELEASES[0])
+    _copy_sources(tmp_path)
+    plain = _configure_make(tmp_path, kdir)
+    assert plain.returncode == 0, plain.stderr
+    out = _configure_make(tmp_path, kdir, "LLVM=1")
+    assert out.returncode == 0, out.stderr
+    assert "configure: 6.1.0-50-amd64 (LLVM=1):" in out.stdout, out.stdout
+    assert "with LLVM=1: do not edit" in (tmp_path / "probes.h").read_text()
+    again = _configure_make(tmp_path, kdir)       # back to the headers' own: probed again
+    assert "configure: 6.1.0-50-amd64: " in again.stdout, again.stdout
+
+
+def _headers_naming(kdir, dst, compiler):
+    """A copy of the headers' arch directory whose .kernelvariables names
+    another compiler (the shared -common tree and kbuild stay where they are)."""
+    shutil.copytree(kdir, dst, symlinks=True)
+    for link in ("scripts", "tools"):
+        if (dst / link).is_symlink():
+            target = (kdir / link).resolve()
+            (dst / link).unlink()
+            (dst / link).symlink_to(target)
+    kv = dst / ".kernelvariables"
+    kv.write_text(re.sub(r"\bgcc-\d+\b", compiler, kv.read_text()))
+    return dst
+
+
+@pytest.mark.parametrize("case", ["headers", "command-line"])
+def test_a_missing_compiler_is_named_with_how_to_get_it(case, tmp_path):
+    """Bullseye's 5.10 headers on a host without gcc-10 said: 'its control
+    does not compile against ...:' and nothing after the colon. Now the
+    message names the compiler, where its name came from and how to get it."""
+    if shutil.which("make") is None or shutil.which("gcc-12") is None:
+        pytest.skip("make/gcc-12 not installed (make deps)")
+    kdir = _fetch(RELEASES[0])
+    src = tmp_path / "src"
+    _copy_sources(src)
+    if case == "headers":
+        fake = _headers_naming(kdir, tmp_path / "headers", "gcc-99")
+        out = _configure_make(src, fake)
+        says = ["the compiler 'gcc-99' is not installed; the kernel's headers name it",
+                "apt-get install gcc-99", "make check-kernels"]
+    else:
+        out = _configure_make(src, kdir, "CC=nonexistent-gcc")
+        says = ["the compiler 'nonexistent-gcc' is not installed; you passed CC=nonexistent-gcc"]
+    assert out.returncode != 0
+    for s in says:
+        assert s in out.stderr, out.stderr[-2000:]
+    assert "its control" not in out.stderr and not (src / "probes.h").exists()
