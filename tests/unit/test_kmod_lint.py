@@ -73,9 +73,6 @@ def test_checkpatch_no_errors():
 # ---- function length (issue 33 item 3) ----
 
 MAX_FUNCTION_LINES = 80
-# Functions still over the limit, by (file, name): split elsewhere. Remove an
-# entry when its function is split (the test fails on a stale entry).
-OVER_LIMIT_FOR_NOW = {("rx.c", "pg_rx_show"), ("rx.c", "pg_rx_hook")}
 _NAME = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
@@ -133,8 +130,5 @@ def test_no_kernel_function_over_80_lines():
     found = over_limit(p for p in _sources() if p.suffix == ".c")
     # the parser really saw the module's functions
     assert sum(len(function_lengths(p.read_text())) for p in _sources() if p.suffix == ".c") > 150
-    stale = OVER_LIMIT_FOR_NOW - set(found)
-    assert not stale, f"split now: remove {sorted(stale)} from OVER_LIMIT_FOR_NOW"
-    new = {k: v for k, v in found.items() if k not in OVER_LIMIT_FOR_NOW}
-    assert not new, "over %d lines: %s" % (MAX_FUNCTION_LINES, ", ".join(
-        f"{f}:{line} {name} ({n})" for (f, name), (line, n) in sorted(new.items())))
+    assert not found, "over %d lines: %s" % (MAX_FUNCTION_LINES, ", ".join(
+        f"{f}:{line} {name} ({n})" for (f, name), (line, n) in sorted(found.items())))

@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # The checkout's own folders are left out at its top only: the package has
 # a results/ folder of its own.
 TOP_ONLY = {".git", ".venv", "build", "dist", "results", ".pytest_cache", "tests"}
+# (probes.h: the module build's probe results, an output like the .o files)
 ANYWHERE = shutil.ignore_patterns("*.egg-info", "__pycache__", "*.o", "*.ko", "*.mod", "*.mod.c", ".*.cmd",
-                                  "*.order", "*.symvers")
+                                  "*.order", "*.symvers", "probes.h")
 
 
 def NOT_SOURCE(folder, names):
