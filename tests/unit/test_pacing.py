@@ -144,6 +144,10 @@ def test_a_retry_with_about_the_same_loss_is_the_duts():
     first.tester_bursty = first.tester_limited = True
     assert pacing.repeats_loss(first, issue_trial(5388, 5, 159, 53, 300, 100))
     assert not pacing.repeats_loss(first, issue_trial(5388, 5, 90, 53, 300, 100))      # the bursts' own loss
+    few = issue_trial(1936, 2.8, 5, 39, 839, 204)
+    few.tester_bursty = few.tester_limited = True
+    assert not pacing.repeats_loss(few, issue_trial(1936, 2.8, 3, 38, 1374, 332))    # CI: a few frames say nothing
+    assert not pacing.repeats_loss(few, issue_trial(1936, 2.8, 5, 38, 1374, 332))
     assert not pacing.repeats_loss(first, issue_trial(5300, 5, 150, 53, 300, 100))     # another load
     first.tester_bursty = False
     assert not pacing.repeats_loss(first, issue_trial(5388, 5, 150, 51, 300, 100))     # nothing to repeat
@@ -260,12 +264,12 @@ def test_a_tester_that_stays_bursty_at_the_upper_bound_is_reported(tmp_path):
 
 
 def test_a_retry_that_loses_the_same_again_ends_as_dut_loss(tmp_path):
-    """A tester whose every trial below the capacity is bursty and loses 6
+    """A tester whose every trial below the capacity is bursty and loses 12
     frames each time, with three retries allowed: the first attempt at a
-    load is tester-bursty, its retry loses the same 6 and is the DUT's loss
+    load is tester-bursty, its retry loses the same 12 and is the DUT's loss
     (a rate the DUT cannot carry loses the same again); no third attempt is
     spent there."""
-    _, results = bursty_run(tmp_path, bursty=1000, resolution_pct=5, retries=3)
+    _, results = bursty_run(tmp_path, bursty=1000, resolution_pct=5, retries=3, losses=(12,))
     trials = results.data["trials"]
     for first, retry in zip(trials, trials[1:]):
         if first["verdict"] == "tester-bursty":

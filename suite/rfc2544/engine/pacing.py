@@ -25,9 +25,10 @@ frames it lost, and A the longest micro-burst of a passed trial in the unit
      burst longer than A: the DUT already loses at such a rate when its
      frames come as evenly as it absorbs them;
   4. the same load's attempt just before was not tester-bursty with about
-     the same loss (repeats_loss): a DUT that cannot carry the rate loses
-     the same again, bursts lose what the bursts happen to be. The search
-     spends no more retries there: the loss is the DUT's.
+     the same loss (repeats_loss: within 20 %, at least 10 frames each): a
+     DUT that cannot carry the rate loses the same again, bursts lose what
+     the bursts happen to be. The search spends no more retries there: the
+     loss is the DUT's.
 The throughput row's flag (the NDR set by the tester's bursts) judges the
 trials at the upper bound again with the whole unit's evidence, so it does
 not depend on the order in which the search met them.
@@ -195,15 +196,22 @@ def overflow_bound(spacing, absorbed):
     return min(s.close_frames, k * max(s.longest_micro_burst - absorbed, 0))
 
 
+# Losses of fewer frames than this say nothing by being alike: one burst
+# overflows a few frames as readily as another (CI: 5 then 3 frames lost at
+# the small-bucket DUT's upper bound, both the tester's).
+REPEAT_MIN_FRAMES = 10
+
+
 def repeats_loss(previous, result):
     """`result` repeats `previous`, a tester-bursty attempt at the same load
-    and duration, with about the same loss (within 2 frames or 20 %)."""
+    and duration, with about the same loss: within 20 %, each of at least
+    REPEAT_MIN_FRAMES frames."""
     if previous is None or not getattr(previous, "tester_bursty", False):
         return False
     same = (previous.spec.load_fps == result.spec.load_fps
             and previous.spec.duration_s == result.spec.duration_s)
     a, b = previous.lost_frames, result.lost_frames
-    return same and abs(a - b) <= max(2, 0.2 * max(a, b))
+    return same and min(a, b) >= REPEAT_MIN_FRAMES and abs(a - b) <= 0.2 * max(a, b)
 
 
 def bursty_reason(result, evidence):
