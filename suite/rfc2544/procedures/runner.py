@@ -145,16 +145,17 @@ class Context:
         return result
 
     def upper_bound_bursty(self, load_fps):
-        """Whether this unit's trials at `load_fps` failed on the tester's
-        bursts alone: each failed one named tester-bursty when judged again
-        with the whole unit's evidence, each against all the unit's other
-        trials (pacing.py), so the answer does not depend on the order the
-        search met them in."""
+        """Whether the last failed trial of this unit at `load_fps`, the
+        search's final word there, is tester-bursty when judged again with
+        the whole unit's evidence, against all the unit's other trials
+        (pacing.py): not by the order the search met them in."""
         trials = self._journal[:self._next]
-        failed = [(i, t) for i, t in enumerate(trials) if t.spec.load_fps == load_fps and pacing.may_be_bursty(t)]
-        return bool(failed) and all(
-            getattr(t, "tester_bursty", False)
-            and pacing.bursty_reason(t, pacing.evidence_of(trials[:i] + trials[i + 1:])) for i, t in failed)
+        failed = [i for i, t in enumerate(trials) if t.spec.load_fps == load_fps and pacing.may_be_bursty(t)]
+        if not failed:
+            return False
+        last = trials[failed[-1]]
+        return bool(getattr(last, "tester_bursty", False) and pacing.bursty_reason(
+            last, pacing.evidence_of(trials[:failed[-1]] + trials[failed[-1] + 1:])))
 
     def _record_index(self, n):
         rows = [i for i, t in enumerate(self._r.results.data["trials"])
