@@ -61,6 +61,7 @@ from pathlib import Path
 
 import pytest
 
+from background_priority import BackgroundPriority
 from test_ansible_support import wheel_venv as build_wheel_venv
 
 # The niceness of the background labs' QEMUs and of the child processes,
@@ -79,6 +80,8 @@ _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log"
 _NEWEST = {}    # the newest-kernel step: release, nic, tests (test_newest_kernel.py)
 _TMP = []       # the early steps' scratch dir, removed at session end
 _ON_NEWEST = set()  # two-host tests skipped here: the newest kernel's child pytest runs them
+_PRIORITY = BackgroundPriority(BACKGROUND_NICE)     # niced only while our own lab tests run
+_LATE = ("test_kernel_matrix", "test_ansible_tuning_lab", "test_newest_kernel")
 
 
 def pytest_configure(config):
@@ -98,8 +101,7 @@ def pytest_collection_modifyitems(session, config, items):
     # runs after the newest kernel's two-host lab has booted). (Both labs
     # stay up to the session's end: tests may request `lab` dynamically, so
     # its last user is not known.)
-    late = ("test_kernel_matrix", "test_ansible_tuning_lab", "test_newest_kernel")
-    items.sort(key=lambda item: (_module_name(item) in late,
+    items.sort(key=lambda item: (_module_name(item) in _LATE,
                                  "lab2" in getattr(item, "fixturenames", ()),
                                  item.nodeid in _BACKGROUND["nodeids"],
                                  item.get_closest_marker("lab_down_last") is not None))
@@ -213,6 +215,14 @@ def _junit_cases(path, module, name):
             and (module is None or c.get("classname", "").split(".")[-1] == module)]
 
 
+def pytest_runtest_setup(item):
+    """The background work yields while a test of this session's own labs
+    runs, and only then (background_priority.py)."""
+    own_lab = (("lab" in getattr(item, "fixturenames", ()) or "lab2" in getattr(item, "fixturenames", ()))
+               and item.nodeid not in _BACKGROUND["nodeids"] and _module_name(item) not in _LATE)
+    _PRIORITY.set(BACKGROUND_NICE if own_lab else 0)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A failed test that drove the module (the `kmod` fixture) carries the
@@ -298,6 +308,7 @@ def _start_early(steps):
                                 stdin=subprocess.DEVNULL, pass_fds=(write_fd,))
     os.close(write_fd)
     _BACKGROUND["proc"] = proc
+    _PRIORITY.start(proc.pid)
 
     def collect():
         with os.fdopen(read_fd) as reports:

@@ -7,6 +7,7 @@ patched shutil.disk_usage, an SSH that never comes up by a VM that stays
 "running" (patched process check) while nothing answers on its port.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -221,11 +222,44 @@ def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
     monkeypatch.setattr("rfc2544.lab.lab.SSH_TIMEOUT", 1.0)
     monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
     import time
+    t0 = time.monotonic()
+    # a VM that had the CPU all along: the wait ends at its timeout
+    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: time.monotonic() - t0)
     with pytest.raises(InfraError) as exc:
         lab._wait_ready("tester", lab._state()["vms"]["tester"]["ssh_port"], time.monotonic(), 0)
     msg = str(exc.value)
-    assert "SSH to tester" in msg and "not ready after 1 s" in msg
+    # (the wait polls every 2 s: it ends at the first look past its timeout)
+    assert re.search(r"SSH to tester \(127.0.0.1:\d+\) not ready after [1-3] s \(no answer; its QEMU ran [1-3] s "
+                     r"on a CPU\)", msg), msg
     assert msg.endswith("[    9.9] Kernel panic - not syncing")
+
+
+def test_a_starved_vm_is_waited_for_until_it_had_the_cpu(monkeypatch, tmp_path):
+    """Simulated: a 'VM' whose QEMU gets no CPU (a niced VM on a busy host)
+    is waited for past its 1 s timeout up to STARVED_CAP times it; one that
+    gets its CPU_SHARE late is waited for until then, and no longer."""
+    import time
+    from rfc2544.lab import lab as lab_mod
+    lab = Lab("unit")
+    lab.dir.mkdir(parents=True)
+    (lab.dir / "tester").mkdir()
+    (lab.dir / "tester" / "console.log").write_text("[  585.1] Mounted tmp.mount\n")
+    lab._save({"vms": {"tester": {"pid": 1, "ssh_port": qemu.free_port()}}})
+    monkeypatch.setattr(lab_mod, "SSH_TIMEOUT", 1.0)
+    monkeypatch.setattr(lab_mod, "STALL_S", 60.0)
+    monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
+    port = lab._state()["vms"]["tester"]["ssh_port"]
+    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: 7.0)
+    t0 = time.monotonic()
+    with pytest.raises(InfraError, match=r"not ready after [3-5] s \(no answer; its QEMU ran 0 s on a CPU\)"):
+        lab._wait_ready("tester", port, t0, 0)
+    assert lab_mod.STARVED_CAP * 1.0 <= time.monotonic() - t0 < lab_mod.STARVED_CAP * 1.0 + 2.5
+    # no CPU for 1.5 s, then a CPU of its own: done once it ran CPU_SHARE of the timeout
+    t0 = time.monotonic()
+    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: max(0.0, time.monotonic() - t0 - 1.5))
+    with pytest.raises(InfraError, match="not ready after [2-4] s"):
+        lab._wait_ready("tester", port, t0, 0)
+    assert 1.5 + lab_mod.CPU_SHARE <= time.monotonic() - t0 < 1.5 + lab_mod.CPU_SHARE + 2.5
 
 
 def test_a_vm_whose_console_stays_silent_has_hung(monkeypatch, tmp_path):
@@ -258,6 +292,7 @@ def test_a_vm_whose_console_stays_silent_has_hung(monkeypatch, tmp_path):
     assert time.monotonic() - t0 < 10
     # a console that grows is no hang: the wait runs to its own end
     monkeypatch.setattr(lab_mod, "SSH_TIMEOUT", 1.5)
+    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: time.monotonic())
     def booting(s):
         with console.open("a") as f:
             f.write("[    2.0] still booting\n")

@@ -36,6 +36,14 @@ def stall_timeout(nice):
     return STALL_S * (2 if nice else 1)
 
 
+# A VM that has not had the CPU is starved, not late: its wait runs past
+# ready_timeout until its QEMU has run CPU_SHARE of that time on a CPU, up to
+# STARVED_CAP times the timeout (CI: a niced sid VM, booting beside four
+# busier sessions, was still mounting /tmp 585 s after its start).
+CPU_SHARE = 0.25
+STARVED_CAP = 3
+
+
 class BootCrash(InfraError):
     """A lab VM's kernel oopsed, panicked or hung before it was ready."""
 
@@ -265,11 +273,12 @@ class Lab:
         SSH, raises BootCrash if `retry`, else InfraError."""
         wait_s, stall_s = ready_timeout(nice), stall_timeout(nice)
         banner_seen = False
-        deadline = t0 + wait_s
         console = self.dir / vm / "console.log"
         last_err = "no answer"
         console_size, grown_at = -1, time.monotonic()
-        while time.monotonic() < deadline:
+        pid = self._state()["vms"][vm]["pid"]
+        cpu0 = qemu.cpu_seconds(pid)
+        while not self._waited_enough(t0, wait_s, pid, cpu0):
             state = self._state()
             pid = state["vms"][vm]["pid"]
             if not qemu.is_our_qemu(pid, self._qemu_name(vm)):
@@ -309,8 +318,23 @@ class Lab:
                                          + " | ".join(out.strip().splitlines()[-3:]))
                     last_err = "network setup still running"
             time.sleep(2)
+        elapsed, cpu = time.monotonic() - t0, qemu.cpu_seconds(pid)
+        ran = "" if cpu is None or cpu0 is None else f"; its QEMU ran {cpu - cpu0:.0f} s on a CPU"
         raise InfraError(f"lab {self.name}: SSH to {vm} (127.0.0.1:{port}) not ready after "
-                         f"{wait_s:.0f} s ({last_err}); console tail:\n" + qemu.console_tail(console))
+                         f"{max(wait_s, elapsed):.0f} s ({last_err}{ran}); console tail:\n"
+                         + qemu.console_tail(console))
+
+    @staticmethod
+    def _waited_enough(t0, wait_s, pid, cpu0):
+        """Past wait_s, and the VM had its share of a CPU in that time (or
+        STARVED_CAP times wait_s went by)."""
+        elapsed = time.monotonic() - t0
+        if elapsed < wait_s:
+            return False
+        cpu = qemu.cpu_seconds(pid)
+        if cpu is None or cpu0 is None:
+            return True
+        return cpu - cpu0 >= CPU_SHARE * wait_s or elapsed >= STARVED_CAP * wait_s
 
     def down(self, log=print):
         """Stop the lab's QEMU processes (only those recorded and verified)."""

@@ -167,6 +167,17 @@ def start(cmd, vm_dir: Path, nice=0) -> int:
     return pid
 
 
+def cpu_seconds(pid: int):
+    """CPU time (user + system, all threads) process `pid` has run, or None."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except (OSError, TypeError, ValueError):
+        return None
+    # fields after the command (which may hold spaces): state is field 3, utime 14, stime 15
+    fields = stat.rsplit(")", 1)[-1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def is_our_qemu(pid: int, name: str) -> bool:
     """True if `pid` is a running QEMU started with `-name name`."""
     try:

@@ -1,0 +1,80 @@
+"""The niced background work yields only while this session's own lab tests run.
+
+The early steps (session_prep.py) run niced sessions: the background and the
+newest kernel's child pytests, check-kernels, and the QEMUs of the labs they
+use. Niced as a whole (rfc2544.lab.niceness), they leave the session lab's
+timing tests a CPU, but they also starve the whole time: a CI run with them
+niced from start to end took 52 min, and a niced sid VM booting beside three
+busier niced sessions was still mounting /tmp 585 s after its start. Most of
+a session is not timing-sensitive: the unit tests before the lab tests, and
+the waits for the children's outcomes after them. So their niceness follows
+the running test: BACKGROUND_NICE while a test of this session's own labs
+runs, 0 otherwise.
+
+A thread re-applies the level every POLL_S to every niced session of ours,
+found in /proc: a child of session_prep.py (the session leader of a child
+pytest or of check-kernels), or a QEMU of this session's labs other than the
+single lab this session's tests use (`-name rfc2544-pytest<PID>-<lab>-<vm>`).
+A QEMU started meanwhile (a lab booted or rebooted) is taken at the next
+look.
+"""
+import os
+import threading
+from pathlib import Path
+
+POLL_S = 3.0
+
+
+class BackgroundPriority:
+    def __init__(self, nice, foreground_labs=("single",)):
+        self.nice = nice
+        self.level = 0
+        self.prep_pid = None
+        self._prefix = f"rfc2544-pytest{os.getpid()}-".encode()
+        self._foreground = tuple(self._prefix + f"{lab}-".encode() for lab in foreground_labs)
+        self._wake = threading.Event()
+        self._thread = None
+
+    def start(self, prep_pid):
+        self.prep_pid = prep_pid
+        self._thread = threading.Thread(target=self._loop, name="background-priority", daemon=True)
+        self._thread.start()
+
+    def set(self, level):
+        """BACKGROUND_NICE or 0; applied now (well, within a scan)."""
+        if level != self.level:
+            self.level = level
+            self._wake.set()
+
+    def _loop(self):
+        while True:
+            self.apply()
+            self._wake.wait(POLL_S)
+            self._wake.clear()
+
+    def apply(self):
+        from rfc2544.lab import niceness
+        for pid in self.ours():
+            if niceness.session_nice(pid) not in (None, self.level):
+                niceness.set_session_nice(pid, self.level)
+
+    def ours(self):
+        """The pids whose sessions are this session's niced background work."""
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if self.prep_pid is not None and _ppid(entry) == self.prep_pid:
+                    yield int(entry.name)
+                    continue
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except (OSError, ValueError):
+                continue
+            names = [a for a in argv if a.startswith(self._prefix)]
+            if names and not names[0].startswith(self._foreground) and b"qemu-system" in os.path.basename(argv[0]):
+                yield int(entry.name)
+
+
+def _ppid(proc_dir):
+    stat = (proc_dir / "stat").read_text()
+    return int(stat.rsplit(")", 1)[-1].split()[1])
