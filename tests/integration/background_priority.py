@@ -1,15 +1,17 @@
-"""The niced background work yields only while this session's own lab tests run.
+"""The niced background work stops yielding once this session's own lab tests are done.
 
 The early steps (session_prep.py) run niced sessions: the background and the
 newest kernel's child pytests, check-kernels, and the QEMUs of the labs they
 use. Niced as a whole (rfc2544.lab.niceness), they leave the session lab's
-timing tests a CPU, but they also starve the whole time: a CI run with them
-niced from start to end took 52 min, and a niced sid VM booting beside three
-busier niced sessions was still mounting /tmp 585 s after its start. Most of
-a session is not timing-sensitive: the unit tests before the lab tests, and
-the waits for the children's outcomes after them. So their niceness follows
-the running test: BACKGROUND_NICE while a test of this session's own labs
-runs, 0 otherwise.
+timing tests a CPU, but they starved to the end: in the official CI run of
+b519568 (52 min) they still ran niced while this session only waited for
+their outcomes. So their niceness follows the running test: BACKGROUND_NICE
+from the start (the unit tests, then the session lab's tests), 0 while an
+integration test that is not one of this session's own lab tests runs (the
+waits for the children's outcomes, at the end).
+(Not niced during the unit tests too: tried, a CI run took 69 min: the five
+VMs booting at full weight beside the unit tests stretched those from 5 to
+18 min, and the session lab's tests started as late.)
 
 A thread re-applies the level every POLL_S to every niced session of ours,
 found in /proc: a child of session_prep.py (the session leader of a child
@@ -28,7 +30,7 @@ POLL_S = 3.0
 class BackgroundPriority:
     def __init__(self, nice, foreground_labs=("single",)):
         self.nice = nice
-        self.level = 0
+        self.level = nice
         self.prep_pid = None
         self._prefix = f"rfc2544-pytest{os.getpid()}-".encode()
         self._foreground = tuple(self._prefix + f"{lab}-".encode() for lab in foreground_labs)

@@ -80,7 +80,7 @@ _EARLY = {}     # step name -> {"done": Event, "error": exc, "value": ..., "log"
 _NEWEST = {}    # the newest-kernel step: release, nic, tests (test_newest_kernel.py)
 _TMP = []       # the early steps' scratch dir, removed at session end
 _ON_NEWEST = set()  # two-host tests skipped here: the newest kernel's child pytest runs them
-_PRIORITY = BackgroundPriority(BACKGROUND_NICE)     # niced only while our own lab tests run
+_PRIORITY = BackgroundPriority(BACKGROUND_NICE)     # not niced once our own lab tests are done
 _LATE = ("test_kernel_matrix", "test_ansible_tuning_lab", "test_newest_kernel")
 
 

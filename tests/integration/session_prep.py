@@ -137,25 +137,9 @@ class Prep:
         model), niced, and a niced child pytest on them. The child starts
         once the single lab is up: its two-host tests come last and wait for
         the ready file written when the two-host lab has booted (or failed
-        to: the file says why). Both labs boot at once, from the start: the
-        unit tests run then, and the background work is not niced
-        (background_priority.py), while the session lab's tests come later."""
+        to: the file says why), so the second boot overlaps the first tests."""
         newest = self.spec["newest"]
-        booted = {}
-
-        def boot_two():
-            try:
-                two.up("two-host", log=lambda m: None, nice=self.nice, release=newest["release"],
-                       nic=newest["nic"])
-            except Exception:
-                booted["error"] = traceback.format_exc()
-        second = threading.Thread(target=boot_two, name="newest2-boot", daemon=True)
-        second.start()
-        try:
-            single.up("single", log=lambda m: None, nice=self.nice, release=newest["release"])
-        except BaseException:
-            second.join()
-            raise
+        single.up("single", log=lambda m: None, nice=self.nice, release=newest["release"])
         ready = self.tmp / "newest2.ready"
         # RFC2544_REUSE_LAB2_OWNED: the lab was booted for this session, so
         # the child's test of `lab down` may stop it.
@@ -163,13 +147,14 @@ class Prep:
                                                       "RFC2544_REUSE_LAB2": two.name,
                                                       "RFC2544_REUSE_LAB2_READY": str(ready),
                                                       "RFC2544_REUSE_LAB2_OWNED": "1"})
-        second.join()
-        if "error" in booted:
+        try:
+            two.up("two-host", log=lambda m: None, nice=self.nice, release=newest["release"], nic=newest["nic"])
+        except Exception:
             # the child's two-host tests fail with this; its other tests stand
-            _write_ready(ready, booted["error"])
+            _write_ready(ready, traceback.format_exc())
             if self.tuning_on_newest:
                 self.report(self.report_fd, "tuning", None, "the newest kernel's two-host lab did not boot:\n"
-                            + booted["error"], [])
+                            + traceback.format_exc(), [])
             return
         if self.tuning_on_newest:
             # before the ready file: the child's two-host tests must not
