@@ -46,6 +46,9 @@
  */
 #define PG_TS_PAST_NS		(10 * NSEC_PER_SEC)
 #define PG_TS_AHEAD_NS		(100 * NSEC_PER_MSEC)
+/* `pkt_size`: a minimum Ethernet frame without FCS, up to an IP datagram's 64 KiB */
+#define PG_RX_MIN_SIZE		60
+#define PG_RX_MAX_SIZE		(ETH_HLEN + 65535)
 
 enum pgrx_level { PG_LVL_COUNTER, PG_LVL_BASIC, PG_LVL_TIME };
 static const char *const pg_level_names[] = { "counter", "basic", "time" };
@@ -55,6 +58,7 @@ enum pg_rx_bad {
 	PG_BAD_LEN,	/* UDP length short of the test header, or past the IP end */
 	PG_BAD_CSUM,	/* UDP checksum wrong where the device had not checked it */
 	PG_BAD_TS,	/* timestamp outside the sane window: no latency sample */
+	PG_BAD_SIZE,	/* a frame of another length than `pkt_size`: not counted */
 	PG_BAD_NR,
 	PG_BAD_NONE = PG_BAD_NR
 };
@@ -116,6 +120,7 @@ struct pg_rx {
 	enum pgrx_level level;
 	bool script;
 	bool pass;
+	unsigned int pkt_size;		/* frames of another length are not counted; 0: any */
 	struct pg_rx_session __rcu *session;
 	/* the session replaced last, freed once a grace period has passed */
 	struct pg_rx_session *retired;
@@ -540,11 +545,19 @@ static void pg_rx_account(struct pg_rx *rx, struct pg_rx_session *s,
 		pg_stream_update(sc, s->level, f->seq, f->len, now, lat, lat_ok);
 }
 
-/* One frame believed: counted at the session's level. */
+/*
+ * One frame believed: counted at the session's level, if it has the length
+ * the trial sends (RFC 2544 section 10: frames of another length are no
+ * test frames of this trial; they are counted apart and so show as loss).
+ */
 static void pg_rx_frame(struct pg_rx *rx, struct pg_rx_session *s,
 			struct sk_buff *skb, const struct pg_rx_frame *f)
 {
-	if (s->level == PG_LVL_COUNTER)
+	unsigned int size = READ_ONCE(rx->pkt_size);
+
+	if (unlikely(size && f->len != size))
+		pg_rx_count_bad(this_cpu_ptr(s->cpu), PG_BAD_SIZE);
+	else if (s->level == PG_LVL_COUNTER)
 		pg_rx_count(this_cpu_ptr(s->cpu), f->len);
 	else
 		pg_rx_account(rx, s, skb, f);
@@ -778,16 +791,17 @@ static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
 			dropped += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->streams_dropped);
 
 	if (rx->script)
-		seq_printf(m, "pgrx version=2 enabled=%d dev=%s ifindex=%d statistics=%s action=%s streams=%u streams_dropped=%llu\n",
+		seq_printf(m, "pgrx version=3 enabled=%d dev=%s ifindex=%d statistics=%s action=%s pkt_size=%u streams=%u streams_dropped=%llu\n",
 			   rx->hooks, rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
 			   pg_level_names[rx->level], rx->pass ? "pass" : "drop",
-			   x->nstreams, dropped);
+			   rx->pkt_size, x->nstreams, dropped);
 	else
-		seq_printf(m, "RECEIVER %s: dev %s (ifindex %d), statistics %s, timestamp %s, counted packets %s\n",
+		seq_printf(m, "RECEIVER %s: dev %s (ifindex %d), statistics %s, timestamp %s, counted packets %s, frame length %u%s\n",
 			   rx->hooks ? "enabled" : "disabled",
 			   rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
 			   pg_level_names[rx->level], rx->stack_tstamps ? "stack" : "hook",
-			   rx->pass ? "passed on" : "dropped");
+			   rx->pass ? "passed on" : "dropped", rx->pkt_size,
+			   rx->pkt_size ? "" : " (any)");
 }
 
 static void pg_rx_show_total(struct seq_file *m, struct pg_rx_show_ctx *x,
@@ -871,11 +885,14 @@ static void pg_rx_show_invalid(struct seq_file *m, struct pg_rx_show_ctx *x)
 		for (i = 0; x->s && i < PG_BAD_NR; i++)
 			bad[i] += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->bad[i]);
 	if (x->rx->script)
-		seq_printf(m, "invalid bad_len=%llu bad_csum=%llu bad_ts=%llu seq_jump=%llu\n",
-			   bad[PG_BAD_LEN], bad[PG_BAD_CSUM], bad[PG_BAD_TS], x->seq_jump);
-	else if (bad[PG_BAD_LEN] || bad[PG_BAD_CSUM] || bad[PG_BAD_TS] || x->seq_jump)
-		seq_printf(m, "  Invalid: bad length %llu  bad checksum %llu  bad timestamp %llu  sequence jumps %llu\n",
-			   bad[PG_BAD_LEN], bad[PG_BAD_CSUM], bad[PG_BAD_TS], x->seq_jump);
+		seq_printf(m, "invalid bad_len=%llu bad_csum=%llu bad_ts=%llu seq_jump=%llu wrong_size=%llu\n",
+			   bad[PG_BAD_LEN], bad[PG_BAD_CSUM], bad[PG_BAD_TS], x->seq_jump,
+			   bad[PG_BAD_SIZE]);
+	else if (bad[PG_BAD_LEN] || bad[PG_BAD_CSUM] || bad[PG_BAD_TS] || x->seq_jump ||
+		 bad[PG_BAD_SIZE])
+		seq_printf(m, "  Invalid: bad length %llu  bad checksum %llu  bad timestamp %llu  sequence jumps %llu  wrong size %llu\n",
+			   bad[PG_BAD_LEN], bad[PG_BAD_CSUM], bad[PG_BAD_TS], x->seq_jump,
+			   bad[PG_BAD_SIZE]);
 }
 
 /* stat and percentile lines (script: always; human: level time only). */
@@ -1016,6 +1033,22 @@ static void pg_rx_disable(struct pg_rx *rx)
 	pg_rx_sync_tstamps(rx);
 }
 
+/*
+ * `pkt_size N`: count only frames of N bytes as pktgen's pkt_size counts
+ * them (the frame without FCS; IPv4 trims the Ethernet padding before the
+ * hook, so 60 is the 64-byte frame). 0 counts every length.
+ */
+static int pg_rx_set_pkt_size(struct pg_rx *rx, const char *arg)
+{
+	unsigned int v;
+
+	if (kstrtouint(arg, 10, &v) || (v && (v < PG_RX_MIN_SIZE || v > PG_RX_MAX_SIZE)))
+		return pg_rx_res(rx, -EINVAL,
+				 "ERROR: pkt_size %.32s: expected 0 (any) or 60 to 65549", arg);
+	WRITE_ONCE(rx->pkt_size, v);
+	return pg_rx_res(rx, 0, "OK: pkt_size=%s", arg);
+}
+
 static int pg_rx_command(struct pg_rx *rx, int argc, char **argv)
 {
 	const char *cmd = argv[0];
@@ -1068,6 +1101,8 @@ static int pg_rx_command(struct pg_rx *rx, int argc, char **argv)
 		pg_rx_sync_tstamps(rx);
 		return pg_rx_res(rx, 0, "OK: timestamp=%s", argv[1]);
 	}
+	if (!strcmp(cmd, "pkt_size"))
+		return pg_rx_set_pkt_size(rx, argv[1]);
 	if (!strcmp(cmd, "action")) {
 		if (strcmp(argv[1], "drop") && strcmp(argv[1], "pass"))
 			return pg_rx_res(rx, -EINVAL,

@@ -455,7 +455,7 @@ def parse_device(text):
 
 
 def parse_pgrx(text):
-    """pgrx `display script` v1/v2 -> dict (format: pktgen-kmod/README.md)."""
+    """pgrx `display script` v1 to v3 -> dict (format: pktgen-kmod/README.md)."""
     out = {"cpus": [], "streams": [], "stat": {}, "hist": []}
     lines = text.splitlines()
     for line in lines:
@@ -481,7 +481,7 @@ def parse_pgrx(text):
             out["percentile"] = {k: int(v) for k, v in kv.items()}
         elif word == "hist":
             out["hist"].append((int(kv["low"]), int(kv["high"]), int(kv["count"])))
-        elif word == "invalid":             # format v2
+        elif word == "invalid":             # format v2, v3
             out["invalid"] = {k: int(v) for k, v in kv.items()}
     return out
 

@@ -178,3 +178,15 @@ def test_an_older_file_is_shown_at_the_size_the_generator_sent(ipv6_run, tmp_pat
     assert rows[6]["pct_of_max"] > 99 and rows[6]["theoretical_max_fps"] == pytest.approx(LINK * 1e6 / 816)
     assert rows[4]["frame_size"] == 64 and not rows[4].get("requested_frame_size")
     assert any(d.get("code") == "frame_size_raised" and "this file" in d["text"] for d in data["deviations"])
+
+
+def test_the_progress_line_names_the_size_sent_and_the_size_asked(tmp_path):
+    """`rfc2544 run`'s step line: the size on the wire first, the one asked beside it."""
+    import io
+    from rfc2544.cli.display import Display
+    out = io.StringIO()
+    display = Display(stream=out, live=False)
+    display._profile = profile(tests=["throughput"], frame_sizes=[64], ip_versions=[6])
+    display.step({"test": "throughput", "frame_size": 82, "requested_frame_size": 64, "ip_version": 6})
+    display.step({"test": "throughput", "frame_size": 64, "ip_version": 4})
+    assert out.getvalue().splitlines() == ["== throughput 82 B (64 B asked) IPv6", "== throughput 64 B IPv4"]

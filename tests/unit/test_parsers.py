@@ -92,12 +92,12 @@ def test_device_parser_ignores_unknown_lines():
     assert st.result_text == "Idle" and not st.finished and st.pkts_sofar is None
 
 
-README_EXAMPLE = """pgrx version=2 enabled=1 dev=rx0 ifindex=5 statistics=time action=drop streams=1 streams_dropped=0
+README_EXAMPLE = """pgrx version=3 enabled=1 dev=rx0 ifindex=5 statistics=time action=drop pkt_size=60 streams=1 streams_dropped=0
 cpu id=0 packets=9901 bytes=633664 first_ns=1732233600000000000 last_ns=1732233600990000000
 cpu id=1 packets=0 bytes=0 first_ns=0 last_ns=0
 total id=all packets=9901 bytes=633664 first_ns=1732233600000000000 last_ns=1732233600990000000
 stream src=198.18.0.1 packets=9901 bytes=633664 seq_max=10000 lost=99 ooo=0 dup=0 old=0
-invalid bad_len=3 bad_csum=2 bad_ts=1 seq_jump=4
+invalid bad_len=3 bad_csum=2 bad_ts=1 seq_jump=4 wrong_size=5
 stat name=latency n=9901 skipped=0 min=1980000 max=2150000 mean=2003411.250 var=120033 sum=19835775086 sumsq=39740000000000000
 stat name=interarrival n=9900 skipped=0 min=90000 max=210000 mean=100000.101 var=4000 sum=990001000 sumsq=99000000000000
 stat name=jitter n=9900 skipped=0 min=0 max=30000 mean=1200.000 var=900 sum=11880000 sumsq=23000000000
@@ -109,11 +109,12 @@ Result: OK: statistics=time
 
 
 def test_pgrx_readme_example():
-    """The documented example (pktgen-kmod/README.md, format contract v2)."""
+    """The documented example (pktgen-kmod/README.md, format contract v3)."""
     st = pgrx.parse(README_EXAMPLE)
-    assert st.version == 2 and st.enabled and st.dev == "rx0" and st.statistics == "time"
-    assert (st.invalid.bad_len, st.invalid.bad_csum, st.invalid.bad_ts, st.invalid.seq_jump) == (3, 2, 1, 4)
-    assert st.invalid.total == 10
+    assert st.version == 3 and st.enabled and st.dev == "rx0" and st.statistics == "time" and st.pkt_size == 60
+    assert (st.invalid.bad_len, st.invalid.bad_csum, st.invalid.bad_ts, st.invalid.seq_jump,
+            st.invalid.wrong_size) == (3, 2, 1, 4, 5)
+    assert st.invalid.total == 15
     assert st.total_packets == 9901 and len(st.cpus) == 2
     s = st.stream("198.18.0.1")
     assert s.unique == 9901 and s.lost == 99 and s.seq_max == 10000
@@ -125,8 +126,17 @@ def test_pgrx_readme_example():
     assert not st.is_zero
 
 
-V1_EXAMPLE = README_EXAMPLE.replace("version=2", "version=1").replace(
+V2_EXAMPLE = README_EXAMPLE.replace("version=3", "version=2").replace(" pkt_size=60", "").replace(
+    " wrong_size=5", "")
+V1_EXAMPLE = V2_EXAMPLE.replace("version=2", "version=1").replace(
     "invalid bad_len=3 bad_csum=2 bad_ts=1 seq_jump=4\n", "")
+
+
+def test_pgrx_format_v2_still_parses():
+    """A module of format v2 (before pkt_size): no frame length known, no
+    frames of another length counted."""
+    st = pgrx.parse(V2_EXAMPLE)
+    assert st.version == 2 and st.pkt_size is None and st.invalid.wrong_size == 0 and st.invalid.total == 10
 
 
 def test_pgrx_format_v1_still_parses():
@@ -138,9 +148,13 @@ def test_pgrx_format_v1_still_parses():
 
 
 @pytest.mark.parametrize("broken,match", [
-    (README_EXAMPLE.replace("version=2", "version=3"), "version 3"),
-    (README_EXAMPLE.replace("invalid bad_len=3 bad_csum=2 bad_ts=1 seq_jump=4\n", ""), "without its 'invalid'"),
-    (README_EXAMPLE.replace(" seq_jump=4", ""), "fields"),
+    (README_EXAMPLE.replace("version=3", "version=4"), "version 4"),
+    (README_EXAMPLE.replace("invalid bad_len=3 bad_csum=2 bad_ts=1 seq_jump=4 wrong_size=5\n", ""),
+     "without its 'invalid'"),
+    (README_EXAMPLE.replace(" wrong_size=5", ""), "fields"),
+    (README_EXAMPLE.replace(" pkt_size=60", ""), "fields"),
+    (V2_EXAMPLE.replace(" seq_jump=4", " seq_jump=4 wrong_size=0"), "fields"),
+    (README_EXAMPLE.replace("version=3 ", "enabled=1 version=3 "), "'version=' first"),
     (V1_EXAMPLE.replace("end\n", "invalid bad_len=0 bad_csum=0 bad_ts=0 seq_jump=0\nend\n"), "in format v1"),
     (README_EXAMPLE.replace("end\n", ""), "without 'end'"),
     (README_EXAMPLE.replace(" ooo=0", ""), "fields"),

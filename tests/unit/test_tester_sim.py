@@ -187,6 +187,39 @@ def test_pgrx_not_reset_is_an_error(tmp_path):
         tester.run_trial(spec(learning=False))
 
 
+def test_the_receiver_counts_only_frames_of_the_size_sent(tmp_path):
+    """RFC 2544 section 10: pgrx (format v3) is told the length each trial
+    sends (without FCS: 60 for 64 B, 78 for IPv6 at 64 B, which the module
+    pads to 82), once per change of size; an IMIX trial counts any length."""
+    tester, kernel, _ = make_tester(tmp_path)
+    for s in (spec(), spec(load_fps=1000)):
+        assert tester.run_trial(s).rx_frames > 0
+    assert (kernel.rx_pkt_size, kernel.rx_pkt_size_writes) == (60, 1)
+    r = tester.run_trial(spec(ipv6=True))
+    assert r.rx_frames == r.tx_frames == 400 and not r.notes
+    assert (kernel.rx_pkt_size, kernel.rx_pkt_size_writes) == (78, 2)
+    tester.run_trial(spec(frame_size=0))
+    assert (kernel.rx_pkt_size, kernel.rx_pkt_size_writes) == (0, 3)
+
+
+def test_frames_of_another_length_are_lost_and_said(tmp_path):
+    """A DUT that adds 4 bytes to every frame (a tag it should not push):
+    none is counted as received, the trial loses them all, and its notes
+    say why."""
+    tester, kernel, _ = make_tester(tmp_path, SimKernel(rx_size_change=4))
+    r = tester.run_trial(spec())
+    assert r.tx_frames == 400 and r.rx_frames == 0 and r.lost_frames == 400
+    assert any("pgrx test frames 400 of another length than 60 B without FCS" in n for n in r.notes), r.notes
+
+
+def test_a_receiver_before_format_v3_is_not_told_a_size(tmp_path):
+    """A module of pgrx format v2 has no `pkt_size`: nothing is written,
+    every frame counts as before."""
+    tester, kernel, _ = make_tester(tmp_path, SimKernel(pgrx_version=2, rx_size_change=4))
+    r = tester.run_trial(spec())
+    assert r.rx_frames == r.tx_frames == 400 and kernel.rx_pkt_size_writes == 0
+
+
 def test_refused_write_reports_the_result_line(tmp_path):
     kernel = SimKernel()
     kernel.fail_on = ("/proc/net/pktgen/tx0", "ratep")

@@ -86,7 +86,9 @@ class Display:
         self._step_started = time.monotonic()
         self._step_estimate = estimate_step_s(step["test"], self._profile)
         size = step["frame_size"] or "IMIX"
-        self._out(f"== {step['test']} {size} B IPv{step['ip_version']}")
+        # a size the headers do not fit in is sent larger (drivers/frame.py): say both
+        asked = f" ({step['requested_frame_size']} B asked)" if step.get("requested_frame_size") else ""
+        self._out(f"== {step['test']} {size} B{asked} IPv{step['ip_version']}")
 
     def trial_start(self, unit, spec):
         pass

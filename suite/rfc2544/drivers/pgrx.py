@@ -3,7 +3,9 @@
 Commands and a parser for its `display script` format, versions 1 and 2,
 exactly as documented in pktgen-kmod/README.md ("pgrx script format"):
 record words with fixed key=value fields. Version 2 is version 1 plus one
-`invalid` record (test frames not believed, by class). The parser is strict:
+`invalid` record (test frames not believed, by class); version 3 adds the
+frame length counted (`pkt_size=` in the header) and `wrong_size=` (frames
+of another length) to `invalid`. The parser is strict:
 an unknown version, a missing key or a malformed number is an error, not a
 guess.
 """
@@ -19,8 +21,10 @@ from rfc2544.drivers.script import PROC_PKTGEN, Batch
 
 PGRX = f"{PROC_PKTGEN}/pgrx"
 LEVELS = ("counter", "basic", "time")
-FORMAT_VERSION = 2
-FORMAT_VERSIONS = (1, 2)      # read; 1 has no `invalid` record
+FORMAT_VERSION = 3
+FORMAT_VERSIONS = (1, 2, 3)   # read; 1 has no `invalid` record, 3 adds pkt_size and wrong_size
+PKT_SIZE_VERSION = 3          # the first format whose module takes `pkt_size N`
+FCS = 4                       # pkt_size counts the frame without it
 U64_OVERFLOW = 2**64 - 1
 
 _KEYS = {
@@ -32,6 +36,12 @@ _KEYS = {
     "percentile": ("name", "n", "p50", "p90", "p99", "p999", "p9999"),
     "hist": ("name", "low", "high", "count"),
     "invalid": ("bad_len", "bad_csum", "bad_ts", "seq_jump"),     # v2
+}
+# what version 3 changed: the header's frame length, the frames of another length
+_KEYS_V3 = {
+    "pgrx": ("version", "enabled", "dev", "ifindex", "statistics", "action", "pkt_size", "streams",
+             "streams_dropped"),
+    "invalid": _KEYS["invalid"] + ("wrong_size",),
 }
 _TEXT_KEYS = {"dev", "statistics", "action", "src", "name", "id", "mean"}
 
@@ -55,6 +65,16 @@ def reset_batch(level=None, batch=None):
             raise ValueError(f"statistics level must be one of {LEVELS}")
         batch.write(PGRX, f"statistics {level}")
     return batch.write(PGRX, "rx_reset")
+
+
+def pkt_size_batch(frame_size, batch=None):
+    """Count only frames of `frame_size` bytes on the wire (with FCS), or of
+    any length (None). Format v3 modules only (PKT_SIZE_VERSION)."""
+    batch = batch if batch is not None else Batch()
+    size = 0 if frame_size is None else int(frame_size) - FCS
+    if size and not 60 <= size <= 14 + 65535:
+        raise ValueError(f"frame size {frame_size} B cannot be counted by pgrx")
+    return batch.write(PGRX, f"pkt_size {size}")
 
 
 def disable_batch(batch=None):
@@ -110,10 +130,11 @@ class RxInvalid:
     bad_csum: int = 0       # UDP checksum wrong: not counted
     bad_ts: int = 0         # timestamp outside the sane window: counted, no latency sample
     seq_jump: int = 0       # far-ahead sequence never confirmed: not in its stream's packets
+    wrong_size: int = 0     # another length than pkt_size (v3): not counted, so lost
 
     @property
     def total(self):
-        return self.bad_len + self.bad_csum + self.bad_ts + self.seq_jump
+        return self.bad_len + self.bad_csum + self.bad_ts + self.seq_jump + self.wrong_size
 
 
 @dataclass
@@ -125,6 +146,7 @@ class PgrxState:
     statistics: str
     action: str
     streams_dropped: int
+    pkt_size: Optional[int] = None      # the frame length counted, 0 any; None: format v1/v2
     cpus: List[dict] = field(default_factory=list)
     total_packets: int = 0
     total_bytes: int = 0
@@ -149,8 +171,8 @@ class PgrxFormatError(InfraError):
     pass
 
 
-def _fields(word, rest, lineno):
-    keys = _KEYS[word]
+def _fields(word, rest, lineno, version):
+    keys = _KEYS_V3.get(word, _KEYS[word]) if version >= 3 else _KEYS[word]
     tokens = rest.split(" ") if rest else []
     if len(tokens) != len(keys):
         raise PgrxFormatError(f"pgrx line {lineno}: '{word}' has {len(tokens)} fields, expected {len(keys)}")
@@ -174,9 +196,18 @@ def _fields(word, rest, lineno):
     return out
 
 
+def _header_version(rest, lineno):
+    """The header's version= (its first field), which decides its other keys."""
+    key, _, value = rest.partition(" ")[0].partition("=")
+    if key != "version" or not value.isdigit():
+        raise PgrxFormatError(f"pgrx line {lineno}: expected 'version=' first in 'pgrx', got {rest[:40]!r}")
+    return int(value)
+
+
 def parse(text) -> PgrxState:
-    """Parse pgrx's `display script` output (format version 1). Pure."""
+    """Parse pgrx's `display script` output (format versions 1 to 3). Pure."""
     state = None
+    version = FORMAT_VERSION
     seen_end = False
     seen_invalid = False
     n_streams = None
@@ -200,14 +231,16 @@ def parse(text) -> PgrxState:
             raise PgrxFormatError(f"pgrx line {lineno}: unknown record '{word}' (display script format v{FORMAT_VERSION} expected)")
         if word == "invalid" and state is not None and state.version < 2:
             raise PgrxFormatError(f"pgrx line {lineno}: 'invalid' record in format v{state.version}")
-        f = _fields(word, rest, lineno)
         if word == "pgrx":
-            if f["version"] not in FORMAT_VERSIONS:
-                raise PgrxFormatError(f"pgrx: format version {f['version']} is not supported "
+            version = _header_version(rest, lineno)
+            if version not in FORMAT_VERSIONS:
+                raise PgrxFormatError(f"pgrx: format version {version} is not supported "
                                       f"(this suite reads v{', v'.join(map(str, FORMAT_VERSIONS))})")
+        f = _fields(word, rest, lineno, version if state is None else state.version)
+        if word == "pgrx":
             state = PgrxState(version=f["version"], enabled=bool(f["enabled"]), dev=f["dev"],
                               ifindex=f["ifindex"], statistics=f["statistics"], action=f["action"],
-                              streams_dropped=f["streams_dropped"])
+                              streams_dropped=f["streams_dropped"], pkt_size=f.get("pkt_size"))
             n_streams = f["streams"]
             continue
         if state is None:

@@ -7,7 +7,9 @@ re-added, everything rewritten, counted).
 
 A mixin of TrialEngine, whose state it uses: plans, settings, transport,
 clock, detect(), reader, setup(), ready, control_counts, and its own
-_written, _reference, _verifiable, _rx_level, mismatch_detail."""
+_written, _reference, _verifiable, _rx_level, _rx_format, _rx_pkt_size,
+mismatch_detail."""
+from rfc2544.drivers import frame
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.drivers import pktgen
 from rfc2544.drivers.script import Batch
@@ -73,7 +75,7 @@ class ConfigurePhase:
         self.control_counts["configures"] += 1
         for attempt in range(4):
             self.setup()   # again only if a check below found the receiver or a device changed
-            tx0, rx0, base, fulls = self._configure_and_zero(configs, level, full)
+            tx0, rx0, base, fulls = self._configure_and_zero(configs, level, full, spec)
             if self._verify(configs, tx0, fulls):
                 if attempt == 3:
                     raise InfraError("the generator's devices do not read back as written: " + self.mismatch_detail)
@@ -120,7 +122,15 @@ class ConfigurePhase:
             self._forget()
         return mismatch
 
-    def _configure_and_zero(self, configs, level, full=False):
+    def _counted_size(self, spec):
+        """The frame size pgrx is to count (with FCS; RFC 2544 section 10:
+        the tester checks the length received): the size sent, or None
+        (any) for an IMIX."""
+        if spec is None or not spec.frame_size:
+            return None
+        return frame.wire_frame_size(spec.frame_size, spec.ipv6)
+
+    def _configure_and_zero(self, configs, level, full=False, spec=None):
         """One batch per host: reset receivers, configure generators, read all
         counters back. Returns (tx states, rx readings, counter baselines,
         {device: written in full}).
@@ -137,8 +147,13 @@ class ConfigurePhase:
             base = self.reader.parse_baselines(outs, "base")
         batches = {}
         if not counters:
+            size = self._counted_size(spec)
             for host in self.rx_hosts:
-                pgrx_mod.reset_batch(level if level != self._rx_level else None, batches.setdefault(host, Batch()))
+                b = batches.setdefault(host, Batch())
+                if self._rx_format.get(host, 0) >= pgrx_mod.PKT_SIZE_VERSION and self._rx_pkt_size.get(host) != size:
+                    pgrx_mod.pkt_size_batch(size, b)
+                    self._rx_pkt_size[host] = size
+                pgrx_mod.reset_batch(level if level != self._rx_level else None, b)
         fulls = self._write_configs(configs, batches, full)
         if counters:
             self.clock.sleep(max(0.0, t_base + self.settings.quiet_window_s - self.clock.monotonic()))
@@ -168,6 +183,12 @@ class ConfigurePhase:
                     self.ready = False   # re-enable it on the next attempt
                 if not reading.is_zero:
                     problems.append(f"{host}: pgrx counted {reading.total_packets} packets after reset")
+                want_size = self._rx_pkt_size.get(host)
+                if reading.pkt_size is not None and host in self._rx_pkt_size and \
+                        reading.pkt_size != (want_size - pgrx_mod.FCS if want_size else 0):
+                    problems.append(f"{host}: pgrx counts frames of {reading.pkt_size} B, "
+                                    f"not {want_size - pgrx_mod.FCS if want_size else 'any'}")
+                    self._rx_pkt_size.pop(host)     # written again on the next attempt
             else:
                 for port, d in reading.delta(base[host]).items():
                     if d.get("rx_packets", 0):

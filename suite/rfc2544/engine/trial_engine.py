@@ -99,6 +99,8 @@ class TrialEngine(ConfigurePhase):
         self.rx_hosts = sorted({p.rx_host for p in plans})
         self.ready = False            # devices added and receivers on (reset by stop_all)
         self._rx_level = None
+        self._rx_format = {}          # rx host -> pgrx's format version (learnt at setup)
+        self._rx_pkt_size = {}        # rx host -> the pkt_size last written to its pgrx
         self._reader = None
         self._last_end = None
         self._last_traffic_end = None
@@ -161,11 +163,17 @@ class TrialEngine(ConfigurePhase):
             devices = [p.device for p in self.plans if p.tx_host == host]
             by_device = {d: threads[i % len(threads)] for i, d in enumerate(devices)}
             batches.setdefault(host, Batch()).extend(pktgen.setup_batch(by_device))
-        if det["receiver"] == RECEIVER_PGRX:
+        pgrx = det["receiver"] == RECEIVER_PGRX
+        if pgrx:
             for host in self.rx_hosts:
-                pgrx_mod.enable_batch(det["rx_ports"][host][0], "basic", batches.setdefault(host, Batch()))
+                # read back at once: its format version says what it takes (pkt_size: v3)
+                pgrx_mod.enable_batch(det["rx_ports"][host][0], "basic",
+                                      batches.setdefault(host, Batch())).read("rxon", pgrx_mod.PGRX)
             self._rx_level = "basic"
-        self.transport.run_batches(batches, timeout=30)
+        outputs = self.transport.run_batches(batches, timeout=30)
+        if pgrx:
+            self._rx_format = {h: self.reader.parse(outputs, "rxon")[1][h].version for h in self.rx_hosts}
+            self._rx_pkt_size = {}
         self._forget()   # fresh devices: every command is written again
         self.ready = True
 

@@ -62,7 +62,23 @@ def _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes):
                          f"{', '.join(s.src for s in strangers)} (not counted)")
         if state.streams_dropped:
             notes.append(f"{host}: pgrx stream table full, {state.streams_dropped} packets unattributed")
+        note = _invalid_note(state)
+        if note:
+            notes.append(f"{host}: {note}")
     return readings, rx_total
+
+
+def _invalid_note(state):
+    """What pgrx did not believe or did not count (its `invalid` record), or None."""
+    bad = state.invalid
+    parts = [(bad.wrong_size, f"of another length than {state.pkt_size} B without FCS (not counted: "
+                              f"RFC 2544 section 10)"),
+             (bad.bad_len, "with a UDP length that does not hold the test header (not counted)"),
+             (bad.bad_csum, "with a wrong UDP checksum (not counted)"),
+             (bad.seq_jump, "with a sequence number far ahead of their stream's, never confirmed (not counted)"),
+             (bad.bad_ts, "with a timestamp out of range (counted, no latency sample)")]
+    said = [f"{n} {what}" for n, what in parts if n]
+    return "pgrx test frames " + "; ".join(said) if said else None
 
 
 def _counter_readings(plans, counts, rates, expected, tx, rx, base):
