@@ -86,7 +86,7 @@ def test_every_segment_of_a_udp_gso_skb_is_counted(kmod):
     assert st["bytes"] == 64 * frames, ctx
     assert rx["total"]["packets"] == frames and rx["total"]["bytes"] == 64 * frames, ctx
     assert rx["stat"]["latency"]["n"] == frames, ctx
-    assert rx["invalid"] == {"bad_len": 0, "bad_csum": 0, "bad_ts": 0, "seq_jump": 0}, ctx
+    assert rx["invalid"] == {"bad_len": 0, "bad_csum": 0, "bad_ts": 0, "seq_jump": 0, "wrong_size": 0}, ctx
 
 
 TRACE = "/sys/kernel/debug/tracing/events/net/netif_receive_skb"
