@@ -49,8 +49,13 @@ class BackgroundPriority:
             self._wake.set()
 
     def _loop(self):
+        applied = None
         while True:
-            self.apply()
+            # At BACKGROUND_NICE a new QEMU is niced by qemu.start itself: no
+            # scan then, nothing in this process beside the session's timing tests.
+            if self.level != applied or self.level != self.nice:
+                applied = self.level
+                self.apply()
             self._wake.wait(POLL_S)
             self._wake.clear()
 

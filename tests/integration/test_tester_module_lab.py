@@ -86,13 +86,22 @@ def test_conditions_name_the_module(tester):
     assert "bit-forwarding" in c["latency_definition"]
 
 
+RATE_CHANGE_ATTEMPTS = 3
+
+
 def test_rate_change_without_stopping(tlab, tester):  # noqa: F811
     """System recovery's trial: overload, then a lower rate in the same run."""
-    samples = []
     tlab.cap_dut(1000)
     try:
-        r = tester.run_trial(TrialSpec(frame_size=64, load_fps=3000, duration_s=1.0, recovery_load_fps=500,
-                                       recovery_duration_s=1.5), progress=samples.append)
+        # A loaded host can hold the change back until the generator has sent
+        # every frame at the first rate (CI: twice in 2 runs); the trial says
+        # so in its notes, and that attempt proves nothing: run it again.
+        for _ in range(RATE_CHANGE_ATTEMPTS):
+            samples = []
+            r = tester.run_trial(TrialSpec(frame_size=64, load_fps=3000, duration_s=1.0, recovery_load_fps=500,
+                                           recovery_duration_s=1.5), progress=samples.append)
+            if not any("rate change did not happen" in n for n in r.notes):
+                break
     finally:
         tlab.uncap_dut()
     assert r.intended_frames == r.tx_frames == 3000 + 750

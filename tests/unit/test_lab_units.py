@@ -303,6 +303,36 @@ def test_a_vm_whose_console_stays_silent_has_hung(monkeypatch, tmp_path):
         lab._wait_ready("tester", port, time.monotonic(), 0)
 
 
+def test_connect_tries_again_when_a_busy_vm_answers_late(monkeypatch, tmp_path):
+    """Simulated: a VM whose sshd sends no banner in time twice, then answers;
+    a host key that does not match is final at once."""
+    import types
+    from rfc2544.drivers import ssh as ssh_mod
+    from rfc2544.lab import lab as lab_mod
+    lab = Lab("unit")
+    monkeypatch.setattr(Lab, "ssh_port", lambda self, host: ("tester", 2222))
+    monkeypatch.setattr(lab_mod, "time", types.SimpleNamespace(monotonic=lab_mod.time.monotonic,
+                                                               sleep=lambda s: None))
+    calls = []
+
+    def late(name, host, port, user, key, known, timeout):
+        calls.append(timeout)
+        if len(calls) < 3:
+            raise InfraError(f"{name}: SSH to {host}:{port} failed: Error reading SSH protocol banner")
+        return "connected"
+    monkeypatch.setattr(ssh_mod.SSHHost, "connect", staticmethod(late))
+    assert lab.connect("tester") == "connected" and calls == [lab_mod.CONNECT_TIMEOUT_S] * 3
+    calls.clear()
+
+    def wrong_key(*args, **kw):
+        calls.append(1)
+        raise InfraError("tester: host key of 127.0.0.1:2222 does not match /x/known_hosts")
+    monkeypatch.setattr(ssh_mod.SSHHost, "connect", staticmethod(wrong_key))
+    with pytest.raises(InfraError, match="does not match"):
+        lab.connect("tester")
+    assert calls == [1]
+
+
 def test_down_never_kills_a_pid_that_is_not_our_qemu(tmp_path):
     """A recorded pid now belonging to another process (here: a sleep) is left alone."""
     proc = subprocess.Popen(["sleep", "30"])

@@ -39,9 +39,14 @@ def stall_timeout(nice):
 # A VM that has not had the CPU is starved, not late: its wait runs past
 # ready_timeout until its QEMU has run CPU_SHARE of that time on a CPU, up to
 # STARVED_CAP times the timeout (CI: a niced sid VM, booting beside four
-# busier sessions, was still mounting /tmp 585 s after its start).
-CPU_SHARE = 0.25
+# busier sessions, was still mounting /tmp 585 s after its start; another
+# had run 192 s on a CPU in 603 s and was starting its last units).
+CPU_SHARE = 1.0
 STARVED_CAP = 3
+# Connecting to a lab VM: its sshd answers late on a busy host (CI: "Error
+# reading SSH protocol banner" from a niced guest); a refused host key is final.
+CONNECT_ATTEMPTS = 3
+CONNECT_TIMEOUT_S = 30.0
 
 
 class BootCrash(InfraError):
@@ -401,8 +406,14 @@ class Lab:
         (see `dut_netns`)."""
         vm, port = self.ssh_port(host)
         from rfc2544.drivers.ssh import SSHHost
-        ssh = SSHHost.connect(host, "127.0.0.1", port, "root", self.key_file, self.known_hosts)
-        return ssh
+        for attempt in range(CONNECT_ATTEMPTS):
+            try:
+                return SSHHost.connect(host, "127.0.0.1", port, "root", self.key_file, self.known_hosts,
+                                       timeout=CONNECT_TIMEOUT_S)
+            except InfraError as exc:
+                if "known_hosts" in str(exc) or attempt == CONNECT_ATTEMPTS - 1:
+                    raise
+                time.sleep(2)
 
     def dut_cmd(self, command):
         """`command` wrapped to run in the DUT's namespace, if it has one."""
