@@ -67,14 +67,20 @@ def reset_batch(level=None, batch=None):
     return batch.write(PGRX, "rx_reset")
 
 
-def pkt_size_batch(frame_size, batch=None):
-    """Count only frames of `frame_size` bytes on the wire (with FCS), or of
-    any length (None). Format v3 modules only (PKT_SIZE_VERSION)."""
-    batch = batch if batch is not None else Batch()
+def counted_length(frame_size):
+    """pgrx's `pkt_size` for frames of `frame_size` bytes on the wire (with
+    FCS), as its header reads back; 0 (any length) for None."""
     size = 0 if frame_size is None else int(frame_size) - FCS
     if size and not 60 <= size <= 14 + 65535:
         raise ValueError(f"frame size {frame_size} B cannot be counted by pgrx")
-    return batch.write(PGRX, f"pkt_size {size}")
+    return size
+
+
+def pkt_size_batch(size, batch=None):
+    """Count only frames of `size` bytes as counted_length() gives it.
+    Format v3 modules only (PKT_SIZE_VERSION)."""
+    batch = batch if batch is not None else Batch()
+    return batch.write(PGRX, f"pkt_size {int(size)}")
 
 
 def disable_batch(batch=None):

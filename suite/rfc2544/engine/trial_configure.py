@@ -147,7 +147,7 @@ class ConfigurePhase:
             base = self.reader.parse_baselines(outs, "base")
         batches = {}
         if not counters:
-            size = self._counted_size(spec)
+            size = pgrx_mod.counted_length(self._counted_size(spec))
             for host in self.rx_hosts:
                 b = batches.setdefault(host, Batch())
                 if self._rx_format.get(host, 0) >= pgrx_mod.PKT_SIZE_VERSION and self._rx_pkt_size.get(host) != size:
@@ -183,11 +183,9 @@ class ConfigurePhase:
                     self.ready = False   # re-enable it on the next attempt
                 if not reading.is_zero:
                     problems.append(f"{host}: pgrx counted {reading.total_packets} packets after reset")
-                want_size = self._rx_pkt_size.get(host)
-                if reading.pkt_size is not None and host in self._rx_pkt_size and \
-                        reading.pkt_size != (want_size - pgrx_mod.FCS if want_size else 0):
-                    problems.append(f"{host}: pgrx counts frames of {reading.pkt_size} B, "
-                                    f"not {want_size - pgrx_mod.FCS if want_size else 'any'}")
+                want = self._rx_pkt_size.get(host)
+                if reading.pkt_size is not None and want is not None and reading.pkt_size != want:
+                    problems.append(f"{host}: pgrx counts frames of {reading.pkt_size} B, not {want or 'any'}")
                     self._rx_pkt_size.pop(host)     # written again on the next attempt
             else:
                 for port, d in reading.delta(base[host]).items():

@@ -100,7 +100,7 @@ class TrialEngine(ConfigurePhase):
         self.ready = False            # devices added and receivers on (reset by stop_all)
         self._rx_level = None
         self._rx_format = {}          # rx host -> pgrx's format version (learnt at setup)
-        self._rx_pkt_size = {}        # rx host -> the pkt_size last written to its pgrx
+        self._rx_pkt_size = {}        # rx host -> the pkt_size last written to its pgrx (counted_length)
         self._reader = None
         self._last_end = None
         self._last_traffic_end = None
