@@ -16,6 +16,8 @@ from rfc2544.errors import InfraError
 from rfc2544.model import TrialSpec
 from rfc2544.engine.tester import SSHTester
 
+from host_load import until_clean
+
 pytestmark = pytest.mark.lab
 
 QUICK = {"learning_s": 0.5, "residual_s": 0.5, "learning_frames": 4, "learning_fps": 1000}
@@ -75,11 +77,14 @@ def test_ipv6_and_large_frames(tester):
 def test_capped_dut_loses_frames(tlab, tester):
     tlab.cap_dut(500)
     try:
-        r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0))
+        # a generator the host held back below 2000 frames/s proves nothing
+        # here (CI: 1796 and 1521 of 2000 on a loaded host): run it again
+        r, spoiled = until_clean(lambda: tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0)),
+                                 lambda r: r.tester_limited and "the tester was the limit")
     finally:
         tlab.uncap_dut()
     assert r.tx_frames == 2000
-    assert not r.tester_limited
+    assert not r.tester_limited, (spoiled, r.notes)
     # policed at 500 pps (+ burst): roughly three quarters of the frames lost
     assert 0.5 < r.loss_ratio < 0.9, (r.rx_frames, r.notes)
 

@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from host_load import until_clean
 from test_kmod_helpers import MODULE, build_ko_for
 from test_tester_lab import QUICK, tlab  # noqa: F401  (fixture: the lab to use)
 
@@ -86,26 +87,25 @@ def test_conditions_name_the_module(tester):
     assert "bit-forwarding" in c["latency_definition"]
 
 
-RATE_CHANGE_ATTEMPTS = 3
-
-
 def test_rate_change_without_stopping(tlab, tester):  # noqa: F811
     """System recovery's trial: overload, then a lower rate in the same run."""
     tlab.cap_dut(1000)
+    samples = []
+
+    def attempt():
+        samples.clear()
+        return tester.run_trial(TrialSpec(frame_size=64, load_fps=3000, duration_s=1.0, recovery_load_fps=500,
+                                          recovery_duration_s=1.5), progress=samples.append)
     try:
         # A loaded host can hold the change back until the generator has sent
         # every frame at the first rate (CI: twice in 2 runs); the trial says
-        # so in its notes, and that attempt proves nothing: run it again.
-        for _ in range(RATE_CHANGE_ATTEMPTS):
-            samples = []
-            r = tester.run_trial(TrialSpec(frame_size=64, load_fps=3000, duration_s=1.0, recovery_load_fps=500,
-                                           recovery_duration_s=1.5), progress=samples.append)
-            if not any("rate change did not happen" in n for n in r.notes):
-                break
+        # so in its notes, and that attempt proves nothing.
+        r, spoiled = until_clean(attempt, lambda r: next((n for n in r.notes if "rate change did not happen" in n),
+                                                         None))
     finally:
         tlab.uncap_dut()
     assert r.intended_frames == r.tx_frames == 3000 + 750
-    assert any(n.startswith("rate changed to 500 frames/s") for n in r.notes), r.notes
+    assert any(n.startswith("rate changed to 500 frames/s") for n in r.notes), (spoiled, r.notes)
     rates = [s["load_fps"] for s in samples]
     assert rates[0] == 3000 and sorted(rates, reverse=True) == rates, (rates, r.notes)
     assert r.lost_frames > 0
@@ -185,7 +185,10 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
     percentiles are bucket midpoints (buckets a few % wide), and p99.9 of
     18000 gaps is the 18th longest: where the tail is steep, one gap more
     or less beyond it moves it by a quarter (CI: 584 us on the link, 468 us
-    in the records)."""
+    in the records). A loaded host spoils an attempt in ways no margin
+    covers (CI: a longest micro-burst of 279 frames on the link, 153 in the
+    records, at 12,000 fps): a rate that disagrees is measured again, up to
+    3 times (host_load.py)."""
     from rfc2544.engine.calibration_link import LinkPacing
     from rfc2544.lab.topology import CALIBRATION_LINK
     host = tester.inventory.hosts["tester"]
@@ -200,22 +203,37 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
         return out
     link._link().send_paced = send_and_keep
     for fps in (3000, 12000):
-        _, _, arrivals = link.measure(64, fps, 1.5)
-        departures = recorded[-1]
-        print(fps, "arrivals", arrivals, "departures", departures)
+        def attempt():
+            _, _, arrivals = link.measure(64, fps, 1.5)
+            return arrivals, recorded[-1]
+        (arrivals, departures), spoiled = until_clean(attempt, lambda out: link_disagrees(fps, *out))
+        print(fps, "arrivals", arrivals, "departures", departures, "spoiled attempts", spoiled)
         assert (arrivals.source, departures.source) == ("calibration link", "generator")
-        # (a loaded CI host sent 92 % of 12000 fps: the frame count is the point, not the rate)
-        assert arrivals.frames == departures.frames > 1.0 * fps
-        # One late arrival inside a burst splits it: the official CI saw 76
-        # frames on the link for 86 recorded (12,000 fps, a loaded host).
-        assert abs(arrivals.longest_micro_burst - departures.longest_micro_burst) <= max(
-            2, 0.15 * departures.longest_micro_burst)
-        assert abs(arrivals.close_frames - departures.close_frames) <= 0.02 * departures.frames
-        low, high = gap_at(departures.hist, 0.9988)[0], gap_at(departures.hist, 0.9992)[1]
-        assert 0.8 * low <= arrivals.p999_gap_ns <= 1.2 * high, (arrivals.p999_gap_ns, low, high)
+        assert not link_disagrees(fps, arrivals, departures), spoiled
     # the trials' devices come back after the link's
     r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0))
     assert r.tx_frames == r.rx_frames == 2000, r.notes
+
+
+def link_disagrees(fps, arrivals, departures):
+    """Why the link's arrivals disagree with the module's departure
+    records of the same frames (test_the_calibration_link_sees_what_the_module_recorded),
+    or None."""
+    # (a loaded CI host sent 92 % of 12000 fps: the frame count is the point, not the rate)
+    if not arrivals.frames == departures.frames > 1.0 * fps:
+        return f"frames: {arrivals.frames} on the link, {departures.frames} recorded"
+    # One late arrival inside a burst splits it: the official CI saw 76
+    # frames on the link for 86 recorded (12,000 fps, a loaded host).
+    if abs(arrivals.longest_micro_burst - departures.longest_micro_burst) > max(
+            2, 0.15 * departures.longest_micro_burst):
+        return (f"longest micro-burst: {arrivals.longest_micro_burst} on the link, "
+                f"{departures.longest_micro_burst} recorded")
+    if abs(arrivals.close_frames - departures.close_frames) > 0.02 * departures.frames:
+        return f"close frames: {arrivals.close_frames} on the link, {departures.close_frames} recorded"
+    low, high = gap_at(departures.hist, 0.9988)[0], gap_at(departures.hist, 0.9992)[1]
+    if not 0.8 * low <= arrivals.p999_gap_ns <= 1.2 * high:
+        return f"p99.9 gap: {arrivals.p999_gap_ns} ns on the link, recorded between {low} and {high} ns"
+    return None
 
 
 def gap_at(hist, q):

@@ -1,0 +1,28 @@
+"""Lab tests whose evidence a loaded host can spoil.
+
+A TCG lab's vCPUs are host threads: when the CI host's two cores are busy
+(the background labs, the newest kernel's labs), a vCPU can be held back
+for tens of milliseconds, and the generator falls behind its rate or the
+calibration link's capture reads a backlog at once. Such an attempt says
+nothing about the product, so a test that can tell (the trial reports the
+tester as the limit, the link saw bursts the records did not) runs it
+again, up to ATTEMPTS times, and fails with every attempt's reason when
+none was clean. A product fault repeats in every attempt and still fails.
+"""
+import os
+
+ATTEMPTS = 3
+
+
+def until_clean(attempt, held_back, attempts=ATTEMPTS):
+    """attempt() until held_back(result) is falsy (else it is the reason
+    the host spoiled that attempt), at most `attempts` times. Returns
+    (last result, reasons of the spoiled attempts)."""
+    reasons = []
+    for _ in range(attempts):
+        result = attempt()
+        reason = held_back(result)
+        if not reason:
+            return result, reasons
+        reasons.append(f"{reason} (host load {os.getloadavg()[0]:.1f})")
+    return result, reasons
