@@ -24,6 +24,8 @@ from rfc2544.errors import InfraError
 from rfc2544.results.file import Results
 from rfc2544.procedures.runner import Runner, build_plan
 
+from host_load import until_clean
+
 pytestmark = pytest.mark.lab
 
 # The DUT is a token bucket (tc police, Lab.cap_dut) of CAP_PPS with a
@@ -473,7 +475,24 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     lab = with_module
     lab.cap_dut(CAP_PPS, SMALL_BUCKET)
     retries, final_s = 1, 4
-    results = run_ndr_search(lab, tmp_path, final_s=final_s, resolution_pct=0.5, tester_limited_retries=retries)
+    known = CAP_PPS + SMALL_BUCKET / final_s
+    attempts = iter(range(1, 10))
+
+    def search():
+        path = tmp_path / f"attempt{next(attempts)}"
+        path.mkdir()
+        return run_ndr_search(lab, path, final_s=final_s, resolution_pct=0.5, tester_limited_retries=retries)
+
+    def held_back(results):
+        # a search the loaded host held back (CI: trials at 1995 fps that
+        # reached 1311, and an NDR of 2035 for 3008) proves nothing: again,
+        # when it missed and the host did hold the generator back
+        row = results.data["throughput"][0]
+        limited = [t["id"] for t in results.data["trials"] if t["verdict"] == "tester-limited"]
+        missed = not (row.get("tester_bursty") or row.get("tester_stall_s")
+                      or abs(row["ndr_fps"] - known) / known <= 0.01)
+        return missed and limited and f"NDR {row['ndr_fps']:.0f} fps, trials {limited} tester-limited"
+    results, spoiled = until_clean(search, held_back, attempts=2)
     trials = results.data["trials"]
     log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}:{t['lost_frames']}:{t['verdict']}:"
                     f"{(t.get('spacing') or {}).get('longest_micro_burst')}/{(t.get('spacing') or {}).get('close_frames')}"
@@ -485,11 +504,10 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     assert unnamed_bursty(results, CAP_PPS, SMALL_BUCKET) == [], log
     assert_bursty_retried(trials, retries, log)
     row = results.data["throughput"][0]
-    known = CAP_PPS + SMALL_BUCKET / final_s
     flagged = row.get("tester_bursty") or row.get("tester_stall_s")
     print(f"NDR {row['ndr_fps']} fps, police rate {known:.0f} fps, tester_bursty {row.get('tester_bursty')}, "
-          f"tester_stall_s {row.get('tester_stall_s')}")
-    assert flagged or abs(row["ndr_fps"] - known) / known <= 0.01, log
+          f"tester_stall_s {row.get('tester_stall_s')}, spoiled attempts {spoiled}")
+    assert flagged or abs(row["ndr_fps"] - known) / known <= 0.01, (spoiled, log)
 
 
 def stalling(lab, stall_s, every_s):

@@ -92,12 +92,16 @@ def test_capped_dut_loses_frames(tlab, tester):
 def test_early_abort_saves_traffic_time(tlab, tester):
     tlab.cap_dut(500)
     try:
-        r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=6.0, abort_loss_ratio=0.0))
+        # a generator the host held back shows the loss late (CI: 1311 of
+        # 2000 frames/s, aborted after 3.4 s): that attempt proves nothing
+        r, spoiled = until_clean(
+            lambda: tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=6.0, abort_loss_ratio=0.0)),
+            lambda r: r.tester_limited and r.traffic_s >= 3.0 and f"tester-limited, {r.traffic_s:.1f} s")
     finally:
         tlab.uncap_dut()
-    assert r.aborted_early
+    assert r.aborted_early, (spoiled, r.notes)
     # the loss shows within ~1 s (the abort lag) plus a poll: most of 6 s saved
-    assert r.traffic_s < 3.0
+    assert r.traffic_s < 3.0, (spoiled, r.notes)
     assert r.saved_traffic_s == pytest.approx(6.0 - r.traffic_s)
     assert r.tx_frames < r.intended_frames and r.lost_frames > 0
 
