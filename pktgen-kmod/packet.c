@@ -41,6 +41,22 @@ static u32 pg_next(struct pg_thread *t, u32 cur, u32 min, u32 max, bool rnd)
 	return cur + 1;
 }
 
+/*
+ * Next UDP port of a [min, max) range: upstream leaves the port ranges'
+ * max out, stepping and random alike (udp_src_max 1002 after udp_src_min
+ * 1000 gives two ports), unlike its address and size ranges.
+ */
+static u16 pg_next_port(struct pg_thread *t, u16 cur, u16 min, u16 max, bool rnd)
+{
+	if (min >= max)
+		return min;
+	if (rnd)
+		return (u16)pg_rand_range(t, min, max - 1);
+	if (cur < min || cur + 1 >= max)
+		return min;
+	return cur + 1;
+}
+
 /* The device's first IPv4 address (host order), 0 if it has none. */
 static u32 pg_dev_ip4(struct net_device *dev)
 {
@@ -306,10 +322,10 @@ static void pg_pkt_vary(struct pg_thread *t, struct pg_dev *pd, struct pg_pkt *p
 		pk->saddr = pd->cur_saddr;
 		pk->daddr = pg_next_daddr(t, pd);
 	}
-	pd->cur_udp_src = (u16)pg_next(t, pd->cur_udp_src, pd->udp_src_min, pd->udp_src_max,
-				       pg_dev_has_flag(pd, PGF_UDPSRC_RND));
-	pd->cur_udp_dst = (u16)pg_next(t, pd->cur_udp_dst, pd->udp_dst_min, pd->udp_dst_max,
-				       pg_dev_has_flag(pd, PGF_UDPDST_RND));
+	pd->cur_udp_src = pg_next_port(t, pd->cur_udp_src, pd->udp_src_min, pd->udp_src_max,
+					pg_dev_has_flag(pd, PGF_UDPSRC_RND));
+	pd->cur_udp_dst = pg_next_port(t, pd->cur_udp_dst, pd->udp_dst_min, pd->udp_dst_max,
+					pg_dev_has_flag(pd, PGF_UDPDST_RND));
 	pk->sport = pd->cur_udp_src;
 	pk->dport = pd->cur_udp_dst;
 	pk->queue = pg_next_queue(t, pd);

@@ -218,9 +218,9 @@ def test_suite_parsers_read_the_real_output(kmod):
 
 
 # One stream over both vCPUs: RPS on rx0 steers by flow hash, and the
-# generator steps its UDP source port over 32 flows, so the stream's packets
-# are counted by the hooks of two CPUs at once, each in its own per-CPU state
-# (README.md "pgrx"), merged when read.
+# generator steps its UDP source port over 256 flows (issue 31), so the
+# stream's packets are counted by the hooks of two CPUs at once, each in its
+# own per-CPU state (README.md "pgrx"), merged when read.
 #
 #   tx0 --veth--> [dut0 DUT netns dut1: netem] --veth--> rx0 (RPS cpus 0,1)
 SPREAD = {"loss": "loss 2%", "duplicate": "duplicate 2%", "reorder": "delay 2ms reorder 25% 50%"}
@@ -239,7 +239,7 @@ def test_one_stream_spread_over_two_cpus_is_counted_exactly(kmod, impairment):
     kmod.sh(f"echo 3 > {rps}")
     try:
         for _ in range(TESTER_DROP_ATTEMPTS):
-            setup_stream(kmod, count, ratep=5000, extra=["udp_src_min 1024", "udp_src_max 1055"])
+            setup_stream(kmod, count, ratep=5000, extra=["udp_src_min 1024", "udp_src_max 1280"])
             backlog = backlog_drops(kmod.host)
             with netem(kmod, SPREAD[impairment]):
                 kmod.start()
