@@ -34,6 +34,9 @@ class TrialSpec:
     # generator (one continuous sequence-number space). None: a plain trial.
     recovery_load_fps: Optional[float] = None
     recovery_duration_s: float = 0.0
+    # Flows per stream (RFC 2544 section 12's second step, or a DUT with
+    # RSS/RPS): UDP source ports that vary per frame (pktgen.DeviceConfig).
+    flows: int = 1
 
 
 @dataclass

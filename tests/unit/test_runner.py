@@ -4,12 +4,12 @@ A fault is injected mid-trial (the simulated generator is left "running"):
 the runner must call stop_all, keep every finished trial on disk, and a
 resumed run must finish the plan without redoing finished trials and reach
 the same answers as an uninterrupted run."""
-from dataclasses import asdict
 
 import pytest
 
 from rfc2544.sim import dut as simdut
 from rfc2544.errors import InfraError
+from rfc2544.model import TrialSpec
 from rfc2544.results.file import Results
 from rfc2544.procedures.runner import check_thresholds
 
@@ -139,7 +139,7 @@ def test_resume_after_a_probe_resends_no_finished_trial(tmp_path, at_trial):
     runner2.run()
     final = Results.load(tmp_path / "run").data
     # exactly the trials the interruption cut off are sent: none of the finished ones again
-    assert [asdict(spec) for spec in fresh.sent] == [t["spec"] for t in ref_trials[len(finished):]]
+    assert fresh.sent == [TrialSpec(**t["spec"]) for t in ref_trials[len(finished):]]
     assert not [t for t in final["trials"] if t.get("superseded")]
     assert [t["spec"] for t in final["trials"]] == [t["spec"] for t in ref_trials]
     ref_data = Results.load(tmp_path / "ref").data

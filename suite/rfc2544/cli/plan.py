@@ -36,6 +36,8 @@ def plan_text(document):
         notes = [f"{asked} B asked: the headers need {size} B"] if asked else []
         if load is not None:
             notes.append(f"at {load:g} % of the throughput" if load else "at a minimal load")
+        if step.get("flows"):
+            notes.append(f"{step['flows']} flows per stream")
         lines.append(f"  {n:>3}  {step['test']:<16} {size:>10}  v{step['ip_version']}"
                      + (f"  ({'; '.join(notes)})" if notes else ""))
     return "\n".join(lines)

@@ -92,6 +92,7 @@ class ProfileModel:
     tests: List[str]
     frame_sizes: List[Union[int, str]]  # "imix" for the simple IMIX
     ip_versions: List[int]
+    flows: List[int]                    # flows per stream, each count its own steps
     link_mbps: Optional[float]
     trial_duration_s: float
     waits: Waits

@@ -16,6 +16,7 @@ BUILTIN_DIR = Path(str(resources.files("rfc2544") / "profiles"))
 TESTS = ("throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")
 RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 IMIX = "imix"       # frame_sizes entry: simple IMIX (7:4:1 of 64/576/1518)
+MAX_FLOWS_PER_STREAM = 65526    # UDP source ports 9..65534 (drivers/pktgen.DeviceConfig)
 
 # section -> field -> (kind, default); kind: "pos" > 0, "nonneg" >= 0,
 # "int" positive integer, "pct" 0 < x <= 100, "bool", "str", "opt_pos" None or > 0
@@ -23,7 +24,7 @@ SCHEMA = {
     None: {
         "name": ("str", "custom"), "description": ("str", ""),
         "tests": ("tests", ["throughput"]), "frame_sizes": ("sizes", list(RFC_FRAME_SIZES)),
-        "ip_versions": ("ipv", [4]), "link_mbps": ("opt_pos", None),
+        "ip_versions": ("ipv", [4]), "flows": ("flows", [1]), "link_mbps": ("opt_pos", None),
         "trial_duration_s": ("pos", 60.0),
     },
     "waits": {"route_s": ("nonneg", 2.0), "learning_s": ("nonneg", 2.0),
@@ -191,6 +192,20 @@ def _check(origin, where, kind, value):
         if len(set(value)) != len(value):
             bad("has duplicates")
         return [float(load) for load in value]
+    if kind == "flows":
+        # flows per stream, each count its own steps (RFC 2544 section 12:
+        # one flow first, then many); the UDP source port varies per frame
+        # (drivers/pktgen.DeviceConfig), up to the port range's end
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list) or not value:
+            bad(f"must be a non-empty list of flow counts per stream (1..{MAX_FLOWS_PER_STREAM})")
+        for n in value:
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_FLOWS_PER_STREAM:
+                bad(f"{n!r} is not a flow count per stream (a whole number in 1..{MAX_FLOWS_PER_STREAM})")
+        if len(set(value)) != len(value):
+            bad("has duplicates")
+        return value
     if kind == "ipv":
         if isinstance(value, int):
             value = [value]

@@ -20,6 +20,7 @@ PGCTRL = f"{PROC_PKTGEN}/pgctrl"
 MIN_PKT_SIZE = 42          # pktgen raises anything smaller to 42
 MAX_PKT_SIZE = 9600 - 4    # jumbo frames at most
 FCS_BYTES = 4
+MAX_FLOWS = 65535           # the highest udp_src_max: flows take the ports below it
 KNOWN_FLAGS = frozenset({
     "IPV6", "IPSRC_RND", "IPDST_RND", "TXSIZE_RND", "UDPSRC_RND", "UDPDST_RND",
     "UDPCSUM", "NO_TIMESTAMP", "MPLS_RND", "QUEUE_MAP_RND", "QUEUE_MAP_CPU",
@@ -65,6 +66,17 @@ class DeviceConfig:
     udp_src: int = 9
     udp_dst: int = 9
     flags: Tuple[str, ...] = ()       # extra pktgen flags (validated against KNOWN_FLAGS)
+    # Flows of the stream: its frames take the UDP source ports udp_src ..
+    # udp_src + flows - 1 in turn (the generator steps the port per frame),
+    # so a DUT's RSS/RPS hash spreads them; the addresses stay, and so does
+    # the stream's identity at the receiver (pgrx keys it by the source).
+    flows: int = 1
+
+    @property
+    def udp_src_max(self):
+        """udp_src_max for `flows` ports: a port range leaves its max out
+        (upstream, and rfc2544_pktgen since issue 31)."""
+        return self.udp_src if self.flows == 1 else self.udp_src + self.flows
 
     def commands(self) -> List[str]:
         """The device-file writes, in order, every value validated."""
@@ -99,7 +111,8 @@ class DeviceConfig:
         else:
             src, dst = validate.ipv4(self.src_ip, "source IPv4"), validate.ipv4(self.dst_ip, "destination IPv4")
             cmds += ["flag !IPV6", f"src_min {src}", f"src_max {src}", f"dst_min {dst}", f"dst_max {dst}"]
-        for name, value in (("udp_src_min", self.udp_src), ("udp_src_max", self.udp_src),
+        validate.uint(self.flows, "flows per stream", 1, MAX_FLOWS - self.udp_src)
+        for name, value in (("udp_src_min", self.udp_src), ("udp_src_max", self.udp_src_max),
                             ("udp_dst_min", self.udp_dst), ("udp_dst_max", self.udp_dst)):
             cmds.append(f"{name} {validate.uint(value, name, 0, 65535)}")
         for flag in self.flags:
@@ -167,7 +180,7 @@ def expected_params(cfg: "DeviceConfig"):
     exp = {"count": str(cfg.count), "min_pkt_size": size, "max_pkt_size": size,
            "delay": "0" if cfg.ratep is None else str(10**9 // cfg.ratep), "clone_skb": "0",
            "dst_mac": cfg.dst_mac.lower(),
-           "udp_src_min": str(cfg.udp_src), "udp_src_max": str(cfg.udp_src),
+           "udp_src_min": str(cfg.udp_src), "udp_src_max": str(cfg.udp_src_max),
            "udp_dst_min": str(cfg.udp_dst), "udp_dst_max": str(cfg.udp_dst)}
     if cfg.ipv6:
         exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed

@@ -93,6 +93,6 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             dst_mac=dst_mac_override(p) if dst_mac_override else p.dst_mac,
             src_ip=p.src(spec.ipv6), dst_ip=p.dst(spec.ipv6), ipv6=spec.ipv6,
             pkt_size=None if imix else pktgen.pkt_size_for_frame(spec.frame_size),
-            imix=imix, ratep=rate,
+            imix=imix, ratep=rate, flows=spec.flows,
         ))
     return configs

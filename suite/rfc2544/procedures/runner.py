@@ -9,6 +9,7 @@ trials of the step that was cut short.
 """
 import math
 import time
+from dataclasses import replace
 
 from rfc2544.drivers import frame
 from rfc2544.engine import pacing
@@ -40,24 +41,34 @@ def build_plan(profile):
     plan = []
     for v in m.ip_versions:
         asked = sent_sizes([0 if s == IMIX else s for s in m.frame_sizes], v == 6)
-        sizes = list(asked)
-        numeric = [s for s in sizes if s]
-        for test in m.tests:
-            if test == "reset":
-                chosen = [min(numeric)] if numeric else []
-            elif test in ("back_to_back", "system_recovery"):
-                chosen = numeric
-            else:
-                chosen = sizes
-            for size in chosen:
-                for load in (m.latency.loads_pct if test == "latency" else [None]):
-                    plan.append({"unit": unit_key(test, v, size), "test": test, "frame_size": size,
-                                 "ip_version": v, "state": "pending"})
-                    if asked[size] != size:
-                        plan[-1]["requested_frame_size"] = asked[size]
-                    if load is not None and load != FULL_LOAD_PCT:
-                        # a latency step at another load than the throughput's (26.2) is a unit of its own
-                        plan[-1].update(unit=f"{plan[-1]['unit']}/{load:g}pct", throughput_pct=load)
+        for flows in m.flows:
+            plan += _steps(m, v, asked, flows)
+    return plan
+
+
+def _steps(m, v, asked, flows):
+    """The plan's steps of one IP version and flow count, tests in RFC order."""
+    plan = []
+    sizes = list(asked)
+    numeric = [s for s in sizes if s]
+    for test in m.tests:
+        if test == "reset":
+            chosen = [min(numeric)] if numeric else []
+        elif test in ("back_to_back", "system_recovery"):
+            chosen = numeric
+        else:
+            chosen = sizes
+        for size in chosen:
+            for load in (m.latency.loads_pct if test == "latency" else [None]):
+                plan.append({"unit": unit_key(test, v, size, flows), "test": test, "frame_size": size,
+                             "ip_version": v, "state": "pending"})
+                if asked[size] != size:
+                    plan[-1]["requested_frame_size"] = asked[size]
+                if flows != 1:
+                    plan[-1]["flows"] = flows
+                if load is not None and load != FULL_LOAD_PCT:
+                    # a latency step at another load than the throughput's (26.2) is a unit of its own
+                    plan[-1].update(unit=f"{plan[-1]['unit']}/{load:g}pct", throughput_pct=load)
     return plan
 
 
@@ -88,6 +99,7 @@ class Context:
         self.unit = unit
         self.step = step or {}            # the plan step: a procedure's options (latency's throughput_pct)
         self.ipv6 = "/ipv6/" in unit      # unit_key's form: test/ipv6/size
+        self.flows = self.step.get("flows", 1)  # flows per stream: every trial of the step has them
         self.profile = runner.profile
         self._journal = runner.results.recorded_trials(unit)
         self._next = 0
@@ -97,6 +109,8 @@ class Context:
     def run_trial(self, spec, progress=None, keep_samples=False):
         r = self._r
         samples = []
+        if spec.flows != self.flows:
+            spec = replace(spec, flows=self.flows)
         if self._next < len(self._journal):
             recorded = self._journal[self._next]
             if _same_spec(recorded.spec, spec):
@@ -192,7 +206,8 @@ class Context:
         return None, None
 
     def throughput(self, frame_size, ipv6):
-        return self._r.results.summary("throughput", unit_key("throughput", 6 if ipv6 else 4, frame_size))
+        unit = unit_key("throughput", 6 if ipv6 else 4, frame_size, self.flows)
+        return self._r.results.summary("throughput", unit)
 
     def max_load(self, frame_size, ipv6):
         """Highest load to offer: the profile's cap, else line rate from the
@@ -272,7 +287,7 @@ def _same_spec(a, b):
             and close(a.load_fps, b.load_fps) and close(a.duration_s, b.duration_s)
             and a.burst_frames == b.burst_frames and a.latency == b.latency
             and close(a.abort_loss_ratio, b.abort_loss_ratio)
-            and close(a.recovery_load_fps, b.recovery_load_fps))
+            and close(a.recovery_load_fps, b.recovery_load_fps) and a.flows == b.flows)
 
 
 class Runner:
@@ -326,6 +341,8 @@ class Runner:
         entry["ip_version"] = step["ip_version"]
         if step.get("requested_frame_size") is not None:
             entry["requested_frame_size"] = step["requested_frame_size"]
+        if step.get("flows", 1) != 1:
+            entry["flows"] = step["flows"]
         self.results.set_summary(test, unit, entry)
         self.results.set_unit_state(unit, "done")
         self.display.step_done(step, entry, time.monotonic() - started)

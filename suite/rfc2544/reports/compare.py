@@ -62,7 +62,7 @@ def compare(old, new, threshold_pct):
 
 
 def _row(metric, key, a, b, higher_better, gated, threshold_pct, label_ip):
-    ip, size = key
+    ip, flows, size = key
     change = (b - a) / a * 100 if a not in (None, 0) and b is not None else None
     better = None if change is None else (change if higher_better else -change)
     if b is None:
@@ -77,8 +77,8 @@ def _row(metric, key, a, b, higher_better, gated, threshold_pct, label_ip):
         status = "better"
     else:
         status = "ok"
-    label = frame_label(size) + (f" IPv{ip}" if label_ip else "")
-    return {"metric": metric, "frame_size": size, "ip_version": ip, "label": label, "old": a, "new": b,
+    label = frame_label(size) + (f" IPv{ip}" if label_ip else "") + (f", {flows} flows" if flows != 1 else "")
+    return {"metric": metric, "frame_size": size, "ip_version": ip, "flows": flows, "label": label, "old": a, "new": b,
             "change_pct": change, "better_pct": better, "gated": gated, "status": status,
             "unit": "fps" if "throughput" in metric else "ns"}
 

@@ -35,8 +35,13 @@ def ip_versions(results):
     return sorted(seen) or [default_ip(results)]
 
 
+def flows_of(entry):
+    """Flows per stream of a row, plan step or trial (a trial's are in its spec)."""
+    return entry.get("flows") or (entry.get("spec") or {}).get("flows") or 1
+
+
 def key_of(results, entry):
-    return (ip_of(results, entry), entry.get("frame_size"))
+    return (ip_of(results, entry), flows_of(entry), entry.get("frame_size"))
 
 
 def labeller(results):
@@ -48,6 +53,8 @@ def labeller(results):
         if entry.get("requested_frame_size"):
             text += f" ({entry['requested_frame_size']} B asked)"
         text = f"{text} IPv{ip_of(results, entry)}" if mixed else text
+        if flows_of(entry) != 1:
+            text += f", {flows_of(entry)} flows"
         load = entry.get("throughput_pct")       # latency at another load than the throughput's
         if load is not None and load != 100:
             text += f" at {load:g} % of throughput" if load else " at a minimal load"
@@ -213,11 +220,11 @@ def spacing_rows(results):
     rows = []
     units = {}
     for t in trials:
-        units.setdefault((t.get("test"), ip_of(results, t), t.get("frame_size")), []).append(t)
+        units.setdefault((t.get("test") or "",) + key_of(results, t), []).append(t)
     ndr = {key_of(results, r): r for r in results["throughput"]}
-    for (test, ip, size), unit in sorted(units.items(), key=lambda kv: (kv[0][0] or "", kv[0][1], kv[0][2] or 0)):
+    for (test, *key), unit in sorted(units.items(), key=lambda kv: kv[0][:3] + (kv[0][3] or 0,)):
         picks = []
-        row = ndr.get((ip, size)) if test == "throughput" else None
+        row = ndr.get(tuple(key)) if test == "throughput" else None
         if row:
             for which, load in (("at the NDR", row.get("ndr_fps")), ("just above", row.get("ndr_upper_fps"))):
                 at = [t for t in unit if load and abs(t["load_fps"] - load) <= load * 0.001]

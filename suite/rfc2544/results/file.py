@@ -29,8 +29,9 @@ def now_iso():
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def unit_key(test, ip_version, frame_size):
-    return f"{test}/ipv{ip_version}/{frame_size}"
+def unit_key(test, ip_version, frame_size, flows=1):
+    """test/ipvV/size, and /Nflows for more than one flow per stream."""
+    return f"{test}/ipv{ip_version}/{frame_size}" + (f"/{flows}flows" if flows != 1 else "")
 
 
 def verdict(result):

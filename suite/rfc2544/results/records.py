@@ -17,9 +17,11 @@ SCHEMA = "rfc2544-results"
 SCHEMA_VERSION = 2
 # Additions a version-2 reader may ignore: 1 = frame sizes are the size
 # sent, with requested_frame_size where the size asked differs; latency rows
-# per load (throughput_pct). Files without `schema_minor` (minor 0, and runs resumed
+# per load (throughput_pct). 2 = `flows` per stream on plan steps, trial specs
+# and summary entries, written when more than one (its steps are units of their
+# own: unit_key). Files without `schema_minor` (minor 0, and runs resumed
 # from them) state the size asked: reports/load.py shows them as sent.
-SCHEMA_MINOR = 1
+SCHEMA_MINOR = 2
 SECTIONS = tuple(SUMMARY_TYPES)
 
 
@@ -44,13 +46,14 @@ class PlanStep:
     # `frame_size` is the smallest that holds them (drivers/frame.py)
     requested_frame_size: Optional[int] = None
     throughput_pct: Optional[float] = None   # latency at another load than the throughput's: the load in %
+    flows: Optional[int] = None              # flows per stream, when more than one
 
     @classmethod
     def from_dict(cls, d):
         return cls(**d)
 
     def to_dict(self):
-        return requested_after_frame_size(_plain(self, {"note": None, "throughput_pct": None}))
+        return requested_after_frame_size(_plain(self, {"note": None, "throughput_pct": None, "flows": None}))
 
 
 @dataclass
@@ -134,6 +137,8 @@ class TrialRecord:
     def to_dict(self):
         out = requested_after_frame_size(_plain(self, {"samples": None, "superseded": False,
                                                        "spacing": None, "tester_bursty": False}))
+        if out["spec"].get("flows") == 1:      # one flow per stream: the spec as it always was
+            del out["spec"]["flows"]
         # hooks sit between notes and spec, as the writer has always put them
         tail = {k: out.pop(k) for k in self.KEY_ORDER if k in out}
         out.update(tail)

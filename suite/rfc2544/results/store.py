@@ -240,7 +240,7 @@ def figures_of(results):
     default_ip = results["conditions"].get("ip_version") or 4
     # the tester's marks on a row: tester-bound, and (only where true, so a
     # store's older runs stay comparable) an NDR set by the tester's bursts
-    marks = {(r.get("ip_version") or default_ip, r["frame_size"]):
+    marks = {(r.get("ip_version") or default_ip, r.get("flows") or 1, r["frame_size"]):
              {"tester_limited": bool(r.get("tester_bound")), **({"tester_bursty": True} if r.get("tester_bursty") else {})}
              for r in results["throughput"]}
     for section, metric, better in METRICS:
@@ -250,10 +250,13 @@ def figures_of(results):
             value = row.get(metric)
             if value is None or isinstance(value, bool) or value <= 0:
                 continue
-            ip = row.get("ip_version") or default_ip
-            yield {"test": section, "metric": metric, "frame_size": row["frame_size"], "ip_version": ip,
+            ip, flows = row.get("ip_version") or default_ip, row.get("flows") or 1
+            # more flows per stream: a series of its own, named in the test
+            # (the index keys a series by test, metric, size and IP version)
+            test = section if flows == 1 else f"{section}, {flows} flows"
+            yield {"test": test, "metric": metric, "frame_size": row["frame_size"], "ip_version": ip,
                    "better": better, "value": float(value),
-                   "conditions": {**base, **marks.get((ip, row["frame_size"]), {"tester_limited": False})}}
+                   "conditions": {**base, **marks.get((ip, flows, row["frame_size"]), {"tester_limited": False})}}
 
 
 def find_runs(paths):

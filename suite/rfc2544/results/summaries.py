@@ -21,7 +21,10 @@ class Summary:
         return cls(**d)
 
     def to_dict(self):
-        return requested_after_frame_size(asdict(self))
+        d = requested_after_frame_size(asdict(self))
+        if d.get("flows") is None:
+            d.pop("flows", None)
+        return d
 
 
 def requested_after_frame_size(d):
@@ -65,6 +68,7 @@ class ThroughputSummary(Summary):
     ip_version: int = 4
     unit: str = ""
     requested_frame_size: Optional[int] = None
+    flows: Optional[int] = None     # flows per stream, written when more than one
     # the upper bound failed on the generator's micro-bursts (pacing.py); written only when true
     tester_bursty: bool = False
     # the tester's longest departure gap in the upper bound's failed trials, when
@@ -100,6 +104,7 @@ class LatencySummary(Summary):
     ip_version: int = 4
     unit: str = ""
     requested_frame_size: Optional[int] = None
+    flows: Optional[int] = None     # flows per stream, written when more than one
     # the load in % of the throughput (NDR): 100 as RFC 2544 26.2 asks, 0 a
     # minimal load (procedures/latency.py); absent in older files (100)
     throughput_pct: Optional[float] = None
@@ -126,6 +131,7 @@ class FrameLossSummary(Summary):
     ip_version: int = 4
     unit: str = ""
     requested_frame_size: Optional[int] = None
+    flows: Optional[int] = None     # flows per stream, written when more than one
 
     @classmethod
     def from_dict(cls, d):
@@ -152,6 +158,7 @@ class BackToBackSummary(Summary):
     ip_version: int = 4
     unit: str = ""
     requested_frame_size: Optional[int] = None
+    flows: Optional[int] = None     # flows per stream, written when more than one
 
 
 @dataclass
@@ -169,6 +176,7 @@ class SystemRecoverySummary(Summary):
     ip_version: int = 4
     unit: str = ""
     requested_frame_size: Optional[int] = None
+    flows: Optional[int] = None     # flows per stream, written when more than one
 
 
 @dataclass
@@ -182,6 +190,7 @@ class ResetSummary(Summary):
     ip_version: int = 4
     unit: str = ""
     requested_frame_size: Optional[int] = None
+    flows: Optional[int] = None     # flows per stream, written when more than one
 
 
 # results.json section -> its entry type

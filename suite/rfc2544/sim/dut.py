@@ -27,8 +27,12 @@ class SimDUT:
                  random_loss_ratio=0.0, tester_ceiling_fps=math.inf,
                  recovery_s=0.0, reset_s=0.0, latency_ns=20000.0,
                  sample_interval_s=0.1, seed=1, time_scale=0.0, fail_at=None, clock=None,
-                 capacity_mbps=None):
+                 capacity_mbps=None, cores=1):
         self.capacity_fps = capacity_fps
+        # An RSS/RPS DUT: `capacity_fps` is all its `cores` together, and a
+        # flow is forwarded by one core, so a stream of F flows gets
+        # min(F, cores) of them (its flows spread evenly).
+        self.cores = cores
         # A DUT that forwards at most this many Mbit/s on the wire (frames,
         # preamble and gap): its capacity in frames/s then depends on the
         # size of the frames sent, as a line-rate-bound port's does.
@@ -137,10 +141,11 @@ class SimDUT:
 
     # -- the model ----------------------------------------------------------
     def _capacity_for(self, spec):
+        capacity = self.capacity_fps * min(spec.flows, self.cores) / self.cores
         if not self.capacity_mbps:
-            return self.capacity_fps
+            return capacity
         size = spec.frame_size or frame.imix_mean_size(spec.ipv6)
-        return min(self.capacity_fps, theoretical_max_fps(size, self.capacity_mbps))
+        return min(capacity, theoretical_max_fps(size, self.capacity_mbps))
 
     def _drop(self, sent, rate, dt, queue, now, recovering_until):
         """Frames lost in one step, and the queue after it."""
