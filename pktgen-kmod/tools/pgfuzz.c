@@ -106,6 +106,7 @@ static const char *const bad_rx[] = {
 	"statistics time x", "display", "display html", "action", "action accept",
 	"rx_reset now", "rx_disable 1", "statistics -1", "display 999999999999",
 	"timestamp", "timestamp nic", "timestamp hook stack", "timestamp -1",
+	"pkt_size", "pkt_size 59", "pkt_size 65550", "pkt_size 60 61",
 };
 
 static const char *const reserved[] = {
@@ -296,7 +297,7 @@ static const char *const kw_thread[] = { "add_device", "max_before_softirq", "" 
 static const char *const kw_ctrl[] = { "" };
 
 static const char *const kw_rx[] = {
-	"rx", "statistics", "display", "action", "timestamp", "",
+	"rx", "statistics", "display", "action", "timestamp", "pkt_size", "",
 };
 
 /* Keywords that take no value: only an extra value is malformed. */

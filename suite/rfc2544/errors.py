@@ -22,6 +22,11 @@ class InfraError(Rfc2544Error):
     exit_code = 3
 
 
+class HostKeyError(InfraError):
+    """A host's SSH key could not be verified (unknown, changed, or the
+    known_hosts file unreadable): final, never worth another attempt."""
+
+
 class ThresholdMissed(Rfc2544Error):
     """A result is worse than the threshold the user set."""
 

@@ -308,6 +308,7 @@ def test_connect_tries_again_when_a_busy_vm_answers_late(monkeypatch, tmp_path):
     a host key that does not match is final at once."""
     import types
     from rfc2544.drivers import ssh as ssh_mod
+    from rfc2544.errors import HostKeyError
     from rfc2544.lab import lab as lab_mod
     lab = Lab("unit")
     monkeypatch.setattr(Lab, "ssh_port", lambda self, host: ("tester", 2222))
@@ -326,9 +327,9 @@ def test_connect_tries_again_when_a_busy_vm_answers_late(monkeypatch, tmp_path):
 
     def wrong_key(*args, **kw):
         calls.append(1)
-        raise InfraError("tester: host key of 127.0.0.1:2222 does not match /x/known_hosts")
+        raise HostKeyError("tester: host key of 127.0.0.1:2222 does not match /x/known_hosts")
     monkeypatch.setattr(ssh_mod.SSHHost, "connect", staticmethod(wrong_key))
-    with pytest.raises(InfraError, match="does not match"):
+    with pytest.raises(HostKeyError, match="does not match"):
         lab.connect("tester")
     assert calls == [1]
 

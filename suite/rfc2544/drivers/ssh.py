@@ -11,7 +11,7 @@ import time
 
 import paramiko
 
-from rfc2544.errors import InfraError
+from rfc2544.errors import HostKeyError, InfraError
 
 CONNECT_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 60.0
@@ -42,7 +42,7 @@ class SSHHost:
         try:
             client.load_host_keys(str(known_hosts))
         except OSError as exc:
-            raise InfraError(f"{name}: cannot read known_hosts {known_hosts}: {exc.strerror}")
+            raise HostKeyError(f"{name}: cannot read known_hosts {known_hosts}: {exc.strerror}")
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
         try:
             sock = socket.create_connection((host, int(port)), timeout=timeout)
@@ -55,10 +55,10 @@ class SSHHost:
                 look_for_keys=key_file is None,
             )
         except paramiko.BadHostKeyException:
-            raise InfraError(f"{name}: host key of {host}:{port} does not match {known_hosts}")
+            raise HostKeyError(f"{name}: host key of {host}:{port} does not match {known_hosts}")
         except paramiko.SSHException as exc:
             if "not found in known_hosts" in str(exc):
-                raise InfraError(f"{name}: {host}:{port} is not in {known_hosts}: host key not verified")
+                raise HostKeyError(f"{name}: {host}:{port} is not in {known_hosts}: host key not verified")
             raise InfraError(f"{name}: SSH to {host}:{port} failed: {exc}")
         except OSError as exc:
             raise InfraError(f"{name}: cannot reach {host}:{port}: {exc.strerror or exc}")

@@ -9,7 +9,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from rfc2544.errors import BadInput, InfraError
+from rfc2544.errors import BadInput, HostKeyError, InfraError
 from rfc2544.lab import image as image_mod
 from rfc2544.lab import inventory_file, paths, qemu, seed, topology
 
@@ -410,8 +410,10 @@ class Lab:
             try:
                 return SSHHost.connect(host, "127.0.0.1", port, "root", self.key_file, self.known_hosts,
                                        timeout=CONNECT_TIMEOUT_S)
-            except InfraError as exc:
-                if "known_hosts" in str(exc) or attempt == CONNECT_ATTEMPTS - 1:
+            except HostKeyError:
+                raise                   # a key that does not verify never will
+            except InfraError:
+                if attempt == CONNECT_ATTEMPTS - 1:
                     raise
                 time.sleep(2)
 
