@@ -2,14 +2,15 @@
 /*
  * The receiver, /proc/net/pktgen/pgrx: a netfilter PRE_ROUTING hook (IPv4
  * and IPv6, before defragmentation and conntrack) that counts test packets
- * arriving on one device of its namespace. Everything the hook writes lives
- * per CPU (counters, latency, and what each CPU saw of each stream: sequence
- * window, inter-arrival, delay variation) and is merged when read, so the
- * per-packet path takes no shared lock and writes no shared cache line, at
- * any statistics level. Only a stream's identity is shared: added once, under
- * a lock, by the first CPU that sees it. All counters of one measurement form
- * a "session", swapped under RCU on reset so the hook never sees freed
- * memory. The script output format is specified in README.md.
+ * arriving on the devices it watches (up to 4) in its namespace. Everything
+ * the hook writes lives per CPU (counters, latency, and what each CPU saw of
+ * each stream: sequence window, inter-arrival, delay variation) and is
+ * merged when read, so the per-packet path takes no shared lock and writes
+ * no shared cache line, at any statistics level. Only a stream's identity
+ * is shared: added once, under a lock, by the first CPU that sees it. All
+ * counters of one measurement form a "session", swapped under RCU on reset
+ * so the hook never sees freed memory. The script output format is
+ * specified in README.md.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -49,6 +50,8 @@
 /* `pkt_size`: a minimum Ethernet frame without FCS, up to an IP datagram's 64 KiB */
 #define PG_RX_MIN_SIZE		60
 #define PG_RX_MAX_SIZE		(ETH_HLEN + 65535)
+/* devices one receiver watches: a tester port that sends also receives */
+#define PG_RX_MAX_DEVS		4
 
 enum pgrx_level { PG_LVL_COUNTER, PG_LVL_BASIC, PG_LVL_TIME };
 static const char *const pg_level_names[] = { "counter", "basic", "time" };
@@ -115,8 +118,9 @@ struct pg_rx {
 	bool hooks;
 	bool stack_tstamps;		/* `timestamp stack` */
 	bool tstamps;			/* we hold a net_enable_timestamp() */
-	int ifindex;
-	char ifname[IFNAMSIZ];
+	unsigned int ndevs;		/* ifindex[0..ndevs) are watched */
+	int ifindex[PG_RX_MAX_DEVS];
+	char ifname[PG_RX_MAX_DEVS][IFNAMSIZ];
 	enum pgrx_level level;
 	bool script;
 	bool pass;
@@ -602,6 +606,17 @@ static void pg_rx_segments(struct pg_rx *rx, struct pg_rx_session *s,
 	}
 }
 
+/* Is dev one of the watched devices? */
+static bool pg_rx_watched(const struct pg_rx *rx, const struct net_device *dev)
+{
+	unsigned int i, n = min_t(unsigned int, READ_ONCE(rx->ndevs), PG_RX_MAX_DEVS);
+
+	for (i = 0; dev && i < n; i++)
+		if (dev->ifindex == READ_ONCE(rx->ifindex[i]))
+			return true;
+	return false;
+}
+
 static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 			       const struct nf_hook_state *state)
 {
@@ -610,7 +625,7 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	struct pg_rx_frame f;
 	enum pg_rx_bad bad;
 
-	if (!state->in || state->in->ifindex != READ_ONCE(rx->ifindex))
+	if (!pg_rx_watched(rx, state->in))
 		return NF_ACCEPT;
 	if (!pg_rx_parse(skb, state->pf, &f))
 		return NF_ACCEPT;
@@ -779,6 +794,22 @@ static int pg_rx_show_alloc(struct pg_rx_show_ctx *x)
 	return 0;
 }
 
+/* The watched devices as "a,b" (script) or "a, b" (human), "-" for none. */
+static void pg_rx_show_devs(struct seq_file *m, const struct pg_rx *rx, const char *sep,
+			    bool ifindex)
+{
+	unsigned int i;
+
+	if (!rx->ndevs)
+		seq_puts(m, ifindex ? "0" : "-");
+	for (i = 0; i < rx->ndevs; i++) {
+		if (ifindex)
+			seq_printf(m, "%s%d", i ? sep : "", rx->ifindex[i]);
+		else
+			seq_printf(m, "%s%s", i ? sep : "", rx->ifname[i]);
+	}
+}
+
 static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
 {
 	struct pg_rx *rx = x->rx;
@@ -790,18 +821,24 @@ static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
 		if (x->s)
 			dropped += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->streams_dropped);
 
-	if (rx->script)
-		seq_printf(m, "pgrx version=3 enabled=%d dev=%s ifindex=%d statistics=%s action=%s pkt_size=%u streams=%u streams_dropped=%llu\n",
-			   rx->hooks, rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
+	if (rx->script) {
+		seq_printf(m, "pgrx version=4 enabled=%d dev=", rx->hooks);
+		pg_rx_show_devs(m, rx, ",", false);
+		seq_puts(m, " ifindex=");
+		pg_rx_show_devs(m, rx, ",", true);
+		seq_printf(m, " statistics=%s action=%s pkt_size=%u streams=%u streams_dropped=%llu\n",
 			   pg_level_names[rx->level], rx->pass ? "pass" : "drop",
 			   rx->pkt_size, x->nstreams, dropped);
-	else
-		seq_printf(m, "RECEIVER %s: dev %s (ifindex %d), statistics %s, timestamp %s, counted packets %s, frame length %u%s\n",
-			   rx->hooks ? "enabled" : "disabled",
-			   rx->ifname[0] ? rx->ifname : "-", rx->ifindex,
-			   pg_level_names[rx->level], rx->stack_tstamps ? "stack" : "hook",
-			   rx->pass ? "passed on" : "dropped", rx->pkt_size,
-			   rx->pkt_size ? "" : " (any)");
+		return;
+	}
+	seq_printf(m, "RECEIVER %s: dev ", rx->hooks ? "enabled" : "disabled");
+	pg_rx_show_devs(m, rx, ", ", false);
+	seq_puts(m, " (ifindex ");
+	pg_rx_show_devs(m, rx, ", ", true);
+	seq_printf(m, "), statistics %s, timestamp %s, counted packets %s, frame length %u%s\n",
+		   pg_level_names[rx->level], rx->stack_tstamps ? "stack" : "hook",
+		   rx->pass ? "passed on" : "dropped", rx->pkt_size,
+		   rx->pkt_size ? "" : " (any)");
 }
 
 static void pg_rx_show_total(struct seq_file *m, struct pg_rx_show_ctx *x,
@@ -996,20 +1033,41 @@ static void pg_rx_sync_tstamps(struct pg_rx *rx)
 	rx->tstamps = want;
 }
 
-static int pg_rx_enable(struct pg_rx *rx, const char *name)
+/*
+ * `rx DEV [DEV ...]`: watch these devices (a port that sends in one
+ * direction receives the other's frames) and reset all counters. The list
+ * is checked whole before anything changes.
+ */
+static int pg_rx_enable(struct pg_rx *rx, int argc, char **names)
 {
+	int ifindex[PG_RX_MAX_DEVS];
 	struct net *net = rx->pn->net;
 	struct net_device *dev;
-	int err;
+	int i, j, err;
 
-	if (strlen(name) >= IFNAMSIZ)
-		return pg_rx_res(rx, -EINVAL, "ERROR: bad device name \"%.32s\"", name);
-	dev = dev_get_by_name(net, name);
-	if (!dev)
-		return pg_rx_res(rx, -ENODEV, "ERROR: no such netdevice: \"%s\"", name);
-	WRITE_ONCE(rx->ifindex, dev->ifindex);
-	strscpy(rx->ifname, dev->name, sizeof(rx->ifname));
-	dev_put(dev);
+	if (argc < 1 || argc > PG_RX_MAX_DEVS)
+		return pg_rx_res(rx, -EINVAL, "ERROR: usage: rx DEV [DEV ...] (1 to %s devices)",
+				 __stringify(PG_RX_MAX_DEVS));
+	for (i = 0; i < argc; i++) {
+		if (strlen(names[i]) >= IFNAMSIZ)
+			return pg_rx_res(rx, -EINVAL, "ERROR: bad device name \"%.32s\"", names[i]);
+		dev = dev_get_by_name(net, names[i]);
+		if (!dev)
+			return pg_rx_res(rx, -ENODEV, "ERROR: no such netdevice: \"%s\"", names[i]);
+		ifindex[i] = dev->ifindex;
+		dev_put(dev);
+		for (j = 0; j < i; j++)
+			if (ifindex[j] == ifindex[i])
+				return pg_rx_res(rx, -EINVAL, "ERROR: device \"%s\" listed twice",
+						 names[i]);
+	}
+	/* a hook that reads the list meanwhile sees a prefix of old or new */
+	WRITE_ONCE(rx->ndevs, 0);
+	for (i = 0; i < argc; i++) {
+		WRITE_ONCE(rx->ifindex[i], ifindex[i]);
+		strscpy(rx->ifname[i], names[i], sizeof(rx->ifname[i]));
+	}
+	WRITE_ONCE(rx->ndevs, argc);
 
 	err = pg_rx_new_session(rx);
 	if (err)
@@ -1021,7 +1079,7 @@ static int pg_rx_enable(struct pg_rx *rx, const char *name)
 		rx->hooks = true;
 	}
 	pg_rx_sync_tstamps(rx);
-	return pg_rx_res(rx, 0, "OK: rx=%s", rx->ifname);
+	return pg_rx_res(rx, 0, "OK: rx=%s", rx->ifname[0]);
 }
 
 static void pg_rx_disable(struct pg_rx *rx)
@@ -1054,11 +1112,8 @@ static int pg_rx_command(struct pg_rx *rx, int argc, char **argv)
 	const char *cmd = argv[0];
 	int i;
 
-	if (!strcmp(cmd, "rx")) {
-		if (argc != 2)
-			return pg_rx_res(rx, -EINVAL, "ERROR: usage: %s DEV", "rx");
-		return pg_rx_enable(rx, argv[1]);
-	}
+	if (!strcmp(cmd, "rx"))
+		return pg_rx_enable(rx, argc - 1, argv + 1);
 	if (!strcmp(cmd, "rx_reset") || !strcmp(cmd, "rx_disable")) {
 		if (argc != 1)
 			return pg_rx_res(rx, -EINVAL, "ERROR: %s takes no argument", cmd);
@@ -1118,7 +1173,7 @@ static ssize_t pg_rx_write(struct file *file, const char __user *ubuf,
 			   size_t count, loff_t *ppos)
 {
 	struct pg_rx *rx = ((struct seq_file *)file->private_data)->private;
-	char *argv[4];
+	char *argv[1 + PG_RX_MAX_DEVS];
 	int argc, err;
 	char *buf;
 

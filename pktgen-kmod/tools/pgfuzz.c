@@ -107,6 +107,7 @@ static const char *const bad_rx[] = {
 	"rx_reset now", "rx_disable 1", "statistics -1", "display 999999999999",
 	"timestamp", "timestamp nic", "timestamp hook stack", "timestamp -1",
 	"pkt_size", "pkt_size 59", "pkt_size 65550", "pkt_size 60 61",
+	"rx lo lo", "rx lo lo lo lo lo", "rx lo nosuch0",
 };
 
 static const char *const reserved[] = {

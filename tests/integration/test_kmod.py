@@ -178,7 +178,10 @@ def test_thread_and_ctrl_commands(kmod):
 def test_pgrx_commands(kmod):
     rx = f"{PG}/pgrx"
     cases = [
-        ("rx rx0", 0), ("rx nosuchdev", E.ENODEV), ("rx", E.EINVAL), ("rx a b", E.EINVAL),
+        ("rx rx0", 0), ("rx nosuchdev", E.ENODEV), ("rx", E.EINVAL), ("rx a b", E.ENODEV),
+        # several devices (module 1.1): each must exist, once; at most 4
+        ("rx rx0 tx0", 0), ("rx rx0 rx0", E.EINVAL), ("rx rx0 nosuchdev", E.ENODEV),
+        ("rx rx0 tx0 lo rx0", E.EINVAL), ("rx rx0 tx0 lo a b", E.E2BIG),
         ("statistics counter", 0), ("statistics basic", 0), ("statistics time", 0),
         ("statistics basic6", E.EINVAL), ("display script", 0), ("display human", 0),
         ("display html", E.EINVAL), ("action pass", 0), ("action drop", 0),

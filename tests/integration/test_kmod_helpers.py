@@ -455,7 +455,7 @@ def parse_device(text):
 
 
 def parse_pgrx(text):
-    """pgrx `display script` v1 to v3 -> dict (format: pktgen-kmod/README.md)."""
+    """pgrx `display script` v1 to v4 -> dict (format: pktgen-kmod/README.md)."""
     out = {"cpus": [], "streams": [], "stat": {}, "hist": []}
     lines = text.splitlines()
     for line in lines:

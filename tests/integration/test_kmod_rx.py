@@ -287,3 +287,48 @@ def test_timestamp_hook_is_the_default_and_stack_is_asked_for(kmod):
         assert lat["n"] == 2000 and 0 < lat["min"] <= lat["max"] < 1e9, (mode, lat)
     bad = kmod.writes([("/proc/net/pktgen/pgrx", "timestamp nic")])[0]
     assert bad["ret"] < 0 and "expected hook or stack" in bad["result"], bad
+
+
+def test_one_receiver_counts_both_directions_each_exactly(kmod):
+    """Bidirectional traffic (issue 31 item 1): tx0 and rx0 each send and
+    each receive; one pgrx watches both (`rx rx0 tx0`, module 1.1) and keeps
+    the directions apart as streams of their sources. netem loses 1 % only
+    on the DUT's egress toward rx0, so the forward direction loses and the
+    reverse one does not.
+
+        tester                     dut (netns)
+          tx0  ---------------->  dut0 --\\
+               <----------------       \\ routes both ways
+          rx0  <----------------  dut1 --/  netem loss 1 % toward rx0
+               ---------------->
+    """
+    count = 5000
+    for _ in range(TESTER_DROP_ATTEMPTS):
+        setup_stream(kmod, count, ratep=3000)
+        kmod.pg("kpktgend_1", "rem_device_all", "add_device rx0")
+        kmod.pg("rx0", f"count {count}", "pkt_size 64", f"dst_mac {kmod.mac('dut1', netns=True)}",
+                "dst 198.18.0.1", "src_min 198.19.0.1", "ratep 3000")
+        kmod.pg("pgrx", "statistics basic", "rx rx0 tx0")
+        with netem(kmod, "loss 1%"):
+            kmod.start()
+            time.sleep(0.5)
+        devs = {d: parse_device(kmod.read(d)) for d in ("tx0", "rx0")}
+        if all(d["tx_dropped"] == 0 for d in devs.values()):
+            break
+    kmod.pg("kpktgend_1", "rem_device_all")
+    assert all(d["tx_dropped"] == 0 and d["sofar"] == count for d in devs.values()), devs
+    text = kmod.read("pgrx")
+    rx = parse_pgrx(text)
+    assert text.startswith("pgrx version=4 enabled=1 dev=rx0,tx0 ifindex="), text.splitlines()[0]
+    streams = {s["src"]: s for s in rx["streams"]}
+    assert set(streams) == {"198.18.0.1", "198.19.0.1"}, streams
+    fwd, back = streams["198.18.0.1"], streams["198.19.0.1"]
+    # reverse: every frame, none lost; forward: what netem took, counted as lost
+    assert (back["packets"], back["lost"], back["seq_max"]) == (count, 0, count), back
+    tail = count - fwd["seq_max"]
+    assert fwd["packets"] + fwd["lost"] + tail == count and fwd["lost"] + tail >= 0.004 * count, fwd
+    assert rx["total"]["packets"] == fwd["packets"] + back["packets"]
+    # the human display names both devices
+    kmod.pg("pgrx", "display human")
+    assert re.search(r"^RECEIVER enabled: dev rx0, tx0 \(ifindex \d+, \d+\)", kmod.read("pgrx"), re.M)
+    kmod.pg("pgrx", "display script", "rx rx0")

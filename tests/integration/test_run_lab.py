@@ -139,19 +139,20 @@ def resume(out):
     return data
 
 
-def run_ndr_search(lab, tmp_path, final_s=FINAL_S, calibration_link=False, **search):
+def run_ndr_search(lab, tmp_path, final_s=FINAL_S, calibration_link=False, direction="uni", **search):
     """The throughput search (MLRsearch, final_s s final trials) against the
     lab's DUT as it is capped now: the Results. `calibration_link`: name the
     lab tester's cal0-cal1 as its calibration link (the lab's inventory
-    leaves it out)."""
-    from rfc2544.engine.tester import SSHTester
-    prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=final_s, search={
+    leaves it out). The tester is built as `rfc2544 run` builds it."""
+    from rfc2544.engine.assemble import make_tester
+    prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=final_s,
+                                           direction=direction, search={
         "method": "mlr", "max_load_fps": 2 * CAP_PPS, "min_load_pct": 10, "initial_duration_s": 1,
         "exceed_ratio": 0.5, "duration_sum_s": 2 * final_s, **search})))
     inv = inventory_mod.load(lab.inventory_path)
     if calibration_link:
         inv.hosts["tester"].calibration_link = CALIBRATION_LINK
-    tester = SSHTester(inv, waits={k: prof["waits"][k] for k in ("learning_s", "residual_s", "settle_s")})
+    tester = make_tester(inv, prof)
     results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
     try:
         Runner(tester, prof, results, Display(quiet=True)).run()
@@ -518,6 +519,54 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
         # test_kmod_rx's netem delay test, reported with the figures)
         pytest.xfail(f"the loaded host disturbed every search: {spoiled}")
     assert flagged or abs(row["ndr_fps"] - known) / known <= 0.01, (spoiled, log)
+
+
+def test_bidirectional_ndr_names_the_policed_direction(with_module, tmp_path):
+    """Issue 31 item 1 (RFC 2544 section 14): `direction: bi` against the DUT
+    policed toward rx0 only (CAP_PPS, a bucket of CAP_BURST). Each tester
+    port sends and receives; one pgrx watches both. The aggregate NDR is
+    twice what the policed direction forwards (half the load goes each
+    way), the row gives each direction its half, and only the policed
+    direction is named as the one that limits; the report says so.
+
+      tester tx0 --> dut0 [dut] dut1 (police CAP_PPS) --> rx0   forward
+      tester tx0 <-- dut0 [dut] dut1 <----------------- rx0     reverse
+    """
+    from rfc2544.reports.load import load_results
+    from rfc2544.reports.render import render_html
+    lab = with_module
+    final_s = 4
+    known = 2 * (CAP_PPS + CAP_BURST / final_s)
+
+    def search():
+        path = tmp_path / f"attempt{len(list(tmp_path.iterdir()))}"
+        path.mkdir()
+        return run_ndr_search(lab, path, final_s=final_s, direction="bi", max_load_fps=4 * CAP_PPS,
+                              resolution_pct=2, tester_limited_retries=1)
+
+    def held_back(results):
+        # a search that only failed where the tester could not send says nothing of the DUT
+        row = results.data["throughput"][0]
+        return not row.get("limited_by") and f"no direction lost frames at the upper bound: {row}"
+    results, spoiled = until_clean(search, held_back, attempts=2)
+    row = results.data["throughput"][0]
+    print(f"bidirectional NDR {row['ndr_fps']:.0f} fps (known {known:.0f}), {row['directions']}, "
+          f"limited by {row.get('limited_by')}, spoiled {spoiled}")
+    assert row["limited_by"] == ["tester:tx0->tester:rx0"], row
+    by = {(d["tx"], d["rx"]): d for d in row["directions"]}
+    fwd, back = by[("tester:tx0", "tester:rx0")], by[("tester:rx0", "tester:tx0")]
+    assert fwd["limiting"] and not back["limiting"]
+    assert fwd["fps"] == pytest.approx(row["ndr_fps"] / 2, rel=0.01)
+    assert back["fps"] == pytest.approx(row["ndr_fps"] / 2, rel=0.01)
+    # the aggregate: a loaded host may cost a step or two, never more than the DUT forwards
+    assert 0.8 * known <= row["ndr_fps"] <= 1.03 * known, row
+    # every trial counted both directions apart, from one pgrx
+    for t in results.data["trials"]:
+        if t.get("superseded") or t["spec"].get("test") == "probe":
+            continue
+        assert {(s["tx_port"], s["rx_port"]) for s in t["streams"]} == set(by), t["streams"]
+    html = render_html(load_results(results.path))
+    assert "Per direction" in html and html.count('<span class="badge v-bound">limits</span>') == 1
 
 
 def stalling(lab, stall_s, every_s):

@@ -1,7 +1,7 @@
 """A simulated tester host for unit tests (no SSH, no kernel: SIMULATED).
 
 `SimKernel` models /proc/net/pktgen (pgctrl, kpktgend_N, device files in the
-section B format), the module's pgrx (display script v1) and interface
+section B format), the module's pgrx (display script v1 to v4) and interface
 counters, plus a DUT with a forwarding capacity and a tester with a sending
 ceiling, in SIMULATED time: `SimClock` is shared by the kernel and the
 SSHTester under test (its `clock`), and sleeping only advances it, so every
@@ -103,7 +103,8 @@ class SimKernel:
 
     def __init__(self, threads=2, pgrx=True, dut_capacity_fps=None, tester_ceiling_fps=None,
                  rx_dev="rx0", noise_rx=0, loss_every=None, clock=None, tx_drop_every=None,
-                 start_delay_s=0.0, stops_before_start=0, pgrx_version=3, rx_size_change=0):
+                 start_delay_s=0.0, stops_before_start=0, pgrx_version=4, rx_size_change=0,
+                 device_loss_every=None):
         self.clock = clock or SimClock()
         self.lock = threading.RLock()
         self.threads = {i: [] for i in range(threads)}
@@ -115,6 +116,8 @@ class SimKernel:
         self.loss_every = loss_every        # lose every Nth frame (DUT loss independent of rate)
         self.tx_drop_every = tx_drop_every  # the tester's driver drops every Nth frame (never sent)
         self.rx_dev = rx_dev
+        self.rx_devs = [rx_dev]             # what `rx DEV [DEV ...]` named (several: format v4)
+        self.device_loss_every = dict(device_loss_every or {})   # pktgen device -> lose every Nth of its frames
         self.start_delay_s = start_delay_s  # a start's write to the threads' first frame (a loaded tester)
         self.stops_before_start = stops_before_start  # stops that reach pgctrl before the start does: lost
         self.running = False
@@ -122,7 +125,8 @@ class SimKernel:
         self.rx_enabled = False
         self.rx_level = "time"
         self.rx_result = ""
-        self.pgrx_version = pgrx_version    # 3 takes `pkt_size N` (frames of another length: wrong_size)
+        # 3 takes `pkt_size N` (frames of another length: wrong_size); 4 (module 1.1) several devices
+        self.pgrx_version = pgrx_version
         self.rx_pkt_size = 0
         self.rx_pkt_size_writes = 0
         self.rx_size_change = rx_size_change    # bytes a DUT adds to (or takes from) every frame
@@ -240,7 +244,11 @@ class SimKernel:
             return False, "(no such file)"
         word, _, arg = cmd.partition(" ")
         if word == "rx":
-            self.rx_dev, self.rx_enabled = arg, True
+            devs = arg.split()
+            if not devs or (len(devs) > 1 and self.pgrx_version < 4):
+                self.rx_result = "ERROR: usage: rx DEV"
+                return False, f"Result: {self.rx_result}"
+            self.rx_devs, self.rx_dev, self.rx_enabled = devs, devs[0], True
             self._rx_reset()
         elif word == "rx_reset":
             self._rx_reset()
@@ -308,8 +316,9 @@ class SimKernel:
         share = 1.0 if not self.dut_capacity_fps else min(1.0, self.dut_capacity_fps / offered)
         got = self.rx_delivered.get(d.name, 0.0)
         lost_now = new - int(round(new * share))
-        if self.loss_every:
-            lost_now = d.sofar // self.loss_every - (d.sofar - new) // self.loss_every
+        every = self.device_loss_every.get(d.name, self.loss_every)
+        if every:
+            lost_now = d.sofar // every - (d.sofar - new) // every
         self.rx_delivered[d.name] = got + new - lost_now
         self.rx_gap[d.name] = self.rx_gap.get(d.name, 0) + lost_now
 
@@ -355,7 +364,9 @@ class SimKernel:
         lat = self.rx_level == "time" and total > 0
         n = total if lat else 0
         v = self.pgrx_version
-        lines = [f"pgrx version={v} enabled={int(self.rx_enabled)} dev={self.rx_dev} ifindex=5 "
+        devs = ",".join(self.rx_devs) if v >= 4 else self.rx_dev
+        ifindex = ",".join(str(5 + i) for i in range(len(self.rx_devs))) if v >= 4 else "5"
+        lines = [f"pgrx version={v} enabled={int(self.rx_enabled)} dev={devs} ifindex={ifindex} "
                  f"statistics={self.rx_level} action=drop" + (f" pkt_size={self.rx_pkt_size}" if v >= 3 else "")
                  + f" streams={len(streams)} streams_dropped=0",
                  f"cpu id=0 packets={total} bytes={total * 60} first_ns=0 last_ns=0",
@@ -381,7 +392,7 @@ class SimKernel:
     def probe_text(self):
         out = ["pgctrl Packet Generator for packet performance testing. Version: 2.75"]
         if self.has_pgrx:
-            out.append("pgrx")
+            out += ["pgrx", f"modver {'1.1' if self.pgrx_version >= 4 else '1.0'}"]
         out += [f"thread {t}" for t in self.threads]
         return "\n".join(out) + "\n"
 

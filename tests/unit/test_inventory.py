@@ -57,7 +57,9 @@ def test_good_inventory_loads(tmp_path):
     ("role: tx,", "role: sender,", "rfc2544_ports[0].role"),
     ("speed_mbps: 10000", "speed_mbps: -1", "rfc2544_ports[0].speed_mbps"),
     ('tx: "tester:tx0"', 'tx: "tester:nope"', "rfc2544_streams[0].tx"),
-    ('tx: "tester:tx0"', 'tx: "tester:rx0"', "rfc2544_streams[0].tx"),
+    # a tester port of role rx may send (bidirectional), a DUT port may not; nor to itself
+    ('tx: "tester:tx0"', 'tx: "dut:dut0"', "rfc2544_streams[0].tx"),
+    ('tx: "tester:tx0"', 'tx: "tester:rx0"', "rfc2544_streams[0]: sends to itself"),
     ("ansible_port: 2222", "ansible_port: ssh", "ansible_port"),
 ])
 def test_bad_field_is_named(tmp_path, old, new, field):

@@ -379,9 +379,9 @@ def test_fixed_size_after_imix_re_adds_the_devices(tmp_path):
 def test_pgrx_moved_to_another_device_is_re_enabled(tmp_path):
     tester, kernel, _ = make_tester(tmp_path)
     tester.run_trial(spec())
-    kernel.rx_dev = "eth9"              # someone pointed pgrx elsewhere between trials
+    kernel.rx_dev, kernel.rx_devs = "eth9", ["eth9"]   # someone pointed pgrx elsewhere between trials
     r = tester.run_trial(spec(learning=False))
-    assert kernel.rx_dev == "rx0" and r.rx_frames == r.tx_frames == 400
+    assert kernel.rx_devs == ["rx0"] and r.rx_frames == r.tx_frames == 400
 
 
 def test_stop_all_stops_twice_to_catch_a_racing_start(tmp_path, monkeypatch):

@@ -214,13 +214,19 @@ def load(path) -> Inventory:
         if not isinstance(raw, dict) or "tx" not in raw or "rx" not in raw:
             _fail(path, where, "needs 'tx: HOST:PORT' and 'rx: HOST:PORT'")
         ends = []
-        for key, role in (("tx", "tx"), ("rx", "rx")):
+        for key in ("tx", "rx"):
             host, _, port = str(raw[key]).partition(":")
             if host not in hosts or port not in hosts[host].ports:
                 _fail(path, f"{where}.{key}", f"'{raw[key]}' names no port in the inventory")
-            if hosts[host].ports[port].role != role:
-                _fail(path, f"{where}.{key}", f"port '{raw[key]}' has role '{hosts[host].ports[port].role}', not '{role}'")
+            # a tester port may send and receive: the reverse stream of a
+            # bidirectional test sends from the port whose role is rx
+            if hosts[host].group != "testers" or hosts[host].ports[port].role not in ("tx", "rx"):
+                _fail(path, f"{where}.{key}", f"port '{raw[key]}' is not a tester port (role tx or rx)")
             ends += [host, port]
+        if ends[:2] == ends[2:]:
+            _fail(path, where, f"sends to itself: tx and rx are both '{raw['tx']}'")
+        if (ends[0], ends[1], ends[2], ends[3]) in {(s.tx_host, s.tx_port, s.rx_host, s.rx_port) for s in streams}:
+            _fail(path, where, f"lists the stream {raw['tx']} -> {raw['rx']} twice")
         streams.append(Stream(*ends))
     return Inventory(path=path, hosts=hosts, streams=streams, vars=top_vars)
 

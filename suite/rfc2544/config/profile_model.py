@@ -93,6 +93,7 @@ class ProfileModel:
     frame_sizes: List[Union[int, str]]  # "imix" for the simple IMIX
     ip_versions: List[int]
     flows: List[int]                    # flows per stream, each count its own steps
+    direction: str                      # uni | bi: every stream also sent back (RFC 2544 section 14)
     link_mbps: Optional[float]
     trial_duration_s: float
     waits: Waits

@@ -24,7 +24,8 @@ SCHEMA = {
     None: {
         "name": ("str", "custom"), "description": ("str", ""),
         "tests": ("tests", ["throughput"]), "frame_sizes": ("sizes", list(RFC_FRAME_SIZES)),
-        "ip_versions": ("ipv", [4]), "flows": ("flows", [1]), "link_mbps": ("opt_pos", None),
+        "ip_versions": ("ipv", [4]), "flows": ("flows", [1]), "direction": (("uni", "bi"), "uni"),
+        "link_mbps": ("opt_pos", None),
         "trial_duration_s": ("pos", 60.0),
     },
     "waits": {"route_s": ("nonneg", 2.0), "learning_s": ("nonneg", 2.0),

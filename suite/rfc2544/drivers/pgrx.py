@@ -1,15 +1,17 @@
 """The module's receiver, /proc/net/pktgen/pgrx.
 
-Commands and a parser for its `display script` format, versions 1 and 2,
+Commands and a parser for its `display script` format, versions 1 to 4,
 exactly as documented in pktgen-kmod/README.md ("pgrx script format"):
 record words with fixed key=value fields. Version 2 is version 1 plus one
 `invalid` record (test frames not believed, by class); version 3 adds the
 frame length counted (`pkt_size=` in the header) and `wrong_size=` (frames
-of another length) to `invalid`. The parser is strict:
+of another length) to `invalid`; version 4 lets `dev=` and `ifindex=` list
+several devices, comma-separated (`rx DEV [DEV ...]`). The parser is strict:
 an unknown version, a missing key or a malformed number is an error, not a
 guess.
 """
 import math
+import re
 from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -21,9 +23,12 @@ from rfc2544.drivers.script import PROC_PKTGEN, Batch
 
 PGRX = f"{PROC_PKTGEN}/pgrx"
 LEVELS = ("counter", "basic", "time")
-FORMAT_VERSION = 3
-FORMAT_VERSIONS = (1, 2, 3)   # read; 1 has no `invalid` record, 3 adds pkt_size and wrong_size
+FORMAT_VERSION = 4
+FORMAT_VERSIONS = (1, 2, 3, 4)  # read; 1 has no `invalid` record, 3 adds pkt_size and wrong_size,
+                                # 4 lists several devices
 PKT_SIZE_VERSION = 3          # the first format whose module takes `pkt_size N`
+MAX_DEVICES = 4               # devices one pgrx watches (module 1.1, format v4)
+MULTI_DEVICE_MODULE = (1, 1)  # the first module version whose `rx` takes several devices
 FCS = 4                       # pkt_size counts the frame without it
 U64_OVERFLOW = 2**64 - 1
 
@@ -43,15 +48,20 @@ _KEYS_V3 = {
              "streams_dropped"),
     "invalid": _KEYS["invalid"] + ("wrong_size",),
 }
-_TEXT_KEYS = {"dev", "statistics", "action", "src", "name", "id", "mean"}
+_TEXT_KEYS = {"dev", "ifindex", "statistics", "action", "src", "name", "id", "mean"}
+_LIST_RE = re.compile(r"^(-|[^,\s]+(,[^,\s]+)*)$")
 
 
-def enable_batch(dev, level="basic", batch=None):
-    """Enable counting on `dev` (resets), script display, drop counted packets."""
+def enable_batch(devs, level="basic", batch=None):
+    """Enable counting on `devs` (a device or a list of up to MAX_DEVICES;
+    resets), script display, drop counted packets."""
     if level not in LEVELS:
         raise ValueError(f"statistics level must be one of {LEVELS}")
+    devs = [devs] if isinstance(devs, str) else list(devs)
+    if not 1 <= len(devs) <= MAX_DEVICES:
+        raise ValueError(f"pgrx watches 1 to {MAX_DEVICES} devices, not {len(devs)}")
     batch = batch if batch is not None else Batch()
-    return (batch.write(PGRX, f"rx {validate.ifname(dev)}")
+    return (batch.write(PGRX, "rx " + " ".join(validate.ifname(d) for d in devs))
             .write(PGRX, "display script")
             .write(PGRX, "action drop")
             .write(PGRX, f"statistics {level}"))
@@ -147,8 +157,8 @@ class RxInvalid:
 class PgrxState:
     version: int
     enabled: bool
-    dev: str
-    ifindex: int
+    dev: str                            # v4: "a,b" for several devices
+    ifindex: str                        # as dev: "5" or "5,7"
     statistics: str
     action: str
     streams_dropped: int
@@ -167,6 +177,11 @@ class PgrxState:
 
     def stream(self, src):
         return next((s for s in self.streams if s.src == src), None)
+
+    @property
+    def devs(self):
+        """The watched devices, in the order `rx` named them ([] for none)."""
+        return [] if self.dev == "-" else self.dev.split(",")
 
     @property
     def is_zero(self):
@@ -193,6 +208,10 @@ def _fields(word, rest, lineno, version):
                     out[key] = float(value)
                 except ValueError:
                     raise PgrxFormatError(f"pgrx line {lineno}: mean={value!r} is not a number")
+            elif key in ("dev", "ifindex") and not _LIST_RE.match(value):
+                raise PgrxFormatError(f"pgrx line {lineno}: {key}={value!r} is not a device list")
+            elif key == "ifindex" and not all(v.isdigit() for v in value.split(",")):
+                raise PgrxFormatError(f"pgrx line {lineno}: ifindex={value!r} is not a list of numbers")
             else:
                 out[key] = value
         else:
@@ -211,7 +230,7 @@ def _header_version(rest, lineno):
 
 
 def parse(text) -> PgrxState:
-    """Parse pgrx's `display script` output (format versions 1 to 3). Pure."""
+    """Parse pgrx's `display script` output (format versions 1 to 4). Pure."""
     state = None
     version = FORMAT_VERSION
     seen_end = False

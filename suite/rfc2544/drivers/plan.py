@@ -3,7 +3,9 @@
 A stream's generator sends from its tx port to the tx port's `peer_mac` (the
 DUT's ingress port), from the tx port's address to the rx port's address.
 When several streams leave one port, each gets its own pktgen device
-`PORT@N`.
+`PORT@N`. Bidirectional (profile `direction: bi`, RFC 2544 section 14):
+every inventory stream is also sent back, from its rx port to its tx port,
+unless the inventory lists that reverse stream itself.
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional
@@ -39,20 +41,32 @@ class StreamPlan:
         return self.dst6 if ipv6 else self.dst4
 
 
-def plan_streams(inventory) -> List[StreamPlan]:
+def stream_ends(inventory, bidirectional=False):
+    """The (tx_host, tx_port, rx_host, rx_port) of every stream to send:
+    the inventory's, then (bidirectional) each one's reverse it lacks."""
+    ends = [(s.tx_host, s.tx_port, s.rx_host, s.rx_port) for s in inventory.streams]
+    if bidirectional:
+        ends += [r for r in ((e[2], e[3], e[0], e[1]) for e in ends) if r not in ends]
+    return ends
+
+
+def plan_streams(inventory, bidirectional=False) -> List[StreamPlan]:
     if not inventory.streams:
         raise BadInput(f"{inventory.path}: all.vars.rfc2544_streams lists no stream")
+    ends = stream_ends(inventory, bidirectional)
     per_port: Dict[tuple, int] = {}
-    for s in inventory.streams:
-        per_port[(s.tx_host, s.tx_port)] = per_port.get((s.tx_host, s.tx_port), 0) + 1
+    for e in ends:
+        per_port[e[:2]] = per_port.get(e[:2], 0) + 1
     used: Dict[tuple, int] = {}
     plans = []
-    for i, s in enumerate(inventory.streams):
+    for i, (tx_host, tx_port, rx_host, rx_port) in enumerate(ends):
+        s = StreamEnds(tx_host, tx_port, rx_host, rx_port)
         tx = inventory.hosts[s.tx_host].ports[s.tx_port]
         rx = inventory.hosts[s.rx_host].ports[s.rx_port]
         where = f"{s.tx_host}:{s.tx_port}"
         if not tx.peer_mac:
-            raise BadInput(f"{inventory.path}: {where}: peer_mac is required on a tx port (the DUT ingress MAC)")
+            raise BadInput(f"{inventory.path}: {where}: peer_mac is required on a port that sends "
+                           "(the DUT ingress MAC)")
         key = (s.tx_host, s.tx_port)
         n = used.get(key, 0)
         used[key] = n + 1
@@ -66,6 +80,14 @@ def plan_streams(inventory) -> List[StreamPlan]:
             dst6=validate.ipv6(rx.ipv6) if rx.ipv6 else None,
         ))
     return plans
+
+
+@dataclass(frozen=True)
+class StreamEnds:
+    tx_host: str
+    tx_port: str
+    rx_host: str
+    rx_port: str
 
 
 def check_addresses(plans, ipv6):

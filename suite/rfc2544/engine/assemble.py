@@ -38,7 +38,7 @@ def make_tester(inventory, profile):
         raise InfraError(f"the traffic drivers are not available in this build ({exc})")
     w = profile.model.waits
     waits = {"learning_s": w.learning_s, "residual_s": w.residual_s, "settle_s": w.settle_s}
-    return SSHTester(inventory, waits=waits)
+    return SSHTester(inventory, waits=waits, bidirectional=profile.model.direction == "bi")
 
 
 def make_dut_reset(inventory):
@@ -79,7 +79,10 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
         "link_speed_mbps": link_mbps,
         "ip_versions": list(profile.model.ip_versions),
         "inventory": str(Path(inventory.path).resolve()),     # absolute: --resume may start elsewhere
-        "streams": [{"tx": f"{s.tx_host}:{s.tx_port}", "rx": f"{s.rx_host}:{s.rx_port}"} for s in inventory.streams],
+        "direction": profile.model.direction,
+        # the streams sent (bidirectional: the reverse ones too)
+        "streams": getattr(tester, "stream_labels", None)
+        or [{"tx": f"{s.tx_host}:{s.tx_port}", "rx": f"{s.rx_host}:{s.rx_port}"} for s in inventory.streams],
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
         "calibration": calibration,
     }

@@ -6,12 +6,22 @@ interface counters as a lower-fidelity receiver.
 """
 from rfc2544.errors import InfraError
 
-from rfc2544.drivers import probe
+from rfc2544.drivers import pgrx as pgrx_mod, probe
 
 GENERATOR_MODULE = "rfc2544_pktgen"
 GENERATOR_INTREE = "pktgen (in-tree)"
 RECEIVER_PGRX = "pgrx"
 RECEIVER_COUNTERS = "interface counters"
+
+
+def max_rx_devices(host_probe):
+    """Devices the host's pgrx watches at once: several from module 1.1 on."""
+    version = host_probe.module_version or ""
+    try:
+        numbers = tuple(int(x) for x in version.split(".")[:2])
+    except ValueError:
+        numbers = ()
+    return pgrx_mod.MAX_DEVICES if numbers >= pgrx_mod.MULTI_DEVICE_MODULE else 1
 
 
 def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
@@ -32,11 +42,15 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
     rx_ports = {}
     for p in plans:
         rx_ports.setdefault(p.rx_host, set()).add(p.rx_port)
-    use_pgrx = all(found[h].pgrx for h in rx_hosts) and all(len(v) == 1 for v in rx_ports.values())
+    watches = {h: max_rx_devices(found[h]) for h in rx_hosts}
+    use_pgrx = all(found[h].pgrx for h in rx_hosts) and all(len(rx_ports[h]) <= watches[h] for h in rx_hosts)
     notes = []
     if all(found[h].pgrx for h in rx_hosts) and not use_pgrx:
-        notes.append("pgrx counts one device per namespace and a host has several rx ports: "
-                     "interface counters used instead")
+        many = ", ".join(f"{h} ({len(rx_ports[h])} ports, its pgrx watches {watches[h]})"
+                         for h in rx_hosts if len(rx_ports[h]) > watches[h])
+        notes.append(f"a tester host receives on more ports than its pgrx watches: {many}; "
+                     "interface counters used instead (module 1.1 or later watches up to "
+                     f"{pgrx_mod.MAX_DEVICES}: run 'rfc2544 setup')")
     module = all(found[h].pgrx for h in tx_hosts)
     return {
         "hosts": found,

@@ -71,7 +71,8 @@ class SSHTester:
     is told the new rate while it sends, timed from the first frames seen.
 
     SSHTester(inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
-              rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time)
+              rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time,
+              bidirectional=False)
 
     `waits`: a Waits or a dict of its fields. `poll_interval_s`: live
     counter reads while sending (progress, early abort). `abort_lag_s`: a
@@ -82,19 +83,22 @@ class SSHTester:
     `sessions`: host name -> session object (tests only; default: SSH to
     every host once). `clock`: an object with monotonic() and sleep() (the
     time module; tests pass a simulated clock so no bound depends on how
-    fast the machine runs).
+    fast the machine runs). `bidirectional`: every inventory stream is also
+    sent back at the same rate (drivers/plan.py).
     Use as a context manager or call close().
     """
 
     supports_recovery = True
 
     def __init__(self, inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
-                 rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time):
+                 rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time,
+                 bidirectional=False):
         self.inventory = inventory
         self._clock = clock
         self.settings = TrialSettings(Waits.of(waits), float(poll_interval_s), float(abort_lag_s),
                                       float(rate_tolerance), float(quiet_window_s))
-        self.plans = plan_streams(inventory)
+        self.plans = plan_streams(inventory, bidirectional)
+        self.bidirectional = bool(bidirectional)
         self.tx_hosts = sorted({p.tx_host for p in self.plans})
         self.rx_hosts = sorted({p.rx_host for p in self.plans})
         self.transport = Transport(inventory, self.tx_hosts, sessions, clock)
@@ -110,6 +114,15 @@ class SSHTester:
     abort_lag_s = property(lambda self: self.settings.abort_lag_s)
     rate_tolerance = property(lambda self: self.settings.rate_tolerance)
     quiet_window_s = property(lambda self: self.settings.quiet_window_s)
+
+    @property
+    def tx_port_count(self):
+        """Ports that send: line rate is theirs together."""
+        return len({(p.tx_host, p.tx_port) for p in self.plans})
+
+    @property
+    def stream_labels(self):
+        return [{"tx": f"{p.tx_host}:{p.tx_port}", "rx": f"{p.rx_host}:{p.rx_port}"} for p in self.plans]
 
     @property
     def last_phases(self):

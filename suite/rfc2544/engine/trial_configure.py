@@ -176,10 +176,10 @@ class ConfigurePhase:
                 problems.append(f"{p.tx_host}:{p.device} dst_mac={st.params.get('dst_mac')} (wrote {cfg.dst_mac})")
         for host, reading in rx.items():
             if isinstance(reading, pgrx_mod.PgrxState):
-                want = self.detect()["rx_ports"][host][0]
-                if not reading.enabled or reading.dev != want:
+                want = self.detect()["rx_ports"][host]
+                if not reading.enabled or sorted(reading.devs) != sorted(want):
                     problems.append(f"{host}: pgrx counts on {reading.dev} (enabled={int(reading.enabled)}), "
-                                    f"not on {want}")
+                                    f"not on {','.join(want)}")
                     self.ready = False   # re-enable it on the next attempt
                 if not reading.is_zero:
                     problems.append(f"{host}: pgrx counted {reading.total_packets} packets after reset")

@@ -167,7 +167,7 @@ class TrialEngine(ConfigurePhase):
         if pgrx:
             for host in self.rx_hosts:
                 # read back at once: its format version says what it takes (pkt_size: v3)
-                pgrx_mod.enable_batch(det["rx_ports"][host][0], "basic",
+                pgrx_mod.enable_batch(det["rx_ports"][host], "basic",
                                       batches.setdefault(host, Batch())).read("rxon", pgrx_mod.PGRX)
             self._rx_level = "basic"
         outputs = self.transport.run_batches(batches, timeout=30)

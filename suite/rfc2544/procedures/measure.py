@@ -18,7 +18,16 @@ def outcome_from(result):
         aborted=result.aborted_early, traffic_s=result.traffic_s,
         saved_s=result.saved_traffic_s, intended_frames=result.intended_frames,
         tx_frames=result.tx_frames, rx_frames=result.rx_frames,
-        tester_bursty=getattr(result, "tester_bursty", False), longest_gap_s=gap_ns / 1e9)
+        tester_bursty=getattr(result, "tester_bursty", False), longest_gap_s=gap_ns / 1e9,
+        streams=stream_losses(result))
+
+
+def stream_losses(result):
+    """{"tx->rx": (sent, lost)} of a trial's streams (the receiver's loss
+    where it counts it, else sent minus received)."""
+    return {f"{s.tx_port}->{s.rx_port}": (s.tx_frames, s.lost if s.lost is not None
+                                           else max(s.tx_frames - s.rx_frames, 0))
+            for s in getattr(result, "streams", None) or []}
 
 
 def make_measure(run_trial, frame_size, ipv6=False, early_abort=False, test="throughput",

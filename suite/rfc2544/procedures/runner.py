@@ -187,6 +187,15 @@ class Context:
     def imix_mean_size(self):
         return imix_mean_size(self.ipv6)
 
+    def tx_ports(self):
+        """Ports that send (2 bidirectional): loads are their sum."""
+        return getattr(self._r.tester, "tx_port_count", 1)
+
+    def line_fps(self, size):
+        """Line rate of all sending ports together at `size` B, None without a link speed."""
+        link = self._r.link_mbps
+        return theoretical_max_fps(size, link) * self.tx_ports() if link and size else None
+
     def ceiling(self, frame_size, ipv6=False):
         """The tester's own ceiling: calibrated, else a probe's achieved rate."""
         return self._ceiling(frame_size, ipv6)[0]
@@ -217,9 +226,9 @@ class Context:
         if s.max_load_fps:
             return s.max_load_fps, "profile search.max_load_fps"
         size = frame_size or imix_mean_size(ipv6)
-        line = theoretical_max_fps(size, self._r.link_mbps) if self._r.link_mbps else None
+        line = self.line_fps(size)
         if self._calibrated(frame_size) is None:
-            self._probe(frame_size, ipv6, line or theoretical_max_fps(size, PROBE_LINK_MBPS))
+            self._probe(frame_size, ipv6, line or theoretical_max_fps(size, PROBE_LINK_MBPS) * self.tx_ports())
         ceiling, source = self._ceiling(frame_size, ipv6)
         if line and line <= ceiling * 1.001:
             return line, f"line rate at {self._r.link_mbps:g} Mbit/s"

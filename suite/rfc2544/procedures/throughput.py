@@ -1,6 +1,5 @@
 """RFC 2544 26.1 Throughput: the NDR (and the PDR when asked) by the
 profile's search, classic bisection or MLRsearch."""
-from rfc2544.model import theoretical_max_fps
 from rfc2544.search import search
 
 TESTER_BOUND_MARGIN = 0.05     # within 5 % of the tester's own ceiling
@@ -23,9 +22,8 @@ def run(ctx, frame_size, ipv6):
 
 
 def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
-    link = ctx.link_mbps()
     ndr = result.ndr_fps
-    theo = theoretical_max_fps(frame_size, link) if link and frame_size else None
+    theo = ctx.line_fps(frame_size)     # of every sending port: bidirectional counts both
     ceiling = ctx.ceiling(frame_size, ipv6)
     # Two claims, two flags. Tester-bound: the NDR is within the margin of
     # the tester's own ceiling, or the search's upper bound, the lowest load
@@ -63,6 +61,10 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
         "traffic_s": result.traffic_s, "saved_traffic_s": result.saved_s,
         "at_max_load": bool(ndr and ndr >= max_load),
     }
+    directions, limited_by = per_stream(ndr, result.outcomes, at_upper)
+    if directions:
+        entry["directions"] = directions
+        entry["limited_by"] = limited_by
     if stalls:
         worst = max(stalls, key=lambda o: o.longest_gap_s)
         ctx.note(f"throughput at {frame_size} B: the tester stopped sending for up to "
@@ -81,3 +83,26 @@ def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):
                  f"bound ({upper:.0f} fps) failed on the generator's micro-bursts, retries included, so the NDR "
                  "is a lower bound set by the tester", code="tester_bursty_ndr")
     return entry
+
+
+def per_stream(ndr, outcomes, at_upper):
+    """With several streams (bidirectional, or several in the inventory):
+    each stream's part of the NDR, from the frames each sent in the NDR's
+    trial, and the streams that lost frames where the search failed (the
+    upper bound's trials the tester sent in full): the direction that limits
+    the result. ([], None) with one stream or no attribution."""
+    labels = sorted({k for o in outcomes for k in o.streams})
+    if len(labels) < 2:
+        return [], None
+    passed = [o for o in outcomes if ndr and abs(o.load_fps - ndr) <= ndr * 0.001
+              and not o.tester_limited and not o.aborted and o.streams]
+    at_ndr = passed[-1] if passed else None
+    sent = sum(n for n, _ in at_ndr.streams.values()) if at_ndr else 0
+    lossy = {k for o in at_upper if not o.tester_limited for k, (_, lost) in o.streams.items() if lost}
+    directions = []
+    for label in labels:
+        tx, _, rx = label.partition("->")
+        share = at_ndr.streams.get(label, (0, 0))[0] / sent if sent else None
+        directions.append({"tx": tx, "rx": rx, "fps": ndr * share if share is not None else None,
+                           "limiting": label in lossy})
+    return directions, sorted(lossy) or None

@@ -28,7 +28,7 @@ FIELDS = {
     "throughput": {"frame_size": INT, "fps": NUM, "mbps": NUM, "line_mbps": NUM, "pct_of_max": NUM,
                    "theoretical_max_fps": NUM, "tester_bound": BOOL, "search": STR, "ndr_fps": NUM,
                    "pdr_fps": NUM, "pdr_loss_ratio": NUM, "resolution_pct": NUM, "trials": INT,
-                   "traffic_s": NUM},
+                   "traffic_s": NUM, "directions": LIST},
     "latency": {"frame_size": INT, "load_fps": NUM, "definition": STR, "repetitions": INT,
                 "samples": INT, "min_ns": NUM, "mean_ns": NUM, "median_ns": NUM, "p999_ns": NUM,
                 "max_ns": NUM, "pdv_mean_ns": NUM},
@@ -154,7 +154,8 @@ def _check(data):
     conditions = data.get("conditions") or {}
     _check_fields("conditions", conditions, {"link_speed_mbps": NUM, "ip_version": INT, "hosts": DICT,
                                              "streams": LIST, "calibration": DICT, "generator": STR,
-                                             "receiver": STR, "fidelity": STR, "latency_definition": STR})
+                                             "receiver": STR, "fidelity": STR, "latency_definition": STR,
+                                             "direction": STR})
     for name, host in (conditions.get("hosts") or {}).items():
         _check_fields(f"conditions.hosts.{name}", host, {"nics": LIST, "tuning": DICT, "kernel": STR})
     for size, fps in (conditions.get("calibration") or {}).items():

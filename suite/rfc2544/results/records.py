@@ -21,7 +21,9 @@ SCHEMA_VERSION = 2
 # and summary entries, written when more than one (its steps are units of their
 # own: unit_key). Files without `schema_minor` (minor 0, and runs resumed
 # from them) state the size asked: reports/load.py shows them as sent.
-SCHEMA_MINOR = 2
+# 3 = `direction` (uni | bi) in the profile and the conditions, and per-stream
+# `directions` and `limited_by` on throughput entries with several streams.
+SCHEMA_MINOR = 3
 SECTIONS = tuple(SUMMARY_TYPES)
 
 

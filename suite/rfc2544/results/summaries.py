@@ -74,13 +74,19 @@ class ThroughputSummary(Summary):
     # the tester's longest departure gap in the upper bound's failed trials, when
     # one was a stall (procedures/throughput.py); written only when set
     tester_stall_s: Optional[float] = None
+    # several streams (bidirectional): each one's part of the NDR ({tx, rx,
+    # fps, limiting}) and the streams that lost frames at the upper bound
+    # ("tx->rx"); written only with several streams
+    directions: Optional[List[dict]] = None
+    limited_by: Optional[List[str]] = None
 
     def to_dict(self):
         d = super().to_dict()
         if not d["tester_bursty"]:
             del d["tester_bursty"]
-        if d["tester_stall_s"] is None:
-            del d["tester_stall_s"]
+        for key in ("tester_stall_s", "directions", "limited_by"):
+            if d[key] is None:
+                del d[key]
         return d
 
 

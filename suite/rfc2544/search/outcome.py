@@ -19,6 +19,8 @@ class Outcome:
     rx_frames: int = 0
     tester_bursty: bool = False  # also tester_limited: the loss is the generator's micro-bursts
     longest_gap_s: float = 0.0   # the generator's longest departure gap in the trial (0: not recorded)
+    # per stream "tx->rx": (frames sent, frames lost); empty when the receiver cannot attribute
+    streams: dict = field(default_factory=dict)
 
     def passed(self, goal_loss_ratio):
         return not self.tester_limited and not self.aborted and self.loss_ratio <= goal_loss_ratio

@@ -10,6 +10,7 @@ import math
 import random
 import statistics
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from rfc2544.drivers import frame
@@ -27,8 +28,12 @@ class SimDUT:
                  random_loss_ratio=0.0, tester_ceiling_fps=math.inf,
                  recovery_s=0.0, reset_s=0.0, latency_ns=20000.0,
                  sample_interval_s=0.1, seed=1, time_scale=0.0, fail_at=None, clock=None,
-                 capacity_mbps=None, cores=1):
+                 capacity_mbps=None, cores=1, reverse_capacity_fps=None):
         self.capacity_fps = capacity_fps
+        # Bidirectional (RFC 2544 section 14): half the load goes each way;
+        # the reverse direction forwards at most this (the forward one at
+        # capacity_fps), each direction its own stream. None: one direction.
+        self.reverse_capacity_fps = reverse_capacity_fps
         # An RSS/RPS DUT: `capacity_fps` is all its `cores` together, and a
         # flow is forwarded by one core, so a stream of F flows gets
         # min(F, cores) of them (its flows spread evenly).
@@ -71,7 +76,34 @@ class SimDUT:
         forwarding for `reset_s` of simulated time."""
         self._reset_until = self._sim_now + self.reset_s
 
+    @property
+    def tx_port_count(self):
+        return 1 if self.reverse_capacity_fps is None else 2
+
     def run_trial(self, spec, progress=None):
+        if self.reverse_capacity_fps is None:
+            return self._run_one(spec, progress)
+        half = replace(spec, load_fps=spec.load_fps / 2,
+                       recovery_load_fps=None if spec.recovery_load_fps is None else spec.recovery_load_fps / 2)
+        forward = self._run_one(half, progress)
+        forward_capacity, self.capacity_fps = self.capacity_fps, self.reverse_capacity_fps
+        try:
+            reverse = self._run_one(half, None, ends=("sim:rx0", "sim:tx0"))
+        finally:
+            self.capacity_fps = forward_capacity
+        self.trials_run -= 1            # one trial, both directions
+        self.frames_sent.pop()
+        forward.spec = spec
+        forward.tx_frames += reverse.tx_frames
+        forward.rx_frames += reverse.rx_frames
+        forward.intended_frames += reverse.intended_frames
+        forward.achieved_fps += reverse.achieved_fps
+        forward.tester_limited |= reverse.tester_limited
+        forward.aborted_early |= reverse.aborted_early
+        forward.streams += reverse.streams
+        return forward
+
+    def _run_one(self, spec, progress=None, ends=("sim:tx0", "sim:rx0")):
         self.trials_run += 1
         self.running = True
         self.frames_sent.append((spec.frame_size, spec.ipv6))
@@ -133,7 +165,7 @@ class SimDUT:
             tester_limited=ceiling_limited, aborted_early=aborted,
             saved_traffic_s=max(planned - elapsed, 0.0) if aborted else 0.0,
             started=self.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
-            streams=[StreamCounts("sim:tx0", "sim:rx0", tx_i, rx_i, lost=tx_i - rx_i)],
+            streams=[StreamCounts(*ends, tx_i, rx_i, lost=tx_i - rx_i)],
         )
         if spec.latency and rx_i:
             result.latency = self._latency(spec.load_fps, rx_i)
