@@ -50,6 +50,8 @@
 /* `pkt_size`: a minimum Ethernet frame without FCS, up to an IP datagram's 64 KiB */
 #define PG_RX_MIN_SIZE		60
 #define PG_RX_MAX_SIZE		(ETH_HLEN + 65535)
+/* IPv6 extension headers walked before UDP at most: a bounded cost per frame */
+#define PG_MAX_EXTHDRS		8
 /* devices one receiver watches: a tester port that sends also receives */
 #define PG_RX_MAX_DEVS		4
 
@@ -365,21 +367,36 @@ static unsigned int pg_rx_ipv4(const struct sk_buff *skb, struct pg_rx_frame *f)
 	return skb_network_offset(skb) + iph->ihl * 4;
 }
 
-/* IPv6 UDP after any extension headers, not a fragment: as pg_rx_ipv4(). */
+/*
+ * IPv6 UDP after at most PG_MAX_EXTHDRS extension headers (hop-by-hop
+ * first, routing, destination options): the UDP header's offset, or 0. A
+ * fragment header of any kind (first, later, atomic) is no whole test
+ * frame; ipv6_skip_exthdr() would let a first fragment through (it reports
+ * the offset only, not the M flag), so the chain is walked here.
+ */
 static unsigned int pg_rx_ipv6(const struct sk_buff *skb, struct pg_rx_frame *f)
 {
 	const struct ipv6hdr *ip6 = ipv6_hdr(skb);
+	unsigned int off = skb_network_offset(skb) + sizeof(*ip6);
+	const struct ipv6_opt_hdr *eh;
+	struct ipv6_opt_hdr buf;
 	u8 nexthdr = ip6->nexthdr;
-	__be16 frag_off = 0;
-	int off;
+	int i;
 
-	off = ipv6_skip_exthdr(skb, skb_network_offset(skb) + (int)sizeof(*ip6),
-			       &nexthdr, &frag_off);
-	if (off <= 0 || nexthdr != IPPROTO_UDP || frag_off)
-		return 0;
+	for (i = 0; nexthdr != IPPROTO_UDP; i++) {
+		if (i == PG_MAX_EXTHDRS ||
+		    !(nexthdr == NEXTHDR_HOP ? i == 0 :
+		      nexthdr == NEXTHDR_ROUTING || nexthdr == NEXTHDR_DEST))
+			return 0;
+		eh = skb_header_pointer(skb, (int)off, sizeof(buf), &buf);
+		if (!eh)
+			return 0;
+		nexthdr = eh->nexthdr;
+		off += ipv6_optlen(eh);
+	}
 	f->src = ip6->saddr;
 	f->v6 = true;
-	return (unsigned int)off;
+	return off;
 }
 
 /* A test header's magic, sequence and timestamp; false: not a test header. */
