@@ -22,7 +22,8 @@ checksum (IPv4, IPv6) beside correct non-zero ones, spoofed sequence numbers
 (a first frame 0xffffffff; 0, -2^31 (0x80000000 ahead), 0xffffffff and
 +2^31 - 1 amid a running stream), timestamps 1, an hour ahead and an
 impossible tv_usec, and thousands of frames from distinct random sources
-(more than the stream table holds).
+(more than the stream table holds: 100,000), and 32 sources aimed at one
+hash chain of the seed 0 (jhash_model.py), more than a chain holds.
 
 Asserted: a clean kernel log; the genuine stream exactly as the flower
 counter saw it cross (no extra packets, no loss, no duplicates); each class
@@ -31,6 +32,7 @@ counted anywhere (total = genuine + what the corpus should add); no spoofed
 stream claims loss; latency max within sane bounds (no timestamp-1 sample);
 the table full, the rest of the flood in streams_dropped.
 """
+import functools
 import json
 import random
 import time
@@ -41,6 +43,7 @@ import pytest
 
 from rfc2544.lab.flow_counter import FlowCounter
 from rfc2544.drivers.ssh import put_file
+from jhash_model import bucket, colliding_ipv4
 from test_kmod_helpers import kernel_problems, kmod, parse_pgrx, setup_stream  # noqa: F401
 
 pytestmark = pytest.mark.lab
@@ -50,6 +53,12 @@ GENUINE = ("198.18.0.1", "198.19.0.1")
 DST = "198.19.0.1"
 DST6 = "2001:2:0:1::1"
 MAX_STREAMS = 1024
+CHAIN_MAX = 8         # streams per hash chain (rx.c PG_CHAIN_MAX)
+# sources that share one chain under the seed 0: what an outsider sends
+# against a constant seed (the table's seed is random per session, rx.c)
+@functools.lru_cache(maxsize=None)
+def colliding():
+    return tuple(colliding_ipv4(32, seed=0))     # ~2 s of hashing: once, when used
 FLOOD = 100_000      # distinct random sources (issue 32 item 6)
 
 # Runs in the guest: stdin {"dev", "dst_mac", "src_mac", "frames": [spec...],
@@ -223,6 +232,9 @@ def corpus():
     for i in range(5):
         add("pass", src="203.0.113.11", vlan=100, seq=i + 1)
         add("ok", src="203.0.113.12", vlan=0, seq=i + 1)
+    # sources aimed at one hash chain (seed 0): more than a chain holds
+    for src in colliding():
+        add("collide", src=src)
     # spoofed sequences: a first frame 0xffffffff ...
     add("seq", src="198.51.100.1", seq=0xffffffff)
     # ... and 0, +2^31 (= -2^31), 0xffffffff, +2^31 - 1 amid a running stream
@@ -266,6 +278,13 @@ def test_corpus_beside_a_genuine_stream(kmod, injector):
     # ~20 s to inject under TCG)
     count, ratep = 120_000, 4000
     spec = corpus()
+    # KFENCE guards an allocation every 5 ms where the kernel has it (the
+    # lab's kernel command line): a bad access by the module is a "BUG:
+    # KFENCE" line in the log, which the clean-log check below fails on
+    status, out, _ = kmod.run("cat /sys/module/kfence/parameters/sample_interval", check=False)
+    if status == 0:
+        assert out.strip() == "5", f"KFENCE samples every {out.strip()} ms, not the lab's 5"
+    print("KFENCE: " + ("sampling every 5 ms" if status == 0 else "not in this kernel"))
     setup_stream(kmod, count, ratep=ratep)
     kmod.dmesg_mark("adversarial")
     with FlowCounter(kmod.host, "rx0", *GENUINE) as crossed:
@@ -323,9 +342,16 @@ def test_corpus_beside_a_genuine_stream(kmod, injector):
     for src in ("198.51.100.4", "198.51.100.5", "198.51.100.6"):
         assert streams[src]["lost"] == 0 and streams[src]["packets"] == landed_of(spec, sent, src), (src, ctx)
 
+    # the sources aimed at one chain under seed 0 spread over the table's
+    # random-seeded chains: every one got its stream (a constant seed 0
+    # would have held CHAIN_MAX of them and turned the rest away)
+    assert len({bucket(src, 0) for src in colliding()}) == 1
+    assert all(streams.get(src, {}).get("packets") == 1 for src in colliding()), (
+        [src for src in colliding() if src not in streams], ctx)
+
     # nothing that had to pass was counted: the total is what the corpus adds
     seq_frames = sum(1 for (cls, _), ok in zip(spec, sent) if ok and cls == "seq")
-    expect_total = n_genuine + landed["ok"] + landed["bad_ts"] + seq_frames + FLOOD
+    expect_total = n_genuine + landed["ok"] + landed["bad_ts"] + landed["collide"] + seq_frames + FLOOD
     assert rx["total"]["packets"] == expect_total, ctx
 
     # the flood filled the table; the rest of it is streams_dropped
