@@ -27,30 +27,12 @@ from rfc2544.sim import dut as simdut
 
 from helpers_run import profile, start
 from schema_check import assert_valid
-from test_tester_sim import FAST
+from test_tester_sim import FAST, INVENTORY as TESTER_INVENTORY
 
-INVENTORY = """
-all:
-  vars:
-    rfc2544_streams:
-{streams}
-  children:
-    testers:
-      hosts:
-        tester:
-          ansible_host: 127.0.0.1
-          rfc2544_ports:
-            - {{name: tx0, role: tx, mac: "52:54:00:00:00:01", ipv4: 198.18.0.1/24, ipv6: "2001:2::1/64", peer_mac: "52:54:00:00:00:02"}}
-            - {{name: rx0, role: rx, mac: "52:54:00:00:00:03", ipv4: 198.19.0.1/24, ipv6: "2001:2:0:1::1/64", {rx_peer}}}
-    duts:
-      hosts:
-        dut:
-          ansible_host: 127.0.0.1
-          rfc2544_netns: dut
-          rfc2544_ports:
-            - {{name: dut0, role: dut, mac: "52:54:00:00:00:02"}}
-            - {{name: dut1, role: dut, mac: "52:54:00:00:00:04"}}
-"""
+# the simulated host's inventory, its rx port given a peer (the DUT's dut1) so that it may send
+RX0 = 'ipv6: "2001:2:0:1::1/64"}}'
+assert RX0 in TESTER_INVENTORY
+INVENTORY = TESTER_INVENTORY.replace(RX0, RX0[:-2] + ", {rx_peer}}}")
 
 
 def make_inventory(tmp_path, streams=(("tester:tx0", "tester:rx0"),), rx_peer='peer_mac: "52:54:00:00:00:04"'):
