@@ -225,7 +225,7 @@ def load(path) -> Inventory:
             ends += [host, port]
         if ends[:2] == ends[2:]:
             _fail(path, where, f"sends to itself: tx and rx are both '{raw['tx']}'")
-        if (ends[0], ends[1], ends[2], ends[3]) in {(s.tx_host, s.tx_port, s.rx_host, s.rx_port) for s in streams}:
+        if Stream(*ends) in streams:
             _fail(path, where, f"lists the stream {raw['tx']} -> {raw['rx']} twice")
         streams.append(Stream(*ends))
     return Inventory(path=path, hosts=hosts, streams=streams, vars=top_vars)

@@ -7,7 +7,7 @@ When several streams leave one port, each gets its own pktgen device
 every inventory stream is also sent back, from its rx port to its tx port,
 unless the inventory lists that reverse stream itself.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional
 
 from rfc2544.errors import BadInput
@@ -42,25 +42,27 @@ class StreamPlan:
 
 
 def stream_ends(inventory, bidirectional=False):
-    """The (tx_host, tx_port, rx_host, rx_port) of every stream to send:
-    the inventory's, then (bidirectional) each one's reverse it lacks."""
-    ends = [(s.tx_host, s.tx_port, s.rx_host, s.rx_port) for s in inventory.streams]
+    """Every stream to send (the inventory's Stream records): the
+    inventory's, then (bidirectional) each one's reverse that it does not
+    list itself."""
+    streams = list(inventory.streams)
     if bidirectional:
-        ends += [r for r in ((e[2], e[3], e[0], e[1]) for e in ends) if r not in ends]
-    return ends
+        reverse = (replace(s, tx_host=s.rx_host, tx_port=s.rx_port, rx_host=s.tx_host, rx_port=s.tx_port)
+                   for s in streams)
+        streams += [r for r in reverse if r not in streams]
+    return streams
 
 
 def plan_streams(inventory, bidirectional=False) -> List[StreamPlan]:
     if not inventory.streams:
         raise BadInput(f"{inventory.path}: all.vars.rfc2544_streams lists no stream")
-    ends = stream_ends(inventory, bidirectional)
+    streams = stream_ends(inventory, bidirectional)
     per_port: Dict[tuple, int] = {}
-    for e in ends:
-        per_port[e[:2]] = per_port.get(e[:2], 0) + 1
+    for s in streams:
+        per_port[(s.tx_host, s.tx_port)] = per_port.get((s.tx_host, s.tx_port), 0) + 1
     used: Dict[tuple, int] = {}
     plans = []
-    for i, (tx_host, tx_port, rx_host, rx_port) in enumerate(ends):
-        s = StreamEnds(tx_host, tx_port, rx_host, rx_port)
+    for i, s in enumerate(streams):
         tx = inventory.hosts[s.tx_host].ports[s.tx_port]
         rx = inventory.hosts[s.rx_host].ports[s.rx_port]
         where = f"{s.tx_host}:{s.tx_port}"
@@ -80,14 +82,6 @@ def plan_streams(inventory, bidirectional=False) -> List[StreamPlan]:
             dst6=validate.ipv6(rx.ipv6) if rx.ipv6 else None,
         ))
     return plans
-
-
-@dataclass(frozen=True)
-class StreamEnds:
-    tx_host: str
-    tx_port: str
-    rx_host: str
-    rx_port: str
 
 
 def check_addresses(plans, ipv6):

@@ -98,7 +98,6 @@ class SSHTester:
         self.settings = TrialSettings(Waits.of(waits), float(poll_interval_s), float(abort_lag_s),
                                       float(rate_tolerance), float(quiet_window_s))
         self.plans = plan_streams(inventory, bidirectional)
-        self.bidirectional = bool(bidirectional)
         self.tx_hosts = sorted({p.tx_host for p in self.plans})
         self.rx_hosts = sorted({p.rx_host for p in self.plans})
         self.transport = Transport(inventory, self.tx_hosts, sessions, clock)

@@ -23,10 +23,10 @@ def outcome_from(result):
 
 
 def stream_losses(result):
-    """{"tx->rx": (sent, lost)} of a trial's streams (the receiver's loss
-    where it counts it, else sent minus received)."""
-    return {f"{s.tx_port}->{s.rx_port}": (s.tx_frames, s.lost if s.lost is not None
-                                           else max(s.tx_frames - s.rx_frames, 0))
+    """{(tx port, rx port): (sent, lost)} of a trial's streams (the
+    receiver's loss where it counts it, else sent minus received)."""
+    return {(s.tx_port, s.rx_port): (s.tx_frames, s.lost if s.lost is not None
+                                     else max(s.tx_frames - s.rx_frames, 0))
             for s in getattr(result, "streams", None) or []}
 
 

@@ -91,8 +91,8 @@ def per_stream(ndr, outcomes, at_upper):
     trial, and the streams that lost frames where the search failed (the
     upper bound's trials the tester sent in full): the direction that limits
     the result. ([], None) with one stream or no attribution."""
-    labels = sorted({k for o in outcomes for k in o.streams})
-    if len(labels) < 2:
+    ends = sorted({k for o in outcomes for k in o.streams})
+    if len(ends) < 2:
         return [], None
     passed = [o for o in outcomes if ndr and abs(o.load_fps - ndr) <= ndr * 0.001
               and not o.tester_limited and not o.aborted and o.streams]
@@ -100,9 +100,8 @@ def per_stream(ndr, outcomes, at_upper):
     sent = sum(n for n, _ in at_ndr.streams.values()) if at_ndr else 0
     lossy = {k for o in at_upper if not o.tester_limited for k, (_, lost) in o.streams.items() if lost}
     directions = []
-    for label in labels:
-        tx, _, rx = label.partition("->")
-        share = at_ndr.streams.get(label, (0, 0))[0] / sent if sent else None
+    for tx, rx in ends:
+        share = at_ndr.streams.get((tx, rx), (0, 0))[0] / sent if sent else None
         directions.append({"tx": tx, "rx": rx, "fps": ndr * share if share is not None else None,
-                           "limiting": label in lossy})
-    return directions, sorted(lossy) or None
+                           "limiting": (tx, rx) in lossy})
+    return directions, sorted(f"{tx}->{rx}" for tx, rx in lossy) or None

@@ -19,7 +19,7 @@ class Outcome:
     rx_frames: int = 0
     tester_bursty: bool = False  # also tester_limited: the loss is the generator's micro-bursts
     longest_gap_s: float = 0.0   # the generator's longest departure gap in the trial (0: not recorded)
-    # per stream "tx->rx": (frames sent, frames lost); empty when the receiver cannot attribute
+    # per stream (tx port, rx port): (frames sent, frames lost); empty when the receiver cannot attribute
     streams: dict = field(default_factory=dict)
 
     def passed(self, goal_loss_ratio):
