@@ -61,6 +61,7 @@ struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,
 	pd->max_pkt_size = 60;
 	pd->cur_pkt_size = 60;
 	pd->burst = 1;
+	pd->burst_frames = 1;
 	pd->node = NUMA_NO_NODE;
 	pd->udp_src_min = 9;
 	pd->udp_src_max = 9;
@@ -191,6 +192,8 @@ static void pg_show_tags_mode(struct seq_file *m, const struct pg_dev *pd)
 		seq_printf(m, "     traffic_class: 0x%02x\n", pd->traffic_class);
 	if (pd->burst > 1)
 		seq_printf(m, "     burst: %u\n", pd->burst);
+	if (pd->burst_frames > 1)
+		seq_printf(m, "     burst_frames: %u\n", pd->burst_frames);
 	if (pd->node >= 0)
 		seq_printf(m, "     node: %d\n", pd->node);
 	if (pd->xmit_mode == PG_XMIT_NETIF_RECEIVE)
@@ -488,6 +491,23 @@ static int pg_cmd_burst(struct pg_dev *pd, int argc, char **argv)
 			      pd->odev->name);
 	pd->burst = v;
 	return pg_res(pd, 0, "OK: burst=%u", v);
+}
+
+/*
+ * Ours, not upstream's: bursty traffic (RFC 2544 section 21) on any device.
+ * N distinct frames, each built as usual (its own sequence number and
+ * timestamp), leave back to back; the next burst starts N gaps of `delay`
+ * after this one started, so the mean rate stays the one set. Unlike
+ * `burst`, no skb is shared: veth and queue_xmit can do it too.
+ */
+static int pg_cmd_burst_frames(struct pg_dev *pd, int argc, char **argv)
+{
+	u32 v;
+
+	if (pg_parse_u32(argv[1], &v, 65536))
+		return pg_bad(pd, argv, "decimal, up to 65536");
+	pd->burst_frames = max(v, 1U);
+	return pg_res(pd, 0, "OK: burst_frames=%u", pd->burst_frames);
 }
 
 static int pg_cmd_node(struct pg_dev *pd, int argc, char **argv)
@@ -806,6 +826,7 @@ static const struct pg_cmd pg_cmds[] = {
 	{ "udp_dst_max", 1, 0, pg_cmd_udp },
 	{ "clone_skb", 1, 0, pg_cmd_clone_skb },
 	{ "burst", 1, 0, pg_cmd_burst },
+	{ "burst_frames", 1, 0, pg_cmd_burst_frames },
 	{ "node", 1, 0, pg_cmd_node },
 	{ "xmit_mode", 1, 0, pg_cmd_xmit_mode },
 	{ "flag", 1, 0, pg_cmd_flag },

@@ -22,7 +22,7 @@
 #include "departures.h"
 
 #define PG_MODNAME		"rfc2544_pktgen"
-#define PG_VERSION		"1.1"
+#define PG_VERSION		"1.2"
 #define PG_PROC_DIR		"pktgen"
 #define PG_CTRL_NAME		"pgctrl"
 #define PG_RX_NAME		"pgrx"
@@ -120,6 +120,7 @@ struct pg_dev {
 	u64 delay;			/* ns between packets */
 	u32 clone_skb;
 	u32 burst;
+	u32 burst_frames;		/* distinct frames back to back, then their gaps */
 	enum pg_xmit_mode xmit_mode;
 	int node;
 	u16 queue_map_min, queue_map_max;
@@ -155,6 +156,8 @@ struct pg_dev {
 	u64 idle_acc;			/* ns spent waiting */
 	u64 next_tx;			/* ktime ns, the ideal schedule */
 	u64 earliest_tx;		/* catch-up speed limit */
+	u32 burst_done;			/* frames of the current burst_frames burst */
+	u64 burst_gap;			/* its gaps owed, added to next_tx at its end */
 	u32 cur_dst_mac_offset, cur_src_mac_offset;
 	u32 cur_saddr, cur_daddr;	/* host order */
 	bool auto_saddr;		/* no src_min/max: the device's address */

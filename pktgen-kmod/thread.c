@@ -83,6 +83,8 @@ static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
 	pg_dep_reset(&pd->dep, ktime_to_ns(pd->started_at));
 	pd->next_tx = ktime_to_ns(pd->started_at);
 	pd->earliest_tx = pd->next_tx;
+	pd->burst_done = 0;
+	pd->burst_gap = 0;
 	pd->resched = false;
 	scnprintf(pd->result, sizeof(pd->result), "Starting");
 	atomic_inc(&t->pn->running);
@@ -197,6 +199,8 @@ static struct pg_dev *pg_next_due(struct pg_thread *t)
 			WRITE_ONCE(pd->resched, false);
 			pd->next_tx = ktime_get_ns();
 			pd->earliest_tx = pd->next_tx;
+			pd->burst_done = 0;
+			pd->burst_gap = 0;
 		}
 		if (READ_ONCE(pd->delay) == PG_DELAY_PAUSE)
 			continue;
@@ -442,6 +446,24 @@ static unsigned int pg_xmit_driver(struct pg_dev *pd, struct sk_buff *skb, bool 
 	return 1;
 }
 
+/*
+ * burst_frames: inside a burst the next frame is due at once, and the gaps
+ * of the burst's frames are owed; at its end *gap is all of them.
+ */
+static bool pg_burst_continues(struct pg_dev *pd, unsigned int frames, u64 *gap)
+{
+	if (pd->burst_frames <= 1)
+		return false;
+	pd->burst_gap = pg_sat_add(pd->burst_gap, *gap);
+	pd->burst_done += frames;
+	if (pd->burst_done < pd->burst_frames)
+		return true;
+	*gap = pd->burst_gap;
+	pd->burst_done = 0;
+	pd->burst_gap = 0;
+	return false;
+}
+
 /* After `frames` were handed over: departures, the next slot, count reached. */
 static void pg_xmit_done(struct pg_thread *t, struct pg_dev *pd, u64 now,
 			 unsigned int frames, unsigned int len)
@@ -465,11 +487,13 @@ static void pg_xmit_done(struct pg_thread *t, struct pg_dev *pd, u64 now,
 	 */
 	if (check_mul_overflow(delay, (u64)frames, &gap))
 		gap = U64_MAX;
-	pd->next_tx = pg_sat_add(pd->next_tx, gap);
-	if (READ_ONCE(pg_catchup_pct))
-		pd->earliest_tx = pg_sat_add(ktime_get_ns(),
-					     mul_u64_u32_div(gap, 100,
-							     100 + READ_ONCE(pg_catchup_pct)));
+	if (!pg_burst_continues(pd, frames, &gap)) {
+		pd->next_tx = pg_sat_add(pd->next_tx, gap);
+		if (READ_ONCE(pg_catchup_pct))
+			pd->earliest_tx = pg_sat_add(ktime_get_ns(),
+						     mul_u64_u32_div(gap, 100,
+								     100 + READ_ONCE(pg_catchup_pct)));
+	}
 
 	/* count: frames handed to the driver, whether it sent or dropped them */
 	if (pd->count && pd->sofar + pd->tx_dropped >= pd->count)
@@ -540,7 +564,9 @@ static int pg_thread_fn(void *arg)
 			now = 0;		/* no rate limit: no schedule to keep */
 		} else {
 			now = ktime_get_ns();
-			if (now > pd->next_tx && now - pd->next_tx > READ_ONCE(pg_max_lag_ns))
+			/* a burst's own frames are due at its start: no lag */
+			if (!pd->burst_done && now > pd->next_tx &&
+			    now - pd->next_tx > READ_ONCE(pg_max_lag_ns))
 				pd->next_tx = now;	/* too late to catch up: re-base */
 			if (!pg_wait_until(t, pd, pg_due(pd), &now)) {
 				cond_resched();

@@ -37,6 +37,10 @@ class TrialSpec:
     # Flows per stream (RFC 2544 section 12's second step, or a DUT with
     # RSS/RPS): UDP source ports that vary per frame (pktgen.DeviceConfig).
     flows: int = 1
+    # Bursty traffic (RFC 2544 section 21): frames leave in bursts of this
+    # many back to back, the bursts spaced so the mean rate is load_fps
+    # (the module's burst_frames). 1: evenly spaced.
+    frames_per_burst: int = 1
 
 
 @dataclass
@@ -147,6 +151,8 @@ class Tester(Protocol):
     # Optional (read with getattr, default False): the tester honours
     # TrialSpec.recovery_load_fps (a rate change without stopping).
     supports_recovery: bool
+    # Optional likewise: the tester honours TrialSpec.frames_per_burst.
+    paced_bursts: bool
 
     def run_trial(self, spec: TrialSpec, progress=None) -> TrialResult:
         """Run one full trial; `progress(dict)` is called with live counters.

@@ -360,6 +360,63 @@ def test_latency_and_back_to_back_with_the_module(with_module, tmp_path):
     assert b2b["implied_buffer_s"] == pytest.approx(b2b["avg_frames"] / rate)
 
 
+
+# The bursty test's policer: a low rate, so that the tokens a burst earns
+# while it passes (the lab forwards a burst at 10-30 kpps under TCG) stay
+# small beside the bucket: at 3000 pps a burst of 1.2 buckets passed whole.
+BURSTY_PPS = 1000
+BURSTY_BUCKET = 300     # frames
+BURST_SIZES = (270, 360)    # 0.9 and 1.2 buckets: one search step across the bucket
+
+
+def test_bursty_traffic_finds_the_bucket_within_one_step(with_module, tmp_path):
+    """RFC 2544 section 21 (issue 31 item 4) against a DUT with a known
+    bucket: tc police BURSTY_PPS with a bucket of BURSTY_BUCKET frames.
+    Bursts of 270 frames, back to back at the generator's minimum gap, fit
+    in it: their mean-rate NDR is found. Bursts of 360 lose their excess at
+    any mean rate (a burst passing at 10 kpps earns 36 tokens, 19 at the
+    lab's usual speed): no NDR. The largest burst that passes is 270, one
+    step below the bucket. The departure records show the bursts as the
+    generator sent them.
+
+      tester tx0 --> dut0 [dut] dut1 (police 1000 pps, bucket 300) --> rx0
+    """
+    lab = with_module
+    lab.cap_dut(BURSTY_PPS, BURSTY_BUCKET)
+    from rfc2544.engine.assemble import make_tester
+    prof = profiles.load(str(small_profile(
+        tmp_path, tests=["bursty"], trial_duration_s=2,
+        search={"method": "mlr", "max_load_fps": 2 * BURSTY_PPS, "min_load_pct": 10, "initial_duration_s": 1,
+                "resolution_pct": 5, "exceed_ratio": 0.5, "duration_sum_s": 4, "tester_limited_retries": 1},
+        bursty={"burst_sizes": list(BURST_SIZES)})))
+    tester = make_tester(inventory_mod.load(lab.inventory_path), prof)
+    results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
+    try:
+        assert tester.paced_bursts, tester.detect()["hosts"]
+        Runner(tester, prof, results, Display(quiet=True)).run()
+    finally:
+        tester.close()
+    d = results.data
+    (entry,) = d["bursty"]
+    rows = {b["frames_per_burst"]: b for b in entry["bursts"]}
+    print(f"bursty: {[(n, r['ndr_fps'], r['trials']) for n, r in rows.items()]}, "
+          f"largest passing {entry['largest_passing_burst']}")
+    assert entry["largest_passing_burst"] == BURST_SIZES[0], rows
+    assert rows[BURST_SIZES[0]]["ndr_fps"] > 0.1 * 2 * BURSTY_PPS and rows[BURST_SIZES[1]]["ndr_fps"] is None
+    # the mean rate never beats the policer by more than a bucket per trial
+    assert rows[BURST_SIZES[0]]["ndr_fps"] <= 1.03 * (BURSTY_PPS + BURSTY_BUCKET / 1), rows
+    trials = [t for t in d["trials"] if not t.get("superseded") and t["spec"].get("test") == "bursty"]
+    for size in BURST_SIZES:
+        own = [t for t in trials if t["spec"]["frames_per_burst"] == size]
+        assert own, size
+        if size > BURSTY_BUCKET:
+            # every burst beyond the bucket lost its excess, at whatever mean rate
+            assert all(t["lost_frames"] > 0 for t in own), [(t["load_fps"], t["lost_frames"]) for t in own]
+        # the generator sent bursts: runs of frames closer than half the mean gap, about a burst long
+        longest = max(t["spacing"]["longest_micro_burst"] for t in own if t.get("spacing"))
+        assert 0.8 * size <= longest, (size, longest)
+
+
 def test_trend_marks_the_capped_run_as_a_regression(capped, tmp_path):
     """Three `rfc2544 run --store` runs of one profile, each then added to
     one store (`rfc2544 store add`), the DUT capped at CAP_PPS for two and

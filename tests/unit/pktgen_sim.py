@@ -39,7 +39,7 @@ class SimDevice:
         self.p = {"count": 1000, "pkt_size": 60, "delay": 0, "dst_mac": "00:00:00:00:00:00",
                   "src_min": "", "dst_min": "", "src_max": "", "dst_max": "", "src6": "::", "dst6": "::",
                   "ipv6": False, "clone_skb": 0, "udp_src_min": 9, "udp_src_max": 9,
-                  "udp_dst_min": 9, "udp_dst_max": 9}
+                  "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1}
         self.extra = {}             # other Params lines (e.g. vlan_id) written behind the tester's back
         self.result = ""
         self.sofar = 0
@@ -72,6 +72,8 @@ class SimDevice:
         else:
             lines += [f"     dst_min: {p['dst_min']}  dst_max: {p['dst_max']}",
                       f"     src_min: {p['src_min']}  src_max: {p['src_max']}"]
+        if p["burst_frames"] > 1:
+            lines.append(f"     burst_frames: {p['burst_frames']}")
         lines += [
             f"     src_mac: 52:54:00:00:00:01 dst_mac: {p['dst_mac']}",
             f"     udp_src_min: {p['udp_src_min']}  udp_src_max: {p['udp_src_max']}  "
@@ -104,7 +106,7 @@ class SimKernel:
     def __init__(self, threads=2, pgrx=True, dut_capacity_fps=None, tester_ceiling_fps=None,
                  rx_dev="rx0", noise_rx=0, loss_every=None, clock=None, tx_drop_every=None,
                  start_delay_s=0.0, stops_before_start=0, pgrx_version=4, rx_size_change=0,
-                 device_loss_every=None):
+                 device_loss_every=None, module_version=None, dut_bucket_frames=None):
         self.clock = clock or SimClock()
         self.lock = threading.RLock()
         self.threads = {i: [] for i in range(threads)}
@@ -127,6 +129,10 @@ class SimKernel:
         self.rx_result = ""
         # 3 takes `pkt_size N` (frames of another length: wrong_size); 4 (module 1.1) several devices
         self.pgrx_version = pgrx_version
+        # 1.2 has burst_frames (bursty traffic); the default follows pgrx_version as before
+        self.module_version = module_version or ("1.1" if pgrx_version >= 4 else "1.0")
+        # a policer's bucket: a burst of more frames loses the excess (the mean rate within capacity)
+        self.dut_bucket_frames = dut_bucket_frames
         self.rx_pkt_size = 0
         self.rx_pkt_size_writes = 0
         self.rx_size_change = rx_size_change    # bytes a DUT adds to (or takes from) every frame
@@ -212,6 +218,8 @@ class SimKernel:
         if word in ("count", "pkt_size", "delay", "clone_skb", "udp_src_min", "udp_src_max",
                     "udp_dst_min", "udp_dst_max"):
             p[word] = int(arg)
+        elif word == "burst_frames" and self.module_version >= "1.2":
+            p[word] = max(int(arg), 1)
         elif word == "ratep":
             with self.lock:
                 self._update()
@@ -319,6 +327,13 @@ class SimKernel:
         every = self.device_loss_every.get(d.name, self.loss_every)
         if every:
             lost_now = d.sofar // every - (d.sofar - new) // every
+        b = d.p["burst_frames"]
+        if self.dut_bucket_frames is not None and b > self.dut_bucket_frames:
+            # frames beyond the bucket in each burst begun so far
+            def over(n):
+                whole, part = divmod(n, b)
+                return whole * (b - self.dut_bucket_frames) + max(part - self.dut_bucket_frames, 0)
+            lost_now += over(d.sofar) - over(d.sofar - new)
         self.rx_delivered[d.name] = got + new - lost_now
         self.rx_gap[d.name] = self.rx_gap.get(d.name, 0) + lost_now
 
@@ -392,7 +407,7 @@ class SimKernel:
     def probe_text(self):
         out = ["pgctrl Packet Generator for packet performance testing. Version: 2.75"]
         if self.has_pgrx:
-            out += ["pgrx", f"modver {'1.1' if self.pgrx_version >= 4 else '1.0'}"]
+            out += ["pgrx", f"modver {self.module_version}"]
         out += [f"thread {t}" for t in self.threads]
         return "\n".join(out) + "\n"
 

@@ -16,7 +16,7 @@ from rfc2544.results.file import SECTIONS, Results
 from helpers_run import profile, resume, start
 from schema_check import SCHEMA_PATH, schema_errors
 
-ALL_TESTS = ["throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset"]
+ALL_TESTS = ["throughput", "latency", "frame_loss", "back_to_back", "bursty", "system_recovery", "reset"]
 SIM = dict(capacity_fps=50_000, buffer_frames=2000, recovery_s=0.3, reset_s=0.5)
 
 

@@ -28,6 +28,9 @@ def estimate_step_s(test, profile):
     if test == "back_to_back":
         p = m.back_to_back
         return p.repetitions * (math.log2(100 / p.resolution_pct) + 1) * (p.burst_s + over)
+    if test == "bursty":
+        steps = math.log2(1 / (s.resolution_pct / 100)) + 2
+        return len(m.bursty.burst_sizes) * steps * (s.initial_duration_s + over)
     if test == "system_recovery":
         p = m.system_recovery
         return p.repetitions * (p.overload_s + p.recovery_s + over)

@@ -56,6 +56,11 @@ class BackToBackSettings:
 
 
 @dataclass(frozen=True)
+class BurstySettings:
+    burst_sizes: List[int]              # frames per burst, ascending; each a search of its own
+
+
+@dataclass(frozen=True)
 class SystemRecoverySettings:
     overload_pct: float
     recovery_pct: float
@@ -80,7 +85,7 @@ class Thresholds:
 
 
 SECTION_TYPES = {"waits": Waits, "search": SearchSettings, "latency": LatencySettings,
-                 "frame_loss": FrameLossSettings, "back_to_back": BackToBackSettings,
+                 "frame_loss": FrameLossSettings, "back_to_back": BackToBackSettings, "bursty": BurstySettings,
                  "system_recovery": SystemRecoverySettings, "reset": ResetSettings,
                  "thresholds": Thresholds}
 
@@ -101,6 +106,7 @@ class ProfileModel:
     latency: LatencySettings
     frame_loss: FrameLossSettings
     back_to_back: BackToBackSettings
+    bursty: BurstySettings
     system_recovery: SystemRecoverySettings
     reset: ResetSettings
     thresholds: Thresholds

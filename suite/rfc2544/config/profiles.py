@@ -13,9 +13,10 @@ import yaml
 from rfc2544.errors import BadInput
 
 BUILTIN_DIR = Path(str(resources.files("rfc2544") / "profiles"))
-TESTS = ("throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")
+TESTS = ("throughput", "latency", "frame_loss", "back_to_back", "bursty", "system_recovery", "reset")
 RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 IMIX = "imix"       # frame_sizes entry: simple IMIX (7:4:1 of 64/576/1518)
+MAX_BURST_FRAMES = 65536      # the module's burst_frames bound
 MAX_FLOWS_PER_STREAM = 65526    # UDP source ports 9..65534 (drivers/pktgen.DeviceConfig)
 
 # section -> field -> (kind, default); kind: "pos" > 0, "nonneg" >= 0,
@@ -39,6 +40,8 @@ SCHEMA = {
     "frame_loss": {"step_pct": ("pct", 10.0), "duration_s": ("opt_pos", None)},
     "back_to_back": {"burst_s": ("pos", 2.0), "repetitions": ("int", 50),
                      "resolution_pct": ("pct", 1.0), "depletion_s": ("nonneg", 2.0)},
+    # RFC 2544 section 21: bursts of each size at the generator's minimum gap
+    "bursty": {"burst_sizes": ("bursts", [16, 64, 256, 1024])},
     "system_recovery": {"overload_pct": ("pos", 110.0), "recovery_pct": ("pct", 50.0),
                         "overload_s": ("pos", 60.0), "recovery_s": ("pos", 30.0),
                         "repetitions": ("int", 1)},
@@ -207,6 +210,18 @@ def _check(origin, where, kind, value):
         if len(set(value)) != len(value):
             bad("has duplicates")
         return value
+    if kind == "bursts":
+        # frames per burst (procedures/bursty.py), each size a search of its own
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list) or not value:
+            bad(f"must be a non-empty list of burst sizes in frames (2..{MAX_BURST_FRAMES})")
+        for n in value:
+            if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= MAX_BURST_FRAMES:
+                bad(f"{n!r} is not a burst size (a whole number of frames in 2..{MAX_BURST_FRAMES})")
+        if len(set(value)) != len(value):
+            bad("has duplicates")
+        return sorted(value)
     if kind == "ipv":
         if isinstance(value, int):
             value = [value]

@@ -20,6 +20,7 @@ PGCTRL = f"{PROC_PKTGEN}/pgctrl"
 MIN_PKT_SIZE = 42          # pktgen raises anything smaller to 42
 MAX_PKT_SIZE = 9600 - 4    # jumbo frames at most
 FCS_BYTES = 4
+MAX_BURST_FRAMES = 65536    # the module's burst_frames bound
 MAX_FLOWS = 65535           # the highest udp_src_max: flows take the ports below it
 KNOWN_FLAGS = frozenset({
     "IPV6", "IPSRC_RND", "IPDST_RND", "TXSIZE_RND", "UDPSRC_RND", "UDPDST_RND",
@@ -71,6 +72,10 @@ class DeviceConfig:
     # so a DUT's RSS/RPS hash spreads them; the addresses stay, and so does
     # the stream's identity at the receiver (pgrx keys it by the source).
     flows: int = 1
+    # Frames per burst (rfc2544_pktgen 1.2's burst_frames: distinct frames
+    # back to back, bursts spaced for the mean rate); None: not written (a
+    # generator without it; the device then keeps its default, 1).
+    frames_per_burst: Optional[int] = None
 
     @property
     def udp_src_max(self):
@@ -120,6 +125,8 @@ class DeviceConfig:
             if bare not in KNOWN_FLAGS:
                 raise BadInput(f"unknown pktgen flag {flag!r}")
             cmds.append(f"flag {flag}")
+        if self.frames_per_burst is not None:
+            cmds.append(f"burst_frames {validate.uint(self.frames_per_burst, 'frames per burst', 1, MAX_BURST_FRAMES)}")
         cmds.append("clear_counters")
         return cmds
 
@@ -182,6 +189,9 @@ def expected_params(cfg: "DeviceConfig"):
            "dst_mac": cfg.dst_mac.lower(),
            "udp_src_min": str(cfg.udp_src), "udp_src_max": str(cfg.udp_src_max),
            "udp_dst_min": str(cfg.udp_dst), "udp_dst_max": str(cfg.udp_dst)}
+    if cfg.frames_per_burst is not None:
+        # shown only above 1: "" stands for the line's absence
+        exp["burst_frames"] = str(cfg.frames_per_burst) if cfg.frames_per_burst > 1 else ""
     if cfg.ipv6:
         exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed
         exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed

@@ -99,8 +99,14 @@ def split_evenly(total, parts):
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_override=None):
-    """DeviceConfig per stream for one run (trial, learning or calibration)."""
+def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_override=None,
+                   paced_bursts=False):
+    """DeviceConfig per stream for one run (trial, learning or calibration).
+    `paced_bursts`: the generator has burst_frames, written on every run (a
+    device keeps it), else never (and a bursty spec is refused)."""
+    if spec.frames_per_burst > 1 and not paced_bursts:
+        raise BadInput("bursty traffic needs the rfc2544_pktgen module 1.2 or later on every tester host "
+                       "(its burst_frames): run 'rfc2544 setup'")
     configs = []
     for p, count, rate in zip(plans, count_per_stream, rate_per_stream):
         imix = pktgen.imix_pkt_sizes(spec.ipv6) if spec.frame_size == 0 else None
@@ -110,5 +116,6 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             src_ip=p.src(spec.ipv6), dst_ip=p.dst(spec.ipv6), ipv6=spec.ipv6,
             pkt_size=None if imix else pktgen.pkt_size_for_frame(spec.frame_size),
             imix=imix, ratep=rate, flows=spec.flows,
+            frames_per_burst=spec.frames_per_burst if paced_bursts else None,
         ))
     return configs

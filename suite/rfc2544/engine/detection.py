@@ -14,14 +14,21 @@ RECEIVER_PGRX = "pgrx"
 RECEIVER_COUNTERS = "interface counters"
 
 
-def max_rx_devices(host_probe):
-    """Devices the host's pgrx watches at once: several from module 1.1 on."""
-    version = host_probe.module_version or ""
+PACED_BURSTS_MODULE = (1, 2)  # the first module version with burst_frames (bursty traffic)
+
+
+def module_at_least(host_probe, version):
+    """Whether the host's rfc2544_pktgen is `version` (a tuple) or later."""
     try:
-        numbers = tuple(int(x) for x in version.split(".")[:2])
+        numbers = tuple(int(x) for x in (host_probe.module_version or "").split(".")[:2])
     except ValueError:
         numbers = ()
-    return pgrx_mod.MAX_DEVICES if numbers >= pgrx_mod.MULTI_DEVICE_MODULE else 1
+    return bool(host_probe.pgrx) and numbers >= version
+
+
+def max_rx_devices(host_probe):
+    """Devices the host's pgrx watches at once: several from module 1.1 on."""
+    return pgrx_mod.MAX_DEVICES if module_at_least(host_probe, pgrx_mod.MULTI_DEVICE_MODULE) else 1
 
 
 def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
@@ -55,6 +62,8 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
     return {
         "hosts": found,
         "generator": GENERATOR_MODULE if module else GENERATOR_INTREE,
+        # every generator has burst_frames: bursty traffic can be sent
+        "paced_bursts": all(module_at_least(found[h], PACED_BURSTS_MODULE) for h in tx_hosts),
         "receiver": RECEIVER_PGRX if use_pgrx else RECEIVER_COUNTERS,
         "rx_ports": {h: sorted(v) for h, v in rx_ports.items()},
         "notes": notes,

@@ -167,6 +167,11 @@ class SSHTester:
     def full_fidelity(self):
         return self.receiver_name == RECEIVER_PGRX
 
+    @property
+    def paced_bursts(self):
+        """Every generator has burst_frames: TrialSpec.frames_per_burst works."""
+        return bool(self.detect().get("paced_bursts"))
+
     # ------------------------------------------------------------ trials
     def _counts_and_rates(self, spec):
         """Frames and frames/s per stream of the spec's first segment (bench/)."""

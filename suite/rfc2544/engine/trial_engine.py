@@ -14,7 +14,7 @@
   own); post hooks.
 The configure phase's device writes and checks are trial_configure.py's.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from rfc2544.errors import BadInput, InfraError
@@ -182,7 +182,8 @@ class TrialEngine(ConfigurePhase):
         if not spec.learning or w.learning_frames == 0:
             return
         n = len(self.plans)
-        configs = device_configs(self.plans, spec, [w.learning_frames] * n, [w.learning_fps] * n)
+        configs = device_configs(self.plans, replace(spec, frames_per_burst=1), [w.learning_frames] * n,
+                                 [w.learning_fps] * n, paced_bursts=self.detect().get("paced_bursts", False))
         batches = {}
         self._write_configs(configs, batches)
         for host in self.tx_hosts:
@@ -213,7 +214,8 @@ class TrialEngine(ConfigurePhase):
         n = len(self.plans)
         counts = [max(int(round(r * spec.duration_s)), 1) for r in rates] if rates else [10**12] * n
         configs = device_configs(self.plans, spec, counts, rates or [None] * n,
-                                 dst_mac_override=(lambda p: p.tx_mac) if to_self else None)
+                                 dst_mac_override=(lambda p: p.tx_mac) if to_self else None,
+                                 paced_bursts=self.detect().get("paced_bursts", False))
         starts = {h: self.transport.session(h).open_start() for h in self.tx_hosts}
         batches = {}
         self._write_configs(configs, batches)
@@ -266,7 +268,8 @@ class TrialEngine(ConfigurePhase):
         self._imix_set = spec.frame_size == 0
         mark("setup")
         schedule = schedule or RateSchedule.of_spec(spec, len(self.plans))
-        configs = device_configs(self.plans, spec, schedule.totals(), schedule.first_rates())
+        configs = device_configs(self.plans, spec, schedule.totals(), schedule.first_rates(),
+                                 paced_bursts=self.detect().get("paced_bursts", False))
         hook_runs = self._hooks("pre", mark)
         self._learn(spec)
         mark("learning")

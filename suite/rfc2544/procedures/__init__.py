@@ -13,6 +13,7 @@ MODULES = {
     "latency": "rfc2544.procedures.latency",
     "frame_loss": "rfc2544.procedures.frame_loss",
     "back_to_back": "rfc2544.procedures.back_to_back",
+    "bursty": "rfc2544.procedures.bursty",
     "system_recovery": "rfc2544.procedures.recovery",
     "reset": "rfc2544.procedures.reset",
 }

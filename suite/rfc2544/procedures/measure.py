@@ -31,16 +31,18 @@ def stream_losses(result):
 
 
 def make_measure(run_trial, frame_size, ipv6=False, early_abort=False, test="throughput",
-                 tester_limited_retries=0):
+                 tester_limited_retries=0, frames_per_burst=1):
     """A measure function for one frame size; `early_abort` passes the
     search's loss goal to the tester so it may stop a failing trial. A trial
     the tester could not send at the intended rate is repeated up to
     `tester_limited_retries` times (a busy tester host misses the rate now
-    and then); the last attempt is what the search sees."""
+    and then); the last attempt is what the search sees. `frames_per_burst`
+    > 1: bursty traffic at that mean load (RFC 2544 section 21)."""
     def measure(duration_s, load_fps, goal_loss_ratio=None):
         spec = TrialSpec(frame_size=frame_size, load_fps=float(load_fps),
                          duration_s=float(duration_s), ipv6=ipv6, test=test,
-                         abort_loss_ratio=goal_loss_ratio if early_abort else None)
+                         abort_loss_ratio=goal_loss_ratio if early_abort else None,
+                         frames_per_burst=frames_per_burst)
         outcome = outcome_from(run_trial(spec))
         for _ in range(tester_limited_retries):
             if not outcome.tester_limited:

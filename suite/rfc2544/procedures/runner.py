@@ -54,7 +54,7 @@ def _steps(m, v, asked, flows):
     for test in m.tests:
         if test == "reset":
             chosen = [min(numeric)] if numeric else []
-        elif test in ("back_to_back", "system_recovery"):
+        elif test in ("back_to_back", "bursty", "system_recovery"):
             chosen = numeric
         else:
             chosen = sizes
@@ -176,9 +176,10 @@ class Context:
                 if t.get("unit") == self.unit and not t.get("superseded")]
         return rows[n]
 
-    def measure(self, frame_size, ipv6, early_abort=False, test="throughput"):
+    def measure(self, frame_size, ipv6, early_abort=False, test="throughput", frames_per_burst=1):
         return make_measure(self.run_trial, frame_size, ipv6=ipv6, early_abort=early_abort, test=test,
-                            tester_limited_retries=self.profile.model.search.tester_limited_retries)
+                            tester_limited_retries=self.profile.model.search.tester_limited_retries,
+                            frames_per_burst=frames_per_burst)
 
     # -- facts for procedures --------------------------------------------------
     def link_mbps(self):
@@ -282,6 +283,10 @@ class Context:
     def supports_recovery(self):
         return bool(getattr(self._r.tester, "supports_recovery", False))
 
+    def paced_bursts(self):
+        """Whether the tester can send bursty traffic (TrialSpec.frames_per_burst)."""
+        return bool(getattr(self._r.tester, "paced_bursts", False))
+
     def can_reset_dut(self):
         return self._r.dut_reset is not None
 
@@ -296,7 +301,8 @@ def _same_spec(a, b):
             and close(a.load_fps, b.load_fps) and close(a.duration_s, b.duration_s)
             and a.burst_frames == b.burst_frames and a.latency == b.latency
             and close(a.abort_loss_ratio, b.abort_loss_ratio)
-            and close(a.recovery_load_fps, b.recovery_load_fps) and a.flows == b.flows)
+            and close(a.recovery_load_fps, b.recovery_load_fps) and a.flows == b.flows
+            and a.frames_per_burst == b.frames_per_burst)
 
 
 class Runner:

@@ -14,7 +14,9 @@ from rfc2544.errors import BadInput
 from rfc2544.results.reader import SCHEMA, SUPPORTED_VERSIONS, read_results, resolve
 
 __all__ = ["load_results", "resolve", "SCHEMA", "SUPPORTED_VERSIONS"]
-SECTIONS = ("trials", "throughput", "latency", "frame_loss", "back_to_back", "system_recovery", "reset")
+# A section a file does not have (older files: no `bursty`, before
+# schema_minor 4) loads as an empty list, like a test that was not run.
+SECTIONS = ("trials", "throughput", "latency", "frame_loss", "back_to_back", "bursty", "system_recovery", "reset")
 
 # Per section: field -> expected kind. Only `frame_size` is required (plus the
 # headline figure of each section); other fields may be absent or null.
@@ -36,15 +38,19 @@ FIELDS = {
     "back_to_back": {"frame_size": INT, "trials": INT, "avg_frames": NUM, "min_frames": NUM,
                      "max_frames": NUM, "stddev_frames": NUM, "implied_buffer_s": NUM,
                      "throughput_fps": NUM, "max_rate_fps": NUM},
+    "bursty": {"frame_size": INT, "bursts": LIST, "largest_passing_burst": INT, "throughput_fps": NUM,
+               "max_load_fps": NUM, "search": STR, "resolution_pct": NUM},
     "system_recovery": {"frame_size": INT, "overload_fps": NUM, "recovery_fps": NUM,
                         "repetitions": INT, "recovery_time_s": NUM, "recovery_times_s": LIST},
     "reset": {"frame_size": INT, "repetitions": INT, "reset_time_s": NUM, "reset_times_s": LIST},
 }
 REQUIRED = {"trials": ("id", "frame_size"), "throughput": ("frame_size", "fps"),
             "latency": ("frame_size",), "frame_loss": ("frame_size", "points"),
-            "back_to_back": ("frame_size",), "system_recovery": ("frame_size",),
+            "back_to_back": ("frame_size",), "bursty": ("frame_size", "bursts"), "system_recovery": ("frame_size",),
             "reset": ("frame_size",)}
 POINT_FIELDS = {"load_pct": NUM, "load_fps": NUM, "loss_pct": NUM}
+BURST_FIELDS = {"frames_per_burst": INT, "fps": NUM, "ndr_fps": NUM, "ndr_upper_fps": NUM, "bursts_per_s": NUM,
+                "burst_interval_us": NUM, "pct_of_throughput": NUM, "trials": INT, "traffic_s": NUM}
 TOP_FIELDS = {"complete": BOOL, "started": STR, "finished": STR, "tool": DICT, "profile": DICT,
               "plan": LIST, "deviations": LIST, "conditions": DICT, "notes": LIST}
 
@@ -144,6 +150,9 @@ def _check(data):
             if section == "frame_loss":
                 for j, point in enumerate(entry["points"]):
                     _check_fields(f"frame_loss[{i}].points[{j}]", point, POINT_FIELDS, ("load_pct", "loss_pct"))
+            if section == "bursty":
+                for j, burst in enumerate(entry["bursts"]):
+                    _check_fields(f"bursty[{i}].bursts[{j}]", burst, BURST_FIELDS, ("frames_per_burst",))
     for i, item in enumerate(data.get("plan") or []):
         _check_fields(f"plan[{i}]", item, {"test": STR, "frame_size": INT}, ("test",))
     for i, deviation in enumerate(data.get("deviations") or []):

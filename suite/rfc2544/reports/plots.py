@@ -136,6 +136,45 @@ def frame_loss_svg(loss_rows):
     return _title(svg, "fig-loss", "Frame loss rate versus offered load")
 
 
+def bursty_svg(rows):
+    """RFC 2544 section 21: the highest mean rate without loss against the
+    burst size (log2), one line per frame size, each frame size's steady
+    throughput as a dashed line of its colour; a burst size where no rate
+    passed sits as a cross on the x axis."""
+    rows = [r for r in rows if r.get("bursts")]
+    if not rows:
+        return None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        sizes = sorted({b["frames_per_burst"] for r in rows for b in r["bursts"]})
+        for i, r in enumerate(rows):
+            color = COLORS[i % len(COLORS)]
+            passed = [(b["frames_per_burst"], b["ndr_fps"]) for b in r["bursts"] if b.get("ndr_fps")]
+            if passed:
+                ax.plot([x for x, _ in passed], [y for _, y in passed], linestyle="-",
+                        marker=MARKERS[i % len(MARKERS)], color=color, linewidth=1.8, markersize=5,
+                        label=r["label"], zorder=3)
+            failed = [b["frames_per_burst"] for b in r["bursts"] if not b.get("ndr_fps")]
+            if failed:
+                ax.plot(failed, [0] * len(failed), "x", color=color, markersize=9, markeredgewidth=1.8,
+                        clip_on=False, zorder=4, label=f"{r['label']}, no rate passed")
+            if r.get("throughput_fps"):
+                ax.axhline(r["throughput_fps"], color=color, linestyle="--", linewidth=1.2, zorder=2,
+                           label=f"{r['label']}, steady throughput")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _p: ""))
+        ax.set_xlim(sizes[0] / 1.4, sizes[-1] * 1.4)
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(FuncFormatter(_rate))
+        ax.set_xlabel("frames per burst (log2)")
+        ax.set_ylabel("mean rate without loss (frames/s)")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+        svg = _svg(fig, "fig-bursty")
+    return _title(svg, "fig-bursty", "Bursty traffic: highest mean rate without loss versus burst size, per frame size")
+
+
 def compare_svg(rows, threshold_pct):
     """Change per frame size, NEW vs OLD, in % (positive = better), with the gate."""
     metrics = []

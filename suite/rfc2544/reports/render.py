@@ -35,6 +35,7 @@ def report_context(results):
     cal = summary.calibration_rows(results)
     spacing = summary.spacing_rows(results)
     latency = summary.latency_rows(results)
+    bursty = summary.bursty_rows(results)
     return {
         "r": results,
         "conditions": conditions,
@@ -55,6 +56,8 @@ def report_context(results):
         "frame_loss_svg": plots.frame_loss_svg(loss),
         "back_to_back": summary.section_rows(results, "back_to_back"),
         "has_corrected": any(b.get("corrected_buffer_s") is not None for b in results["back_to_back"]),
+        "bursty": bursty,
+        "bursty_svg": plots.bursty_svg(bursty),
         "system_recovery": summary.section_rows(results, "system_recovery"),
         "reset": summary.section_rows(results, "reset"),
         "recovery_svg": plots.recovery_reset_svg(summary.section_rows(results, "system_recovery"),

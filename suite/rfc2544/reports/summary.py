@@ -13,6 +13,7 @@ TEST_TITLES = {
     "latency": "Latency (26.2)",
     "frame_loss": "Frame loss rate (26.3)",
     "back_to_back": "Back-to-back frames (26.4)",
+    "bursty": "Bursty traffic (section 21)",
     "system_recovery": "System recovery (26.5)",
     "reset": "Reset (26.6)",
 }
@@ -184,6 +185,14 @@ def frame_loss_rows(results):
 
 def section_rows(results, section):
     return _rows(results, section)
+
+
+def bursty_rows(results):
+    """RFC 2544 section 21: per frame size, its burst sizes smallest first
+    (each the NDR of a search over the mean rate), the largest that passed,
+    and the steady throughput they compare with."""
+    return [{**r, "bursts": sorted(r.get("bursts") or [], key=lambda b: b.get("frames_per_burst") or 0)}
+            for r in _rows(results, "bursty")]
 
 
 def trial_rows(results):

@@ -23,7 +23,9 @@ SCHEMA_VERSION = 2
 # from them) state the size asked: reports/load.py shows them as sent.
 # 3 = `direction` (uni | bi) in the profile and the conditions, and per-stream
 # `directions` and `limited_by` on throughput entries with several streams.
-SCHEMA_MINOR = 3
+# 4 = the `bursty` section (RFC 2544 section 21) and `frames_per_burst` on
+# trial specs, written when more than one.
+SCHEMA_MINOR = 4
 SECTIONS = tuple(SUMMARY_TYPES)
 
 
@@ -139,8 +141,9 @@ class TrialRecord:
     def to_dict(self):
         out = requested_after_frame_size(_plain(self, {"samples": None, "superseded": False,
                                                        "spacing": None, "tester_bursty": False}))
-        if out["spec"].get("flows") == 1:      # one flow per stream: the spec as it always was
-            del out["spec"]["flows"]
+        for key in ("flows", "frames_per_burst"):
+            if out["spec"].get(key) == 1:      # one flow, steady traffic: the spec as it always was
+                del out["spec"][key]
         # hooks sit between notes and spec, as the writer has always put them
         tail = {k: out.pop(k) for k in self.KEY_ORDER if k in out}
         out.update(tail)

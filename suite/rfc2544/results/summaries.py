@@ -168,6 +168,25 @@ class BackToBackSummary(Summary):
 
 
 @dataclass
+class BurstySummary(Summary):
+    """RFC 2544 section 21: throughput with bursty traffic. Per burst size,
+    the highest mean rate (bursts of that many frames back to back, at the
+    generator's minimum gap, the gap between bursts searched) with no loss."""
+    frame_size: int
+    bursts: List[dict]                  # per burst size: BURST_ROW_KEYS (procedures/bursty.py)
+    largest_passing_burst: Optional[int]    # the largest burst size with an NDR (None: none passed)
+    throughput_fps: Optional[float]     # the steady NDR of the same size, when measured
+    max_load_fps: float
+    max_load_source: str
+    search: str
+    resolution_pct: float
+    ip_version: int = 4
+    unit: str = ""
+    requested_frame_size: Optional[int] = None
+    flows: Optional[int] = None     # flows per stream, written when more than one
+
+
+@dataclass
 class SystemRecoverySummary(Summary):
     frame_size: int
     overload_fps: float
@@ -202,4 +221,4 @@ class ResetSummary(Summary):
 # results.json section -> its entry type
 SUMMARY_TYPES = {"throughput": ThroughputSummary, "latency": LatencySummary,
                  "frame_loss": FrameLossSummary, "back_to_back": BackToBackSummary,
-                 "system_recovery": SystemRecoverySummary, "reset": ResetSummary}
+                 "bursty": BurstySummary, "system_recovery": SystemRecoverySummary, "reset": ResetSummary}

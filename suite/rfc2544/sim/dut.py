@@ -22,13 +22,14 @@ class SimDUT:
     receiver_name = "simulated receiver"
     full_fidelity = True
     supports_recovery = True
+    paced_bursts = True
 
     def __init__(self, capacity_fps=math.inf, buffer_frames=0.0,
                  loss_above_fps=None, loss_above_ratio=0.0,
                  random_loss_ratio=0.0, tester_ceiling_fps=math.inf,
                  recovery_s=0.0, reset_s=0.0, latency_ns=20000.0,
                  sample_interval_s=0.1, seed=1, time_scale=0.0, fail_at=None, clock=None,
-                 capacity_mbps=None, cores=1, reverse_capacity_fps=None):
+                 capacity_mbps=None, cores=1, reverse_capacity_fps=None, bucket_frames=None):
         self.capacity_fps = capacity_fps
         # Bidirectional (RFC 2544 section 14): half the load goes each way;
         # the reverse direction forwards at most this (the forward one at
@@ -38,6 +39,9 @@ class SimDUT:
         # flow is forwarded by one core, so a stream of F flows gets
         # min(F, cores) of them (its flows spread evenly).
         self.cores = cores
+        # A policer's bucket, in frames: of each burst of bursty traffic
+        # (TrialSpec.frames_per_burst) the frames beyond it are lost.
+        self.bucket_frames = bucket_frames
         # A DUT that forwards at most this many Mbit/s on the wire (frames,
         # preamble and gap): its capacity in frames/s then depends on the
         # size of the frames sent, as a line-rate-bound port's does.
@@ -157,6 +161,11 @@ class SimDUT:
         # frames still queued at the end are forwarded during the residual wait
         # (rx already counts them)
         self.running = False
+        b = spec.frames_per_burst
+        if self.bucket_frames is not None and b > self.bucket_frames and tx:
+            over = min(tx / b * (b - self.bucket_frames), rx)
+            rx -= over
+            lost += over
         tx_i, rx_i = round(tx), round(rx)
         ceiling_limited = min(r for r, _ in phases) > self.tester_ceiling_fps * 1.001
         result = TrialResult(
