@@ -54,6 +54,8 @@
 #define PG_MAX_EXTHDRS		8
 /* devices one receiver watches: a tester port that sends also receives */
 #define PG_RX_MAX_DEVS		4
+/* streams a controller may declare (`streams`): what one write's list holds */
+#define PG_RX_MAX_DECL		64
 
 enum pgrx_level { PG_LVL_COUNTER, PG_LVL_BASIC, PG_LVL_TIME };
 static const char *const pg_level_names[] = { "counter", "basic", "time" };
@@ -78,6 +80,7 @@ struct pg_stream {
 
 struct pg_streams {
 	spinlock_t lock;		/* insertion: once per new stream */
+	bool closed;			/* declared streams only: no insertion at all */
 	u32 count;
 	u32 seed;			/* of the address hash, random per session */
 	u8 chain[PG_STREAM_BUCKETS];	/* chain lengths, <= PG_CHAIN_MAX */
@@ -99,6 +102,7 @@ struct pg_stream_cpu {
 struct pg_rx_cpu {
 	seqcount_t seq;
 	u64 packets, bytes, first_ns, last_ns, streams_dropped;
+	u64 foreign;			/* test frames of undeclared streams: nowhere else */
 	u64 bad[PG_BAD_NR];		/* read with READ_ONCE, like streams_dropped */
 	struct pg_stat lat;
 	u64 *hist;
@@ -110,6 +114,12 @@ struct pg_rx_session {
 	u64 start_ns;			/* CLOCK_REALTIME at rx / rx_reset */
 	struct pg_rx_cpu __percpu *cpu;
 	struct pg_streams *streams;
+};
+
+/* A stream the controller declared: its source address. */
+struct pg_rx_decl {
+	bool v6;
+	struct in6_addr addr;		/* IPv4 as v4-mapped */
 };
 
 struct pg_rx {
@@ -127,6 +137,8 @@ struct pg_rx {
 	bool script;
 	bool pass;
 	unsigned int pkt_size;		/* frames of another length are not counted; 0: any */
+	unsigned int ndecl;		/* declared streams (0: any source is a stream) */
+	struct pg_rx_decl decl[PG_RX_MAX_DECL];
 	struct pg_rx_session __rcu *session;
 	/* the session replaced last, freed once a grace period has passed */
 	struct pg_rx_session *retired;
@@ -161,9 +173,56 @@ static void pg_session_free(struct pg_rx_session *s)
 	kfree(s);
 }
 
-static struct pg_rx_session *pg_session_alloc(enum pgrx_level level)
+static u32 pg_stream_hash(const struct pg_streams *tbl, const struct in6_addr *src)
+{
+	/* the address bytes as they are: a hash, not arithmetic */
+	return jhash(src->s6_addr, sizeof(src->s6_addr), tbl->seed) % PG_STREAM_BUCKETS;
+}
+
+/*
+ * The declared streams, made before any frame can meet the session: ids 0..
+ * ndecl - 1 in the order declared, each CPU's part allocated here, and the
+ * table closed, so the hook only looks streams up (no allocation, no lock).
+ */
+static int pg_session_declare(struct pg_rx_session *s, const struct pg_rx *rx)
+{
+	struct pg_streams *tbl = s->streams;
+	struct pg_stream *st;
+	unsigned int cpu, i;
+	u32 h;
+
+	for (i = 0; i < rx->ndecl; i++) {
+		st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
+		if (!st)
+			return -ENOMEM;
+		st->v6 = rx->decl[i].v6;
+		st->addr = rx->decl[i].addr;
+		st->id = i;
+		h = pg_stream_hash(tbl, &st->addr);
+		st->next = tbl->bucket[h];
+		tbl->bucket[h] = st;
+		tbl->chain[h]++;
+		tbl->order[i] = st;
+		tbl->count = i + 1;
+		for_each_possible_cpu(cpu) {
+			struct pg_rx_cpu *c = per_cpu_ptr(s->cpu, cpu);
+			struct pg_stream_cpu *sc;
+
+			sc = kzalloc_node(sizeof(*sc), GFP_KERNEL_ACCOUNT, cpu_to_node(cpu));
+			if (!sc)
+				return -ENOMEM;
+			seqcount_init(&sc->seq);
+			c->stream[i] = sc;
+		}
+	}
+	tbl->closed = rx->ndecl > 0;
+	return 0;
+}
+
+static struct pg_rx_session *pg_session_alloc(const struct pg_rx *rx)
 {
 	struct pg_rx_session *s = kzalloc(sizeof(*s), GFP_KERNEL);
+	enum pgrx_level level = rx->level;
 	unsigned int cpu;
 
 	if (!s)
@@ -199,6 +258,8 @@ static struct pg_rx_session *pg_session_alloc(enum pgrx_level level)
 				goto err;
 		}
 	}
+	if (s->streams && pg_session_declare(s, rx))
+		goto err;
 	return s;
 err:
 	pg_session_free(s);
@@ -224,7 +285,7 @@ static void pg_rx_reap(struct pg_rx *rx)
  */
 static int pg_rx_new_session(struct pg_rx *rx)
 {
-	struct pg_rx_session *s = pg_session_alloc(rx->level), *old;
+	struct pg_rx_session *s = pg_session_alloc(rx), *old;
 
 	if (!s)
 		return -ENOMEM;
@@ -258,13 +319,12 @@ static struct pg_stream *pg_stream_find(struct pg_stream *st,
 static struct pg_stream *pg_stream_get(struct pg_streams *tbl,
 				       const struct in6_addr *src, bool v6)
 {
-	/* the address bytes as they are: a hash, not arithmetic */
-	u32 h = jhash(src->s6_addr, sizeof(src->s6_addr), tbl->seed) % PG_STREAM_BUCKETS;
+	u32 h = pg_stream_hash(tbl, src);
 	struct pg_stream *st;
 
 	/* pairs with the bucket release below: a found stream is complete */
 	st = pg_stream_find(smp_load_acquire(&tbl->bucket[h]), src, v6);
-	if (st)
+	if (st || tbl->closed)
 		return st;
 	if (READ_ONCE(tbl->count) >= PG_MAX_STREAMS || READ_ONCE(tbl->chain[h]) >= PG_CHAIN_MAX)
 		return NULL;
@@ -547,6 +607,13 @@ static void pg_rx_account(struct pg_rx *rx, struct pg_rx_session *s,
 	u64 now, lat = 0;
 	bool lat_ok;
 
+	st = pg_stream_get(s->streams, &f->src, f->v6);
+	if (!st && s->streams->closed) {
+		/* an undeclared stream's frame: counted apart, never loss */
+		WRITE_ONCE(c->foreign, c->foreign + 1);
+		return;
+	}
+
 	/* arrival: now, or the core's stamp with `timestamp stack` */
 	now = READ_ONCE(rx->stack_tstamps) ? pg_skb_rx_realtime_ns(skb) : 0;
 	if (!now)
@@ -559,7 +626,6 @@ static void pg_rx_account(struct pg_rx *rx, struct pg_rx_session *s,
 	if (lat_ok)
 		lat = now - f->ts;
 
-	st = pg_stream_get(s->streams, &f->src, f->v6);
 	sc = st ? pg_stream_cpu_get(c, st->id) : NULL;
 	pg_rx_cpu_update(c, s->level, f->len, now, lat, lat_ok, sc);
 	if (sc)
@@ -830,22 +896,25 @@ static void pg_rx_show_devs(struct seq_file *m, const struct pg_rx *rx, const ch
 static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
 {
 	struct pg_rx *rx = x->rx;
-	u64 dropped = 0;
+	u64 dropped = 0, foreign = 0;
 	unsigned int cpu;
 
 	/* one counter per CPU: no snapshot needed for the header line */
-	for_each_possible_cpu(cpu)
-		if (x->s)
-			dropped += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->streams_dropped);
+	for_each_possible_cpu(cpu) {
+		if (!x->s)
+			continue;
+		dropped += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->streams_dropped);
+		foreign += READ_ONCE(per_cpu_ptr(x->s->cpu, cpu)->foreign);
+	}
 
 	if (rx->script) {
-		seq_printf(m, "pgrx version=4 enabled=%d dev=", rx->hooks);
+		seq_printf(m, "pgrx version=5 enabled=%d dev=", rx->hooks);
 		pg_rx_show_devs(m, rx, ",", false);
 		seq_puts(m, " ifindex=");
 		pg_rx_show_devs(m, rx, ",", true);
-		seq_printf(m, " statistics=%s action=%s pkt_size=%u streams=%u streams_dropped=%llu\n",
+		seq_printf(m, " statistics=%s action=%s pkt_size=%u streams=%u streams_dropped=%llu declared=%u foreign=%llu\n",
 			   pg_level_names[rx->level], rx->pass ? "pass" : "drop",
-			   rx->pkt_size, x->nstreams, dropped);
+			   rx->pkt_size, x->nstreams, dropped, rx->ndecl, foreign);
 		return;
 	}
 	seq_printf(m, "RECEIVER %s: dev ", rx->hooks ? "enabled" : "disabled");
@@ -856,6 +925,9 @@ static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
 		   pg_level_names[rx->level], rx->stack_tstamps ? "stack" : "hook",
 		   rx->pass ? "passed on" : "dropped", rx->pkt_size,
 		   rx->pkt_size ? "" : " (any)");
+	if (rx->ndecl)
+		seq_printf(m, "  Declared streams: %u, foreign frames (other sources): %llu\n",
+			   rx->ndecl, foreign);
 }
 
 static void pg_rx_show_total(struct seq_file *m, struct pg_rx_show_ctx *x,
@@ -1078,6 +1150,8 @@ static int pg_rx_enable(struct pg_rx *rx, int argc, char **names)
 				return pg_rx_res(rx, -EINVAL, "ERROR: device \"%s\" listed twice",
 						 names[i]);
 	}
+	/* a receiver enabled anew starts from no declared streams */
+	rx->ndecl = 0;
 	/* a hook that reads the list meanwhile sees a prefix of old or new */
 	WRITE_ONCE(rx->ndevs, 0);
 	for (i = 0; i < argc; i++) {
@@ -1122,6 +1196,70 @@ static int pg_rx_set_pkt_size(struct pg_rx *rx, const char *arg)
 				 "ERROR: pkt_size %.32s: expected 0 (any) or 60 to 65549", arg);
 	WRITE_ONCE(rx->pkt_size, v);
 	return pg_rx_res(rx, 0, "OK: pkt_size=%s", arg);
+}
+
+/* One address of a `streams` list: IPv4 (as v4-mapped) or IPv6. */
+static bool pg_rx_parse_addr(const char *a, struct pg_rx_decl *d)
+{
+	u32 v4;
+
+	memset(d, 0, sizeof(*d));
+	if (!pg_parse_ip4(a, &v4)) {
+		ipv6_addr_set_v4mapped(htonl(v4), &d->addr);
+		return true;
+	}
+	d->v6 = true;
+	return !pg_parse_ip6(a, &d->addr);
+}
+
+/*
+ * `streams ADDR[,ADDR...]`: the trial's streams, by source address, made
+ * with every new session (counters reset now); frames of any other source
+ * are counted as foreign, in no stream and no total. `streams any`: every
+ * source is a stream of its own, made on its first frame (as before). The
+ * list is checked whole before anything changes.
+ */
+static int pg_rx_declare(struct pg_rx *rx, char *list)
+{
+	struct pg_rx_decl *decl;
+	unsigned int n = 0, i;
+	char *item;
+	int err = 0;
+
+	decl = kcalloc(PG_RX_MAX_DECL, sizeof(*decl), GFP_KERNEL);
+	if (!decl)
+		return pg_rx_res(rx, -ENOMEM, "%s", "No memory");
+	if (strcmp(list, "any")) {
+		while ((item = strsep(&list, ",")) != NULL) {
+			if (n == PG_RX_MAX_DECL) {
+				err = pg_rx_res(rx, -E2BIG, "ERROR: more than %s streams",
+						__stringify(PG_RX_MAX_DECL));
+				goto out;
+			}
+			if (!pg_rx_parse_addr(item, &decl[n])) {
+				err = pg_rx_res(rx, -EINVAL, "ERROR: not an IPv4 or IPv6 address: \"%.48s\"",
+						item);
+				goto out;
+			}
+			for (i = 0; i < n; i++)
+				if (decl[i].v6 == decl[n].v6 &&
+				    ipv6_addr_equal(&decl[i].addr, &decl[n].addr)) {
+					err = pg_rx_res(rx, -EINVAL, "ERROR: stream \"%.48s\" listed twice",
+							item);
+					goto out;
+				}
+			n++;
+		}
+	}
+	memcpy(rx->decl, decl, n * sizeof(*decl));
+	rx->ndecl = n;
+	if (rcu_access_pointer(rx->session) && pg_rx_new_session(rx))
+		err = pg_rx_res(rx, -ENOMEM, "%s", "No memory");
+	else
+		err = pg_rx_res(rx, 0, "OK: streams=%s", n ? "declared" : "any");
+out:
+	kfree(decl);
+	return err;
 }
 
 static int pg_rx_command(struct pg_rx *rx, int argc, char **argv)
@@ -1175,6 +1313,8 @@ static int pg_rx_command(struct pg_rx *rx, int argc, char **argv)
 	}
 	if (!strcmp(cmd, "pkt_size"))
 		return pg_rx_set_pkt_size(rx, argv[1]);
+	if (!strcmp(cmd, "streams"))
+		return pg_rx_declare(rx, argv[1]);
 	if (!strcmp(cmd, "action")) {
 		if (strcmp(argv[1], "drop") && strcmp(argv[1], "pass"))
 			return pg_rx_res(rx, -EINVAL,

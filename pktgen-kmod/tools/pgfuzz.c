@@ -109,6 +109,8 @@ static const char *const bad_rx[] = {
 	"timestamp", "timestamp nic", "timestamp hook stack", "timestamp -1",
 	"pkt_size", "pkt_size 59", "pkt_size 65550", "pkt_size 60 61",
 	"rx lo lo", "rx lo lo lo lo lo", "rx lo nosuch0",
+	"streams", "streams 1.2.3", "streams 10.0.0.1,10.0.0.1", "streams ,",
+	"streams 10.0.0.1 10.0.0.2", "streams ::1::2",
 };
 
 static const char *const reserved[] = {
@@ -299,7 +301,7 @@ static const char *const kw_thread[] = { "add_device", "max_before_softirq", "" 
 static const char *const kw_ctrl[] = { "" };
 
 static const char *const kw_rx[] = {
-	"rx", "statistics", "display", "action", "timestamp", "pkt_size", "",
+	"rx", "statistics", "display", "action", "timestamp", "pkt_size", "streams", "",
 };
 
 /* Keywords that take no value: only an extra value is malformed. */

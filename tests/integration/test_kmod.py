@@ -75,6 +75,9 @@ DEVICE_CASES = [
     ("clone_skb 1", E.EOPNOTSUPP),          # veth lacks IFF_TX_SKB_SHARING
     ("clone_skb 0", 0), ("count 100", 0), ("src_mac_count 100", 0),
     ("dst_mac_count 100", 0), ("burst 0", 0), ("burst 2", E.EOPNOTSUPP), ("node 100", 0),
+    # ours (module 1.2): distinct frames per burst, on veth too
+    ("burst_frames 64", 0), ("burst_frames 65536", 0), ("burst_frames 65537", E.EINVAL),
+    ("burst_frames -1", E.EINVAL), ("burst_frames 0", 0),
     ("xmit_mode start_xmit", 0), ("xmit_mode netif_receive", 0),
     ("xmit_mode queue_xmit", 0), ("xmit_mode start_xmit", 0),
     ("flag UDPCSUM", 0), ("flag !UDPCSUM", 0), ("flag NODE", 0), ("flag !NODE_ALLOC", 0),

@@ -2,13 +2,14 @@
 egress port dut1: loss, reordering, duplication and delay, IPv4 and IPv6.
 Every test removes its qdisc again."""
 import contextlib
+import errno
 import re
 import time
 
 import pytest
 
 from rfc2544.lab.flow_counter import backlog_drops
-from test_kmod_helpers import kmod, parse_device, parse_pgrx, setup_stream  # noqa: F401
+from test_kmod_helpers import PG, kmod, parse_device, parse_pgrx, setup_stream  # noqa: F401
 
 pytestmark = pytest.mark.lab
 
@@ -319,7 +320,7 @@ def test_one_receiver_counts_both_directions_each_exactly(kmod):
     assert all(d["tx_dropped"] == 0 and d["sofar"] == count for d in devs.values()), devs
     text = kmod.read("pgrx")
     rx = parse_pgrx(text)
-    assert text.startswith("pgrx version=4 enabled=1 dev=rx0,tx0 ifindex="), text.splitlines()[0]
+    assert text.startswith("pgrx version=5 enabled=1 dev=rx0,tx0 ifindex="), text.splitlines()[0]
     streams = {s["src"]: s for s in rx["streams"]}
     assert set(streams) == {"198.18.0.1", "198.19.0.1"}, streams
     fwd, back = streams["198.18.0.1"], streams["198.19.0.1"]
@@ -332,3 +333,60 @@ def test_one_receiver_counts_both_directions_each_exactly(kmod):
     kmod.pg("pgrx", "display human")
     assert re.search(r"^RECEIVER enabled: dev rx0, tx0 \(ifindex \d+, \d+\)", kmod.read("pgrx"), re.M)
     kmod.pg("pgrx", "display script", "rx rx0")
+
+
+def test_frames_of_undeclared_streams_are_foreign_and_change_no_loss(kmod):
+    """Declared streams (issue 31 item 2, module 1.2): `streams 198.18.0.1`
+    before traffic; an intruder on the same port from another source
+    (198.18.0.99, tx0@1 on the other thread) is counted as foreign only:
+    the genuine stream is exact, the totals hold its frames alone, and no
+    stream is made for the intruder. `streams any` brings the old rule back
+    (every source a stream), a new `rx` forgets the declaration, and a bad
+    list changes nothing.
+
+        tester tx0   (198.18.0.1, declared)  --\
+        tester tx0@1 (198.18.0.99, intruder) ---> dut0 [dut] dut1 --> rx0 (pgrx)
+    """
+    count, intruder = 3000, 1200
+    for _ in range(TESTER_DROP_ATTEMPTS):
+        setup_stream(kmod, count, ratep=3000)
+        kmod.pg("kpktgend_1", "rem_device_all", "add_device tx0@1")
+        kmod.pg("tx0@1", f"count {intruder}", "pkt_size 64", f"dst_mac {kmod.mac('dut0', netns=True)}",
+                "dst 198.19.0.1", "src_min 198.18.0.99", "src_max 198.18.0.99", "ratep 1200")
+        kmod.pg("pgrx", "streams 198.18.0.1")
+        kmod.start()
+        time.sleep(0.5)
+        devs = {d: parse_device(kmod.read(d)) for d in ("tx0", "tx0@1")}
+        if all(d["tx_dropped"] == 0 for d in devs.values()):
+            break
+    assert all(d["tx_dropped"] == 0 for d in devs.values()), devs
+    assert devs["tx0"]["sofar"] == count and devs["tx0@1"]["sofar"] == intruder, devs
+    rx = parse_pgrx(kmod.read("pgrx"))
+    head = rx["header"]
+    assert (head["version"], head["declared"], head["foreign"]) == ("5", "1", str(intruder)), head
+    (genuine,) = rx["streams"]
+    assert genuine["src"] == "198.18.0.1" and (genuine["packets"], genuine["lost"]) == (count, 0), genuine
+    assert rx["total"]["packets"] == count and head["streams_dropped"] == "0", rx["total"]
+    # an rx_reset keeps the declaration: the declared stream is there, empty
+    kmod.pg("pgrx", "rx_reset")
+    rx = parse_pgrx(kmod.read("pgrx"))
+    assert [(s["src"], s["packets"]) for s in rx["streams"]] == [("198.18.0.1", 0)]
+    assert (rx["header"]["declared"], rx["header"]["foreign"]) == ("1", "0")
+    # bad lists are refused whole, the declaration stays
+    bad = ["streams 198.18.0", "streams 198.18.0.1,198.18.0.1", "streams 198.18.0.1,",
+           "streams " + ",".join(f"198.18.1.{i}" for i in range(1, 66)), "streams"]
+    res = kmod.writes([(f"{PG}/pgrx", c) for c in bad])
+    assert [r["ret"] for r in res] == [-errno.EINVAL, -errno.EINVAL, -errno.EINVAL, -errno.E2BIG,
+                                       -errno.EINVAL], res
+    assert parse_pgrx(kmod.read("pgrx"))["header"]["declared"] == "1"
+    # any source a stream again: the intruder is a stream of its own
+    kmod.pg("pgrx", "streams any")
+    kmod.pg("kpktgend_0", "rem_device_all")
+    kmod.start()
+    kmod.pg("kpktgend_1", "rem_device_all")
+    rx = parse_pgrx(kmod.read("pgrx"))
+    assert [(s["src"], s["packets"]) for s in rx["streams"]] == [("198.18.0.99", intruder)], rx["streams"]
+    assert (rx["header"]["declared"], rx["header"]["foreign"]) == ("0", "0")
+    # a new `rx` forgets a declaration
+    kmod.pg("pgrx", "streams 198.18.0.1,2001:2::1", "rx rx0")
+    assert parse_pgrx(kmod.read("pgrx"))["header"]["declared"] == "0"

@@ -100,13 +100,16 @@ class SimDevice:
         return "\n".join(lines) + "\n"
 
 
+STRAY_SOURCE = "203.0.113.9"     # an intruder's source address (SimKernel.stray_frames)
+
+
 class SimKernel:
     """One tester host (+ a DUT that forwards its streams)."""
 
     def __init__(self, threads=2, pgrx=True, dut_capacity_fps=None, tester_ceiling_fps=None,
                  rx_dev="rx0", noise_rx=0, loss_every=None, clock=None, tx_drop_every=None,
                  start_delay_s=0.0, stops_before_start=0, pgrx_version=4, rx_size_change=0,
-                 device_loss_every=None, module_version=None, dut_bucket_frames=None):
+                 device_loss_every=None, module_version=None, dut_bucket_frames=None, stray_frames=0):
         self.clock = clock or SimClock()
         self.lock = threading.RLock()
         self.threads = {i: [] for i in range(threads)}
@@ -130,7 +133,10 @@ class SimKernel:
         # 3 takes `pkt_size N` (frames of another length: wrong_size); 4 (module 1.1) several devices
         self.pgrx_version = pgrx_version
         # 1.2 has burst_frames (bursty traffic); the default follows pgrx_version as before
-        self.module_version = module_version or ("1.1" if pgrx_version >= 4 else "1.0")
+        self.module_version = module_version or {5: "1.2", 4: "1.1"}.get(pgrx_version, "1.0")
+        self.rx_declared = []               # `streams` (format v5): the declared sources, [] any
+        # test frames from a source no plan has (STRAY_SOURCE), seen once traffic arrived
+        self.stray_frames = stray_frames
         # a policer's bucket: a burst of more frames loses the excess (the mean rate within capacity)
         self.dut_bucket_frames = dut_bucket_frames
         self.rx_pkt_size = 0
@@ -257,6 +263,7 @@ class SimKernel:
                 self.rx_result = "ERROR: usage: rx DEV"
                 return False, f"Result: {self.rx_result}"
             self.rx_devs, self.rx_dev, self.rx_enabled = devs, devs[0], True
+            self.rx_declared = []
             self._rx_reset()
         elif word == "rx_reset":
             self._rx_reset()
@@ -265,6 +272,9 @@ class SimKernel:
             self._rx_reset()
         elif word in ("display", "action", "rx_disable"):
             pass
+        elif word == "streams" and self.pgrx_version >= 5 and arg:
+            self.rx_declared = [] if arg == "any" else arg.split(",")
+            self._rx_reset()
         elif word == "pkt_size" and self.pgrx_version >= 3 and arg.isdigit():
             self.rx_pkt_size = int(arg)
             self.rx_pkt_size_writes += 1
@@ -362,8 +372,12 @@ class SimKernel:
 
     def _pgrx_text(self):
         streams = []
-        wrong_size = 0
-        for name, got in self.rx_delivered.items():
+        wrong_size = foreign = 0
+        seen = set()
+        arrivals = dict(self.rx_delivered)
+        if self.stray_frames and arrivals:
+            arrivals[STRAY_SOURCE] = self.stray_frames
+        for name, got in arrivals.items():
             got = int(got)
             dev = self.devices.get(name)
             # the module pads a frame too short for its headers (frame.py): 78 B over IPv6
@@ -371,11 +385,18 @@ class SimKernel:
             if self.rx_pkt_size and dev and wire != self.rx_pkt_size:
                 wrong_size += got      # another length than pgrx counts: not counted, so lost
                 continue
-            src = dev.p["src6"] if dev and dev.p["ipv6"] else (dev.p["src_min"] if dev else "0.0.0.0")
+            src = dev.p["src6"] if dev and dev.p["ipv6"] else (dev.p["src_min"] if dev else name)
+            if self.rx_declared and src not in self.rx_declared:
+                foreign += got         # no declared stream's: in no stream and no total
+                continue
+            seen.add(src)
             gap = self.rx_gap.get(name, 0)
             streams.append(f"stream src={src} packets={got} bytes={got * 60} seq_max={got + gap} "
                            f"lost={gap} ooo=0 dup=0 old=0")
-        total = sum(int(v) for v in self.rx_delivered.values()) - wrong_size
+        # declared streams are listed from the start, frames or none
+        streams += [f"stream src={src} packets=0 bytes=0 seq_max=0 lost=0 ooo=0 dup=0 old=0"
+                    for src in self.rx_declared if src not in seen]
+        total = sum(int(v) for v in arrivals.values()) - wrong_size - foreign
         lat = self.rx_level == "time" and total > 0
         n = total if lat else 0
         v = self.pgrx_version
@@ -383,7 +404,8 @@ class SimKernel:
         ifindex = ",".join(str(5 + i) for i in range(len(self.rx_devs))) if v >= 4 else "5"
         lines = [f"pgrx version={v} enabled={int(self.rx_enabled)} dev={devs} ifindex={ifindex} "
                  f"statistics={self.rx_level} action=drop" + (f" pkt_size={self.rx_pkt_size}" if v >= 3 else "")
-                 + f" streams={len(streams)} streams_dropped=0",
+                 + f" streams={len(streams)} streams_dropped=0"
+                 + (f" declared={len(self.rx_declared)} foreign={foreign}" if v >= 5 else ""),
                  f"cpu id=0 packets={total} bytes={total * 60} first_ns=0 last_ns=0",
                  f"total id=all packets={total} bytes={total * 60} first_ns=0 last_ns=0", *streams]
         if v >= 2:

@@ -6,7 +6,10 @@ record words with fixed key=value fields. Version 2 is version 1 plus one
 `invalid` record (test frames not believed, by class); version 3 adds the
 frame length counted (`pkt_size=` in the header) and `wrong_size=` (frames
 of another length) to `invalid`; version 4 lets `dev=` and `ifindex=` list
-several devices, comma-separated (`rx DEV [DEV ...]`). The parser is strict:
+several devices, comma-separated (`rx DEV [DEV ...]`); version 5 (module
+1.2) adds `declared=` (streams the controller declared with `streams`) and
+`foreign=` (frames of any other source, counted nowhere else) to the
+header. The parser is strict:
 an unknown version, a missing key or a malformed number is an error, not a
 guess.
 """
@@ -23,12 +26,14 @@ from rfc2544.drivers.script import PROC_PKTGEN, Batch
 
 PGRX = f"{PROC_PKTGEN}/pgrx"
 LEVELS = ("counter", "basic", "time")
-FORMAT_VERSION = 4
-FORMAT_VERSIONS = (1, 2, 3, 4)  # read; 1 has no `invalid` record, 3 adds pkt_size and wrong_size,
-                                # 4 lists several devices
+FORMAT_VERSION = 5
+FORMAT_VERSIONS = (1, 2, 3, 4, 5)   # read; 1 has no `invalid` record, 3 adds pkt_size and wrong_size,
+                                    # 4 lists several devices, 5 declared streams and foreign frames
 PKT_SIZE_VERSION = 3          # the first format whose module takes `pkt_size N`
 MAX_DEVICES = 4               # devices one pgrx watches (module 1.1, format v4)
 MULTI_DEVICE_MODULE = (1, 1)  # the first module version whose `rx` takes several devices
+DECLARE_VERSION = 5           # the first format whose module takes `streams ADDR[,ADDR...]`
+MAX_DECLARED = 64             # streams one `streams` write declares at most
 FCS = 4                       # pkt_size counts the frame without it
 U64_OVERFLOW = 2**64 - 1
 
@@ -48,6 +53,8 @@ _KEYS_V3 = {
              "streams_dropped"),
     "invalid": _KEYS["invalid"] + ("wrong_size",),
 }
+# what version 5 added: the declared streams and the frames of no declared stream
+_KEYS_V5 = {"pgrx": _KEYS_V3["pgrx"] + ("declared", "foreign")}
 _TEXT_KEYS = {"dev", "ifindex", "statistics", "action", "src", "name", "id", "mean"}
 _LIST_RE = re.compile(r"^(-|[^,\s]+(,[^,\s]+)*)$")
 
@@ -91,6 +98,20 @@ def pkt_size_batch(size, batch=None):
     Format v3 modules only (PKT_SIZE_VERSION)."""
     batch = batch if batch is not None else Batch()
     return batch.write(PGRX, f"pkt_size {int(size)}")
+
+
+def declare_batch(sources, batch=None):
+    """Declare the trial's streams by source address (format v5 modules,
+    DECLARE_VERSION): each new session starts with exactly these, and frames
+    of any other source count as foreign. An empty list: every source is a
+    stream (`streams any`)."""
+    batch = batch if batch is not None else Batch()
+    sources = list(dict.fromkeys(sources))
+    if len(sources) > MAX_DECLARED:
+        raise ValueError(f"pgrx takes at most {MAX_DECLARED} declared streams, not {len(sources)}")
+    checked = [validate.ipv6(s, "stream source") if ":" in s else validate.ipv4(s, "stream source")
+               for s in sources]
+    return batch.write(PGRX, "streams " + (",".join(checked) or "any"))
 
 
 def disable_batch(batch=None):
@@ -163,6 +184,8 @@ class PgrxState:
     action: str
     streams_dropped: int
     pkt_size: Optional[int] = None      # the frame length counted, 0 any; None: format v1/v2
+    declared: int = 0                   # streams declared (v5; 0: every source is a stream)
+    foreign: int = 0                    # test frames of undeclared sources (v5): in no stream, no total
     cpus: List[dict] = field(default_factory=list)
     total_packets: int = 0
     total_bytes: int = 0
@@ -185,7 +208,9 @@ class PgrxState:
 
     @property
     def is_zero(self):
-        return self.total_packets == 0 and not self.streams and self.streams_dropped == 0
+        """Nothing counted: declared streams are listed from the start, empty."""
+        return (self.total_packets == 0 and all(s.packets == 0 for s in self.streams)
+                and self.streams_dropped == 0 and self.foreign == 0)
 
 
 class PgrxFormatError(InfraError):
@@ -193,7 +218,11 @@ class PgrxFormatError(InfraError):
 
 
 def _fields(word, rest, lineno, version):
-    keys = _KEYS_V3.get(word, _KEYS[word]) if version >= 3 else _KEYS[word]
+    keys = _KEYS[word]
+    if version >= 3:
+        keys = _KEYS_V3.get(word, keys)
+    if version >= 5:
+        keys = _KEYS_V5.get(word, keys)
     tokens = rest.split(" ") if rest else []
     if len(tokens) != len(keys):
         raise PgrxFormatError(f"pgrx line {lineno}: '{word}' has {len(tokens)} fields, expected {len(keys)}")
@@ -230,7 +259,7 @@ def _header_version(rest, lineno):
 
 
 def parse(text) -> PgrxState:
-    """Parse pgrx's `display script` output (format versions 1 to 4). Pure."""
+    """Parse pgrx's `display script` output (format versions 1 to 5). Pure."""
     state = None
     version = FORMAT_VERSION
     seen_end = False
@@ -265,7 +294,8 @@ def parse(text) -> PgrxState:
         if word == "pgrx":
             state = PgrxState(version=f["version"], enabled=bool(f["enabled"]), dev=f["dev"],
                               ifindex=f["ifindex"], statistics=f["statistics"], action=f["action"],
-                              streams_dropped=f["streams_dropped"], pkt_size=f.get("pkt_size"))
+                              streams_dropped=f["streams_dropped"], pkt_size=f.get("pkt_size"),
+                              declared=f.get("declared", 0), foreign=f.get("foreign", 0))
             n_streams = f["streams"]
             continue
         if state is None:

@@ -8,7 +8,7 @@ re-added, everything rewritten, counted).
 A mixin of TrialEngine, whose state it uses: plans, settings, transport,
 clock, detect(), reader, setup(), ready, control_counts, and its own
 _written, _reference, _verifiable, _rx_level, _rx_format, _rx_pkt_size,
-mismatch_detail."""
+_rx_declared, mismatch_detail."""
 from rfc2544.drivers import frame
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.drivers import pktgen
@@ -130,6 +130,15 @@ class ConfigurePhase:
             return None
         return frame.wire_frame_size(spec.frame_size, spec.ipv6)
 
+    def _declared_sources(self, host, spec):
+        """The stream sources `host`'s pgrx is to know (issue 31: frames of
+        any other source are foreign, never loss): the trial's streams into
+        it, in the spec's IP version; None where pgrx cannot be told (before
+        format v5) or there is no trial spec."""
+        if spec is None or self._rx_format.get(host, 0) < pgrx_mod.DECLARE_VERSION:
+            return None
+        return tuple(sorted({p.src(spec.ipv6) for p in self.plans if p.rx_host == host}))
+
     def _configure_and_zero(self, configs, level, full=False, spec=None):
         """One batch per host: reset receivers, configure generators, read all
         counters back. Returns (tx states, rx readings, counter baselines,
@@ -153,6 +162,10 @@ class ConfigurePhase:
                 if self._rx_format.get(host, 0) >= pgrx_mod.PKT_SIZE_VERSION and self._rx_pkt_size.get(host) != size:
                     pgrx_mod.pkt_size_batch(size, b)
                     self._rx_pkt_size[host] = size
+                sources = self._declared_sources(host, spec)
+                if sources is not None and self._rx_declared.get(host) != sources:
+                    pgrx_mod.declare_batch(sources, b)
+                    self._rx_declared[host] = sources
                 pgrx_mod.reset_batch(level if level != self._rx_level else None, b)
         fulls = self._write_configs(configs, batches, full)
         if counters:
@@ -183,6 +196,10 @@ class ConfigurePhase:
                     self.ready = False   # re-enable it on the next attempt
                 if not reading.is_zero:
                     problems.append(f"{host}: pgrx counted {reading.total_packets} packets after reset")
+                declared = self._rx_declared.get(host)
+                if declared is not None and reading.declared != len(declared):
+                    problems.append(f"{host}: pgrx knows {reading.declared} declared streams, not {len(declared)}")
+                    self._rx_declared.pop(host)     # declared again on the next attempt
                 want = self._rx_pkt_size.get(host)
                 if reading.pkt_size is not None and want is not None and reading.pkt_size != want:
                     problems.append(f"{host}: pgrx counts frames of {reading.pkt_size} B, not {want or 'any'}")

@@ -62,6 +62,9 @@ def _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes):
                          f"{', '.join(s.src for s in strangers)} (not counted)")
         if state.streams_dropped:
             notes.append(f"{host}: pgrx stream table full, {state.streams_dropped} packets unattributed")
+        if state.foreign:
+            notes.append(f"{host}: pgrx saw {state.foreign} test frames from sources no stream of the trial "
+                         "declares (foreign: in no stream and no total, not loss)")
         note = _invalid_note(state)
         if note:
             notes.append(f"{host}: {note}")
