@@ -7,7 +7,9 @@
  * each stream: sequence window, inter-arrival, delay variation) and is
  * merged when read, so the per-packet path takes no shared lock and writes
  * no shared cache line, at any statistics level. Only a stream's identity
- * is shared: added once, under a lock, by the first CPU that sees it. All
+ * is shared: added once, under a lock, by the first CPU that sees it, or,
+ * when the controller declared the streams (`streams`), made with the
+ * session, so the hook only looks up and counts other sources as foreign. All
  * counters of one measurement form a "session", swapped under RCU on reset
  * so the hook never sees freed memory. The script output format is
  * specified in README.md.

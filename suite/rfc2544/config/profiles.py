@@ -200,28 +200,12 @@ def _check(origin, where, kind, value):
         # flows per stream, each count its own steps (RFC 2544 section 12:
         # one flow first, then many); the UDP source port varies per frame
         # (drivers/pktgen.DeviceConfig), up to the port range's end
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = [value]
-        if not isinstance(value, list) or not value:
-            bad(f"must be a non-empty list of flow counts per stream (1..{MAX_FLOWS_PER_STREAM})")
-        for n in value:
-            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_FLOWS_PER_STREAM:
-                bad(f"{n!r} is not a flow count per stream (a whole number in 1..{MAX_FLOWS_PER_STREAM})")
-        if len(set(value)) != len(value):
-            bad("has duplicates")
-        return value
+        return _whole_numbers(value, bad, 1, MAX_FLOWS_PER_STREAM, "flow counts per stream",
+                              "a flow count per stream (a whole number in 1..{high})")
     if kind == "bursts":
         # frames per burst (procedures/bursty.py), each size a search of its own
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = [value]
-        if not isinstance(value, list) or not value:
-            bad(f"must be a non-empty list of burst sizes in frames (2..{MAX_BURST_FRAMES})")
-        for n in value:
-            if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= MAX_BURST_FRAMES:
-                bad(f"{n!r} is not a burst size (a whole number of frames in 2..{MAX_BURST_FRAMES})")
-        if len(set(value)) != len(value):
-            bad("has duplicates")
-        return sorted(value)
+        return sorted(_whole_numbers(value, bad, 2, MAX_BURST_FRAMES, "burst sizes in frames",
+                                     "a burst size (a whole number of frames in 2..{high})"))
     if kind == "ipv":
         if isinstance(value, int):
             value = [value]
@@ -229,6 +213,21 @@ def _check(origin, where, kind, value):
             bad("must be a list of 4 and/or 6")
         return sorted(set(value))
     raise AssertionError(kind)
+
+
+def _whole_numbers(value, bad, low, high, plural, one):
+    """A non-empty list of distinct whole numbers in low..high (one number
+    alone stands for a list of it); `bad(message)` refuses."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        bad(f"must be a non-empty list of {plural} ({low}..{high})")
+    for n in value:
+        if isinstance(n, bool) or not isinstance(n, int) or not low <= n <= high:
+            bad(f"{n!r} is not " + one.format(high=high))
+    if len(set(value)) != len(value):
+        bad("has duplicates")
+    return value
 
 
 def deviation_records(profile):
