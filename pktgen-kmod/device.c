@@ -62,6 +62,7 @@ struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,
 	pd->cur_pkt_size = 60;
 	pd->burst = 1;
 	pd->burst_frames = 1;
+	pd->dst_stride = 1;
 	pd->node = NUMA_NO_NODE;
 	pd->udp_src_min = 9;
 	pd->udp_src_max = 9;
@@ -194,6 +195,8 @@ static void pg_show_tags_mode(struct seq_file *m, const struct pg_dev *pd)
 		seq_printf(m, "     burst: %u\n", pd->burst);
 	if (pd->burst_frames > 1)
 		seq_printf(m, "     burst_frames: %u\n", pd->burst_frames);
+	if (pd->dst_stride > 1)
+		seq_printf(m, "     dst_stride: %u\n", pd->dst_stride);
 	if (pd->node >= 0)
 		seq_printf(m, "     node: %d\n", pd->node);
 	if (pd->xmit_mode == PG_XMIT_NETIF_RECEIVE)
@@ -508,6 +511,24 @@ static int pg_cmd_burst_frames(struct pg_dev *pd, int argc, char **argv)
 		return pg_bad(pd, argv, "decimal, up to 65536");
 	pd->burst_frames = max(v, 1U);
 	return pg_res(pd, 0, "OK: burst_frames=%u", pd->burst_frames);
+}
+
+/*
+ * Ours, not upstream's: `dst_stride N` makes the IPv4 destination range
+ * dst_min, dst_min + N, ... up to dst_max, stepped or drawn (IPDST_RND) as
+ * the range is. With N = 256 and the same host part in dst_min and dst_max,
+ * every frame goes to one address in one of the /24 networks between them
+ * (RFC 2544 section 12's traffic to 256 networks), never to a network's
+ * other addresses. 1 (the default) is every address.
+ */
+static int pg_cmd_dst_stride(struct pg_dev *pd, int argc, char **argv)
+{
+	u32 v;
+
+	if (pg_parse_u32(argv[1], &v, 1U << 24))
+		return pg_bad(pd, argv, "decimal, up to 16777216");
+	pd->dst_stride = max(v, 1U);
+	return pg_res(pd, 0, "OK: dst_stride=%u", pd->dst_stride);
 }
 
 static int pg_cmd_node(struct pg_dev *pd, int argc, char **argv)
@@ -827,6 +848,7 @@ static const struct pg_cmd pg_cmds[] = {
 	{ "clone_skb", 1, 0, pg_cmd_clone_skb },
 	{ "burst", 1, 0, pg_cmd_burst },
 	{ "burst_frames", 1, 0, pg_cmd_burst_frames },
+	{ "dst_stride", 1, 0, pg_cmd_dst_stride },
 	{ "node", 1, 0, pg_cmd_node },
 	{ "xmit_mode", 1, 0, pg_cmd_xmit_mode },
 	{ "flag", 1, 0, pg_cmd_flag },

@@ -170,6 +170,18 @@ static u32 pg_next_offset(struct pg_thread *t, u32 cur, u32 count, bool rnd)
 	return cur + 1 >= count ? 0 : cur + 1;
 }
 
+/* The next IPv4 destination of the range, every dst_stride-th address. */
+static u32 pg_next_dst4(struct pg_thread *t, struct pg_dev *pd, bool rnd)
+{
+	u32 stride = pd->dst_stride, lo = pd->daddr_min, n;
+
+	if (stride <= 1 || pd->daddr_max <= lo)
+		return pg_next(t, pd->cur_daddr, lo, pd->daddr_max, rnd);
+	n = (pd->daddr_max - lo) / stride;	/* the range's last index */
+	/* a current address off the range or its grid starts it again at min */
+	return lo + pg_next(t, (pd->cur_daddr - lo) / stride, 0, n, rnd) * stride;
+}
+
 static u32 pg_next_daddr(struct pg_thread *t, struct pg_dev *pd)
 {
 	bool rnd = pg_dev_has_flag(pd, PGF_IPDST_RND);
@@ -177,14 +189,14 @@ static u32 pg_next_daddr(struct pg_thread *t, struct pg_dev *pd)
 	u32 i;
 
 	if (!pd->nflows || !pd->flows) {
-		pd->cur_daddr = pg_next(t, pd->cur_daddr, pd->daddr_min, pd->daddr_max, rnd);
+		pd->cur_daddr = pg_next_dst4(t, pd, rnd);
 		return pd->cur_daddr;
 	}
 	i = pg_dev_has_flag(pd, PGF_FLOW_SEQ) ? pd->cur_flow :
 	    pg_rand_range(t, 0, pd->nflows - 1);
 	f = &pd->flows[i];
 	if (!f->active) {
-		pd->cur_daddr = pg_next(t, pd->cur_daddr, pd->daddr_min, pd->daddr_max, rnd);
+		pd->cur_daddr = pg_next_dst4(t, pd, rnd);
 		f->daddr = pd->cur_daddr;
 		f->count = 0;
 		f->active = true;

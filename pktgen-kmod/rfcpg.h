@@ -130,6 +130,7 @@ struct pg_dev {
 	DECLARE_BITMAP(flags, PGF_NR);
 	bool debug;
 	u32 saddr_min, saddr_max, daddr_min, daddr_max;	/* host order */
+	u32 dst_stride;			/* IPv4 destinations: min, min + stride, ... <= max */
 	bool have_src_min, have_src_max, have_dst_min, have_dst_max;
 	struct in6_addr in6_saddr, in6_daddr, min_in6_daddr, max_in6_daddr;
 	u8 dst_mac[ETH_ALEN], src_mac[ETH_ALEN];

@@ -60,7 +60,7 @@ static uint32_t below(uint32_t n)
 static const char *const num_dev[] = {
 	"count", "pkt_size", "min_pkt_size", "max_pkt_size", "debug", "frags",
 	"delay", "rate", "ratep", "udp_src_min", "udp_src_max", "udp_dst_min",
-	"udp_dst_max", "clone_skb", "burst", "burst_frames", "node", "src_mac_count",
+	"udp_dst_max", "clone_skb", "burst", "burst_frames", "dst_stride", "node", "src_mac_count",
 	"dst_mac_count", "flows", "flowlen", "queue_map_min", "queue_map_max",
 	"vlan_id", "vlan_p", "vlan_cfi", "svlan_id", "svlan_p", "svlan_cfi",
 	"skb_priority",
@@ -288,7 +288,8 @@ static size_t malformed(char *out, const char *kind)
 static const char *const kw_dev[] = {
 	"count", "pkt_size", "min_pkt_size", "max_pkt_size", "imix_weights",
 	"debug", "frags", "delay", "rate", "ratep", "udp_src_min", "udp_src_max",
-	"udp_dst_min", "udp_dst_max", "clone_skb", "burst", "burst_frames", "node", "xmit_mode",
+	"udp_dst_min", "udp_dst_max", "clone_skb", "burst", "burst_frames", "dst_stride", "node",
+	"xmit_mode",
 	"flag", "dst", "dst_min", "dst_max", "src_min", "src_max", "dst6", "src6",
 	"dst6_min", "dst6_max", "dst_mac", "src_mac", "src_mac_count",
 	"dst_mac_count", "flows", "flowlen", "queue_map_min", "queue_map_max",

@@ -78,6 +78,8 @@ DEVICE_CASES = [
     # ours (module 1.2): distinct frames per burst, on veth too
     ("burst_frames 64", 0), ("burst_frames 65536", 0), ("burst_frames 65537", E.EINVAL),
     ("burst_frames -1", E.EINVAL), ("burst_frames 0", 0),
+    ("dst_stride 256", 0), ("dst_stride 16777216", 0), ("dst_stride 16777217", E.EINVAL),
+    ("dst_stride x", E.EINVAL), ("dst_stride 1", 0),
     ("xmit_mode start_xmit", 0), ("xmit_mode netif_receive", 0),
     ("xmit_mode queue_xmit", 0), ("xmit_mode start_xmit", 0),
     ("flag UDPCSUM", 0), ("flag !UDPCSUM", 0), ("flag NODE", 0), ("flag !NODE_ALLOC", 0),

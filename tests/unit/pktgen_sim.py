@@ -39,7 +39,8 @@ class SimDevice:
         self.p = {"count": 1000, "pkt_size": 60, "delay": 0, "dst_mac": "00:00:00:00:00:00",
                   "src_min": "", "dst_min": "", "src_max": "", "dst_max": "", "src6": "::", "dst6": "::",
                   "ipv6": False, "clone_skb": 0, "udp_src_min": 9, "udp_src_max": 9,
-                  "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1}
+                  "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1,
+                  "dst_stride": 1}
         self.extra = {}             # other Params lines (e.g. vlan_id) written behind the tester's back
         self.result = ""
         self.sofar = 0
@@ -58,7 +59,7 @@ class SimDevice:
 
     def text(self):
         p = self.p
-        flags = "IPV6  " if p["ipv6"] else ""
+        flags = ("IPV6  " if p["ipv6"] else "") + ("IPDST_RND  " if p.get("dst_rnd") else "")
         lines = [
             f"Params: count {p['count']}  min_pkt_size: {p['pkt_size']}  max_pkt_size: {p['pkt_size']}",
             f"     frags: 0  delay: {p['delay']}  clone_skb: {p['clone_skb']}  ifname: {self.name.split('@')[0]}",
@@ -74,6 +75,8 @@ class SimDevice:
                       f"     src_min: {p['src_min']}  src_max: {p['src_max']}"]
         if p["burst_frames"] > 1:
             lines.append(f"     burst_frames: {p['burst_frames']}")
+        if p["dst_stride"] > 1:
+            lines.append(f"     dst_stride: {p['dst_stride']}")
         lines += [
             f"     src_mac: 52:54:00:00:00:01 dst_mac: {p['dst_mac']}",
             f"     udp_src_min: {p['udp_src_min']}  udp_src_max: {p['udp_src_max']}  "
@@ -224,7 +227,7 @@ class SimKernel:
         if word in ("count", "pkt_size", "delay", "clone_skb", "udp_src_min", "udp_src_max",
                     "udp_dst_min", "udp_dst_max"):
             p[word] = int(arg)
-        elif word == "burst_frames" and self.module_version >= "1.2":
+        elif word in ("burst_frames", "dst_stride") and self.module_version >= "1.2":
             p[word] = max(int(arg), 1)
         elif word == "ratep":
             with self.lock:
@@ -243,6 +246,8 @@ class SimKernel:
                 p["ipv6"] = True
             elif arg == "!IPV6":
                 p["ipv6"] = False
+            elif arg.lstrip("!") == "IPDST_RND":
+                p["dst_rnd"] = not arg.startswith("!")
         elif word == "clear_counters":
             dev.sofar, dev.run_usec, dev.dropped = 0, None, 0
         elif word in ("imix_weights", "min_pkt_size", "max_pkt_size"):

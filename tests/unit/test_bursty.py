@@ -61,7 +61,7 @@ def test_the_device_writes_burst_frames_only_where_the_generator_has_it():
 def test_a_bursty_spec_is_refused_for_a_generator_without_burst_frames(tmp_path):
     spec = TrialSpec(frame_size=64, load_fps=1000, duration_s=1, frames_per_burst=16)
     with pytest.raises(BadInput, match="module 1.2 or later"):
-        device_configs([], spec, [], [], paced_bursts=False)
+        device_configs([], spec, [], [], extended=False)
 
 
 @pytest.mark.parametrize("version,pgrx,paced,watches", [

@@ -156,3 +156,76 @@ def test_a_resumed_run_keeps_the_flows(run, tmp_path):
     runner2.run()
     assert [r.get("flows") for r in again.data["throughput"]] == [r.get("flows") for r in results.data["throughput"]]
     assert [r["ndr_fps"] for r in again.data["throughput"]] == [r["ndr_fps"] for r in results.data["throughput"]]
+
+
+# ---- flows as destination networks (RFC 2544 section 12) ---------------------
+
+def test_destination_networks_span_as_many_24s_drawn_per_frame():
+    def cfg(networks, **kw):
+        return pktgen.DeviceConfig(device="tx0", count=10, dst_mac="02:00:00:00:00:01", src_ip="198.18.0.1",
+                                   dst_ip="198.19.0.1", pkt_size=60, dst_networks=networks, **kw)
+    cmds = cfg(256).commands()
+    # 198.19.K.1 for K drawn in 0..255: every 256th address of the range
+    assert {"dst_min 198.19.0.1", "dst_max 198.19.255.1", "dst_stride 256", "flag IPDST_RND"} <= set(cmds)
+    assert "udp_src_max 9" in cmds         # the ports stay: only the destination varies
+    one = cfg(1).commands()
+    assert {"dst_max 198.19.0.1", "dst_stride 1", "flag !IPDST_RND"} <= set(one)
+    # a generator without dst_stride is told nothing of it
+    assert not [c for c in cfg(None).commands() if "dst_stride" in c or "IPDST_RND" in c]
+    assert pktgen.expected_params(cfg(256))["dst_max"] == "198.19.255.1"
+    assert pktgen.expected_params(cfg(256))["dst_stride"] == "256" and pktgen.expected_params(cfg(1))["dst_stride"] == ""
+    with pytest.raises(BadInput, match="IPv4 only"):
+        cfg(256, ipv6=True).commands()
+    with pytest.raises(BadInput, match="pass 255.255.255.255"):
+        pktgen.DeviceConfig(device="tx0", count=10, dst_mac="02:00:00:00:00:01", src_ip="198.18.0.1",
+                            dst_ip="255.255.1.1", pkt_size=60, dst_networks=512).commands()
+
+
+def test_destination_networks_are_refused_with_ipv6_in_the_profile():
+    assert profiles.validate({"flow_spread": "dst_networks", "flows": [1, 256]}).model.flow_spread == "dst_networks"
+    with pytest.raises(BadInput, match="flow_spread: dst_networks is IPv4 only"):
+        profiles.validate({"flow_spread": "dst_networks", "ip_versions": [4, 6]}, "my.yml")
+    with pytest.raises(BadInput, match="flow_spread: must be one of udp_ports, dst_networks"):
+        profiles.validate({"flow_spread": "dst_ports"}, "my.yml")
+
+
+def test_an_ssh_trial_over_256_networks_writes_the_range_and_the_flag_and_verifies_them(tmp_path):
+    kernel = SimKernel(module_version="1.2")
+    tester = SSHTester(make_inventory(tmp_path), waits=FAST, sessions={"tester": SimSession("tester", kernel)},
+                       clock=kernel.clock)
+    r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=0.2, flows=256,
+                                   flow_spread="dst_networks"))
+    assert r.tx_frames == r.rx_frames == 400, r.notes
+    writes = kernel.devices["tx0"].writes
+    assert {"flag IPDST_RND", "dst_stride 256"} <= set(writes)
+    assert [w for w in writes if w.startswith("dst_max")][-1] == "dst_max 198.19.255.1"
+    before = len(writes)
+    r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=0.2))
+    assert r.tx_frames == r.rx_frames == 400, r.notes
+    assert {"dst_max 198.19.0.1", "flag !IPDST_RND", "dst_stride 1"} <= set(writes[before:])
+    assert tester.engine.control_counts["mismatches"] == 0 and tester.engine.control_counts["unverifiable"] == 0
+
+
+def test_an_older_generator_is_refused_destination_networks(tmp_path):
+    kernel = SimKernel()            # module 1.1: no dst_stride
+    tester = SSHTester(make_inventory(tmp_path), waits=FAST, sessions={"tester": SimSession("tester", kernel)},
+                       clock=kernel.clock)
+    with pytest.raises(BadInput, match="destination networks need the rfc2544_pktgen module 1.2"):
+        tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=0.2, flows=256,
+                                   flow_spread="dst_networks"))
+    tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=0.2))
+    assert not [w for w in kernel.devices["tx0"].writes if "dst_stride" in w or "IPDST_RND" in w]
+
+
+def test_a_run_over_destination_networks_says_so(tmp_path):
+    sim = simdut.SimDUT(capacity_fps=400_000, cores=4)
+    prof = profile(tests=["throughput"], frame_sizes=[64], link_mbps=1000.0, flows=[1, 256],
+                   flow_spread="dst_networks",
+                   search={"max_load_fps": 600_000.0, "method": "bisection", "pdr_loss_pct": None})
+    runner, results = start(tmp_path / "run", sim, prof)
+    runner.run()
+    spreads = {t["spec"].get("flow_spread") for t in results.data["trials"] if t["unit"].endswith("256flows")}
+    assert spreads == {"dst_networks"}
+    assert all("flow_spread" not in t["spec"] for t in results.data["trials"] if not t["unit"].endswith("256flows"))
+    assert [r["label"] for r in throughput_rows(load_results(results.path))] == ["64 B", "64 B, 256 networks"]
+    assert_valid(json.loads(results.path.read_text()), "networks run")

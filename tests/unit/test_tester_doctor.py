@@ -76,3 +76,47 @@ def test_parse_host():
     f = parse_host("gen loadable\nclock no\nchrony Normal\nport tx0 unknown 1 AA:BB:CC:DD:EE:FF\n")
     assert f["loadable"] and not f["module"] and f["chrony"] == "Normal"
     assert f["ports"]["tx0"] == {"operstate": "unknown", "carrier": "1", "mac": "aa:bb:cc:dd:ee:ff"}
+
+
+class RoutingDut(Canned):
+    """The DUT's canned facts, and `ip route get` answered from `routes`
+    ({address: device}; an address left out has no route)."""
+
+    def __init__(self, routes):
+        super().__init__(DUT)
+        self.routes = routes
+
+    def run(self, command, timeout=None, check=False):
+        if "route get" not in command:
+            return super().run(command, timeout, check)
+        self.commands.append(command)
+        asked = [line.split()[1].strip('"') for line in command.splitlines()]
+        return 0, "".join(f"{a} {self.routes.get(a, '')}\n" for a in asked), ""
+
+
+def routed(networks, skip=()):
+    return {f"198.19.{k}.1": "dut1" for k in range(networks) if k not in skip}
+
+
+def test_the_duts_routes_to_256_networks_are_checked_only_when_asked(tmp_path):
+    inv = make_inventory(tmp_path)
+    dut = RoutingDut(routed(256))
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": dut}))
+    assert not [c for c in r if c.startswith("routes to")] and not any("route get" in c for c in dut.commands)
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": dut}, networks=256))
+    assert r["routes to 256 networks tester:tx0->tester:rx0"] == (
+        True, "dut routes 198.19.0.1 .. 198.19.255.1 (256 /24s) out of dut1")
+
+
+def test_a_dut_missing_routes_is_named_with_the_networks(tmp_path):
+    inv = make_inventory(tmp_path)
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": RoutingDut(routed(256, skip=(7, 200)))},
+                       networks=256))
+    ok, detail = r["routes to 256 networks tester:tx0->tester:rx0"]
+    assert not ok and detail == "2 of 256 networks not routed out of dut:dut1 like 198.19.0.1: 198.19.7.1, 198.19.200.1"
+    wrong = {**routed(256), "198.19.9.1": "dut0"}     # routed back toward the tester's tx side
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": RoutingDut(wrong)}, networks=256))
+    assert "198.19.9.1" in r["routes to 256 networks tester:tx0->tester:rx0"][1]
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": RoutingDut({})}, networks=2))
+    assert r["routes to 2 networks tester:tx0->tester:rx0"] == (
+        False, "dut has no route to the stream's own destination 198.19.0.1")

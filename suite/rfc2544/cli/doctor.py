@@ -8,8 +8,11 @@ from rfc2544.errors import InfraError
 @click.command("doctor")
 @click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
               help="Ansible inventory (default: the local lab's).")
-def doctor(inventory_path):
-    """Check the hosts: SSH, module, links, MACs, clock sync."""
+@click.option("--networks", type=click.IntRange(1, 65536), default=1, show_default=True,
+              help="Also check that the DUT routes this many destination /24 networks per stream "
+                   "(profile flow_spread: dst_networks; RFC 2544 section 12: 256).")
+def doctor(inventory_path, networks):
+    """Check the hosts: SSH, module, links, MACs, clock sync (and DUT routes)."""
     inventory = inventory_mod.resolve(inventory_path)
     try:
         from rfc2544.engine.doctor import doctor as check_hosts
@@ -17,7 +20,7 @@ def doctor(inventory_path):
         raise InfraError(f"doctor is not available in this build ({exc})")
     from rfc2544.engine.playbooks import find_tool
     click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
-    checks = check_hosts(inventory)
+    checks = check_hosts(inventory, networks=networks)
     for name, ok, detail in checks:
         click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")
     failed = [name for name, ok, _ in checks if not ok]

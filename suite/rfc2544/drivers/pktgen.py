@@ -21,6 +21,7 @@ MIN_PKT_SIZE = 42          # pktgen raises anything smaller to 42
 MAX_PKT_SIZE = 9600 - 4    # jumbo frames at most
 FCS_BYTES = 4
 MAX_BURST_FRAMES = 65536    # the module's burst_frames bound
+MAX_DST_NETWORKS = 65536    # /24 networks a stream's destination spans at most
 MAX_FLOWS = 65535           # the highest udp_src_max: flows take the ports below it
 KNOWN_FLAGS = frozenset({
     "IPV6", "IPSRC_RND", "IPDST_RND", "TXSIZE_RND", "UDPSRC_RND", "UDPDST_RND",
@@ -76,6 +77,20 @@ class DeviceConfig:
     # back to back, bursts spaced for the mean rate); None: not written (a
     # generator without it; the device then keeps its default, 1).
     frames_per_burst: Optional[int] = None
+    # Destination /24 networks (RFC 2544 section 12): each frame goes to
+    # dst_ip + k * 256 for a k drawn in 0..N-1 (IPDST_RND over the range
+    # with rfc2544_pktgen 1.2's dst_stride 256): the same host part in N
+    # consecutive /24s, the stream's own destination the first. IPv4. None:
+    # dst_stride is not written (a generator without it: one destination).
+    dst_networks: Optional[int] = None
+
+    @property
+    def dst_max(self):
+        """dst_max for `dst_networks` networks: the same host part in the last."""
+        last = int(ipaddress.IPv4Address(self.dst_ip)) + ((self.dst_networks or 1) - 1) * 256
+        if last > int(ipaddress.IPv4Address("255.255.255.255")):
+            raise BadInput(f"{self.dst_networks} destination networks from {self.dst_ip} pass 255.255.255.255")
+        return str(ipaddress.IPv4Address(last))
 
     @property
     def udp_src_max(self):
@@ -110,12 +125,18 @@ class DeviceConfig:
             cmds.append(f"ratep {validate.uint(self.ratep, 'rate (frames/s)', 1, 10**9)}")
         cmds.append(f"dst_mac {validate.mac(self.dst_mac, 'destination MAC')}")
         if self.ipv6:
+            if (self.dst_networks or 1) != 1:
+                raise BadInput("destination networks are sent over IPv4 only")
             cmds += [f"src6 {validate.ipv6(self.src_ip, 'source IPv6')}",
                      f"dst6 {validate.ipv6(self.dst_ip, 'destination IPv6')}",
                      "flag IPV6"]
         else:
             src, dst = validate.ipv4(self.src_ip, "source IPv4"), validate.ipv4(self.dst_ip, "destination IPv4")
-            cmds += ["flag !IPV6", f"src_min {src}", f"src_max {src}", f"dst_min {dst}", f"dst_max {dst}"]
+            cmds += ["flag !IPV6", f"src_min {src}", f"src_max {src}", f"dst_min {dst}", f"dst_max {self.dst_max}"]
+            if self.dst_networks is not None:
+                networks = validate.uint(self.dst_networks, "destination networks", 1, MAX_DST_NETWORKS)
+                cmds += [f"dst_stride {256 if networks > 1 else 1}",
+                         "flag IPDST_RND" if networks > 1 else "flag !IPDST_RND"]
         validate.uint(self.flows, "flows per stream", 1, MAX_FLOWS - self.udp_src)
         for name, value in (("udp_src_min", self.udp_src), ("udp_src_max", self.udp_src_max),
                             ("udp_dst_min", self.udp_dst), ("udp_dst_max", self.udp_dst)):
@@ -192,11 +213,13 @@ def expected_params(cfg: "DeviceConfig"):
     if cfg.frames_per_burst is not None:
         # shown only above 1: "" stands for the line's absence
         exp["burst_frames"] = str(cfg.frames_per_burst) if cfg.frames_per_burst > 1 else ""
+    if cfg.dst_networks is not None and not cfg.ipv6:
+        exp["dst_stride"] = "256" if cfg.dst_networks > 1 else ""
     if cfg.ipv6:
         exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed
         exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed
     else:
-        exp.update(dst_min=cfg.dst_ip, dst_max=cfg.dst_ip, src_min=cfg.src_ip, src_max=cfg.src_ip)
+        exp.update(dst_min=cfg.dst_ip, dst_max=cfg.dst_max, src_min=cfg.src_ip, src_max=cfg.src_ip)
     return exp
 
 
@@ -226,6 +249,8 @@ def verify_device(cfg, state, reference=None):
     for flag in cfg.flags:
         if (flag.lstrip("!") in flags) == flag.startswith("!"):
             problems.append(f"flag {flag} not in effect")
+    if not cfg.ipv6 and cfg.dst_networks is not None and ("IPDST_RND" in flags) != (cfg.dst_networks > 1):
+        problems.append(f"flag IPDST_RND {'set' if 'IPDST_RND' in flags else 'clear'} (expected the other)")
     if reference is not None:
         ref_flags = set(reference.get("Flags", "").split())
         skip = set(exp) | {"Flags"}
@@ -234,7 +259,8 @@ def verify_device(cfg, state, reference=None):
         for k in sorted((set(reference) | set(view)) - skip):
             if reference.get(k) != view.get(k):
                 problems.append(f"{k}={view.get(k)!r} (was {reference.get(k)!r})")
-        set_by_cfg = {"IPV6"} | {f.lstrip("!") for f in cfg.flags}
+        set_by_cfg = {"IPV6"} | ({"IPDST_RND"} if cfg.dst_networks is not None else set()) \
+            | {f.lstrip("!") for f in cfg.flags}
         if (ref_flags - set_by_cfg) != (flags - set_by_cfg):
             problems.append(f"flags {' '.join(sorted(flags))} (were {' '.join(sorted(ref_flags))})")
     return problems

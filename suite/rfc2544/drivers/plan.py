@@ -100,13 +100,18 @@ def split_evenly(total, parts):
 
 
 def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_override=None,
-                   paced_bursts=False):
+                   extended=False):
     """DeviceConfig per stream for one run (trial, learning or calibration).
-    `paced_bursts`: the generator has burst_frames, written on every run (a
-    device keeps it), else never (and a bursty spec is refused)."""
-    if spec.frames_per_burst > 1 and not paced_bursts:
+    `extended`: the generator is rfc2544_pktgen 1.2 or later, whose
+    burst_frames and dst_stride are then written on every run (a device
+    keeps them), else never (and a spec that needs them is refused)."""
+    if spec.frames_per_burst > 1 and not extended:
         raise BadInput("bursty traffic needs the rfc2544_pktgen module 1.2 or later on every tester host "
                        "(its burst_frames): run 'rfc2544 setup'")
+    networks = spec.flows if spec.flow_spread == "dst_networks" else 1
+    if networks > 1 and not extended:
+        raise BadInput("destination networks need the rfc2544_pktgen module 1.2 or later on every tester host "
+                       "(its dst_stride): run 'rfc2544 setup'")
     configs = []
     for p, count, rate in zip(plans, count_per_stream, rate_per_stream):
         imix = pktgen.imix_pkt_sizes(spec.ipv6) if spec.frame_size == 0 else None
@@ -115,7 +120,9 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             dst_mac=dst_mac_override(p) if dst_mac_override else p.dst_mac,
             src_ip=p.src(spec.ipv6), dst_ip=p.dst(spec.ipv6), ipv6=spec.ipv6,
             pkt_size=None if imix else pktgen.pkt_size_for_frame(spec.frame_size),
-            imix=imix, ratep=rate, flows=spec.flows,
-            frames_per_burst=spec.frames_per_burst if paced_bursts else None,
+            imix=imix, ratep=rate,
+            flows=spec.flows if networks == 1 else 1,
+            dst_networks=networks if extended else None,
+            frames_per_burst=spec.frames_per_burst if extended else None,
         ))
     return configs

@@ -5,9 +5,12 @@ SSH reachable with a verified host key; a generator available (our module or
 the in-tree pktgen); every port present, up and with the inventory's MAC;
 tx ports' peers answering with the inventory's peer MAC; clocks synchronised
 when a stream is sent and received on different hosts (latency across hosts
-needs it). Nothing is changed on the hosts except the neighbour entry a ping
+needs it); with `networks` > 1, the DUT's routes for a stream's destination
+networks (profile flow_spread: dst_networks). Nothing is changed on the hosts except the neighbour entry a ping
 to a peer creates.
 """
+import ipaddress
+
 from rfc2544.errors import Rfc2544Error
 from rfc2544.drivers.ssh import SSHHost, quote
 
@@ -69,10 +72,12 @@ def _synced(facts):
     return facts["clock"] == "yes" or (facts["chrony"] or "").lower() == "normal"
 
 
-def doctor(inventory, *, sessions=None, connect_timeout=10.0):
+def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1):
     """Check every host of `inventory`; returns [(check, ok, detail)].
 
-    `sessions`: host name -> session with `.run(cmd)` (tests only)."""
+    `sessions`: host name -> session with `.run(cmd)` (tests only).
+    `networks`: check that the DUT routes this many destination /24s per
+    stream (RFC 2544 section 12) like the stream's own destination."""
     results = []
     sessions = dict(sessions or {})
     connections = {}
@@ -100,6 +105,8 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0):
             results += _host_checks(inventory, name, host, facts[name])
         results += _peer_checks(inventory, sessions, facts)
         results += _clock_checks(inventory, facts)
+        if networks > 1:
+            results += _route_checks(inventory, sessions, facts, networks)
     finally:
         for c in connections.values():
             c.close()
@@ -183,4 +190,60 @@ def _clock_checks(inventory, facts):
         detail = ", ".join(f"{h}: NTPSynchronized={f['clock']}" + (f", chrony leap {f['chrony']}" if f["chrony"] else "")
                            for h, f in states.items())
         out.append((f"clock sync {tx}->{rx}", ok, detail + ("" if ok else ": cross-host latency will be wrong")))
+    return out
+
+
+def _route_script(addresses):
+    """Per address: the address and the device the host routes it out of
+    (empty: no route)."""
+    return "\n".join(f"echo \"{a} $(ip -4 -o route get {quote(a)} 2>/dev/null | "
+                     f"sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' | head -n1)\"" for a in addresses)
+
+
+def parse_routes(text):
+    """Pure: _route_script's output -> {address: device or None}."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if parts:
+            out[parts[0]] = parts[1] if len(parts) > 1 else None
+    return out
+
+
+def _route_checks(inventory, sessions, facts, networks):
+    """Each stream's `networks` destination /24s (its rx port's address and
+    the same host part in the next networks - 1 /24s) must leave the DUT
+    (the owner of the tx port's peer MAC) the way the stream's own
+    destination does."""
+    owners = {port.mac.lower(): hname for hname, host in inventory.hosts.items() for port in host.ports.values()}
+    out = []
+    for s in inventory.streams:
+        label = f"routes to {networks} networks {s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}"
+        tx_port = inventory.hosts[s.tx_host].ports[s.tx_port]
+        dut = owners.get((tx_port.peer_mac or "").lower())
+        rx_ip = inventory.hosts[s.rx_host].ports[s.rx_port].ipv4
+        if dut is None or dut not in facts:
+            out.append((label, False, "the DUT is not in the inventory or did not answer (the tx port's "
+                                      "peer_mac names no port of a reachable host)"))
+            continue
+        if not rx_ip:
+            out.append((label, False, f"{s.rx_host}:{s.rx_port} has no IPv4 address (destination networks are IPv4)"))
+            continue
+        first = int(ipaddress.IPv4Address(validate.ipv4(rx_ip)))
+        addresses = [str(ipaddress.IPv4Address(first + k * 256)) for k in range(networks)
+                     if first + k * 256 <= 0xFFFFFFFF]
+        try:
+            routes = parse_routes(sessions[dut].run(_route_script(addresses), timeout=60)[1])
+        except Rfc2544Error as exc:
+            out.append((label, False, str(exc)))
+            continue
+        way = routes.get(addresses[0])
+        astray = [a for a in addresses if routes.get(a) != way]
+        if way is None:
+            out.append((label, False, f"{dut} has no route to the stream's own destination {addresses[0]}"))
+        elif astray:
+            out.append((label, False, f"{len(astray)} of {networks} networks not routed out of {dut}:{way} like "
+                                      f"{addresses[0]}: {', '.join(astray[:4])}{' ...' if len(astray) > 4 else ''}"))
+        else:
+            out.append((label, True, f"{dut} routes {addresses[0]} .. {addresses[-1]} ({networks} /24s) out of {way}"))
     return out

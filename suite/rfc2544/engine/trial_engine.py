@@ -185,7 +185,7 @@ class TrialEngine(ConfigurePhase):
             return
         n = len(self.plans)
         configs = device_configs(self.plans, replace(spec, frames_per_burst=1), [w.learning_frames] * n,
-                                 [w.learning_fps] * n, paced_bursts=self.detect().get("paced_bursts", False))
+                                 [w.learning_fps] * n, extended=self.detect().get("paced_bursts", False))
         batches = {}
         self._write_configs(configs, batches)
         for host in self.tx_hosts:
@@ -217,7 +217,7 @@ class TrialEngine(ConfigurePhase):
         counts = [max(int(round(r * spec.duration_s)), 1) for r in rates] if rates else [10**12] * n
         configs = device_configs(self.plans, spec, counts, rates or [None] * n,
                                  dst_mac_override=(lambda p: p.tx_mac) if to_self else None,
-                                 paced_bursts=self.detect().get("paced_bursts", False))
+                                 extended=self.detect().get("paced_bursts", False))
         starts = {h: self.transport.session(h).open_start() for h in self.tx_hosts}
         batches = {}
         self._write_configs(configs, batches)
@@ -271,7 +271,7 @@ class TrialEngine(ConfigurePhase):
         mark("setup")
         schedule = schedule or RateSchedule.of_spec(spec, len(self.plans))
         configs = device_configs(self.plans, spec, schedule.totals(), schedule.first_rates(),
-                                 paced_bursts=self.detect().get("paced_bursts", False))
+                                 extended=self.detect().get("paced_bursts", False))
         hook_runs = self._hooks("pre", mark)
         self._learn(spec)
         mark("learning")

@@ -16,6 +16,7 @@ tester really crosses the DUT. Test frames delivered to the tester's closed
 UDP port 9 would draw ICMP errors back through the DUT; the tester's ICMP
 error rate limit is set to a burst of 6 per peer per day so they do not.
 """
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -193,7 +194,25 @@ def _side(port_names, ns):
         ]
     if port_names == DUT_PORTS:
         settings += ["net/ipv4/ip_forward=1", "net/ipv6/conf/all/forwarding=1"]
+        cmds += network_routes(port_names)
     return _sysctl(settings) + _batch(cmds)
+
+
+LAB_NETWORKS = 256      # RFC 2544 section 12: the DUT routes 256 networks toward each tester port
+
+
+def network_routes(dut_ports):
+    """The DUT's routes for a stream's destination networks (flow_spread:
+    dst_networks): behind each DUT port, the tester port's /24 and the
+    LAB_NETWORKS - 1 /24s after it, via the tester port's address."""
+    routes = []
+    for name in dut_ports:
+        peer = PORTS[PORTS[name].peer]
+        first = ipaddress.IPv4Network(peer.ipv4, strict=False)
+        for k in range(1, LAB_NETWORKS):
+            net = ipaddress.IPv4Network((int(first.network_address) + k * 256, 24))
+            routes.append(f"route add {net} via {addr(peer.ipv4)} dev {name}")
+    return routes
 
 
 CARRIER_WAIT_S = 20

@@ -109,8 +109,9 @@ class Context:
     def run_trial(self, spec, progress=None, keep_samples=False):
         r = self._r
         samples = []
-        if spec.flows != self.flows:
-            spec = replace(spec, flows=self.flows)
+        spread = self.profile.model.flow_spread if self.flows > 1 else "udp_ports"
+        if spec.flows != self.flows or spec.flow_spread != spread:
+            spec = replace(spec, flows=self.flows, flow_spread=spread)
         if self._next < len(self._journal):
             recorded = self._journal[self._next]
             if _same_spec(recorded.spec, spec):
@@ -302,7 +303,7 @@ def _same_spec(a, b):
             and a.burst_frames == b.burst_frames and a.latency == b.latency
             and close(a.abort_loss_ratio, b.abort_loss_ratio)
             and close(a.recovery_load_fps, b.recovery_load_fps) and a.flows == b.flows
-            and a.frames_per_burst == b.frames_per_burst)
+            and a.frames_per_burst == b.frames_per_burst and a.flow_spread == b.flow_spread)
 
 
 class Runner:

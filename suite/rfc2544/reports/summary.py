@@ -48,6 +48,8 @@ def key_of(results, entry):
 def labeller(results):
     """Frame size label, with the IP version only when the run mixed versions."""
     mixed = len(ip_versions(results)) > 1
+    # a stream's flows are destination networks (RFC 2544 section 12) or UDP ports
+    unit = "networks" if (results.get("profile") or {}).get("flow_spread") == "dst_networks" else "flows"
 
     def label(entry):
         text = frame_label(entry.get("frame_size"))      # the size sent
@@ -55,7 +57,7 @@ def labeller(results):
             text += f" ({entry['requested_frame_size']} B asked)"
         text = f"{text} IPv{ip_of(results, entry)}" if mixed else text
         if flows_of(entry) != 1:
-            text += f", {flows_of(entry)} flows"
+            text += f", {flows_of(entry)} {unit}"
         load = entry.get("throughput_pct")       # latency at another load than the throughput's
         if load is not None and load != 100:
             text += f" at {load:g} % of throughput" if load else " at a minimal load"

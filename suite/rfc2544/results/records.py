@@ -141,8 +141,8 @@ class TrialRecord:
     def to_dict(self):
         out = requested_after_frame_size(_plain(self, {"samples": None, "superseded": False,
                                                        "spacing": None, "tester_bursty": False}))
-        for key in ("flows", "frames_per_burst"):
-            if out["spec"].get(key) == 1:      # one flow, steady traffic: the spec as it always was
+        for key, default in (("flows", 1), ("frames_per_burst", 1), ("flow_spread", "udp_ports")):
+            if out["spec"].get(key) == default:    # the spec as it always was
                 del out["spec"][key]
         # hooks sit between notes and spec, as the writer has always put them
         tail = {k: out.pop(k) for k in self.KEY_ORDER if k in out}
