@@ -90,8 +90,10 @@ class RoutingDut(Canned):
         if "route get" not in command:
             return super().run(command, timeout, check)
         self.commands.append(command)
-        asked = [line.split()[1].strip('"') for line in command.splitlines()]
-        return 0, "".join(f"{a} {self.routes.get(a, '')}\n" for a in asked), ""
+        asked = [line.split()[2] for line in command.splitlines() if line.startswith("route get ")]
+        # `ip -o route get` lines as the kernel prints them; no route: no line (stderr)
+        return 0, "".join(f"{a} via 198.19.0.1 dev {self.routes[a]} src 198.19.0.2 uid 0 \\    cache \n"
+                          for a in asked if a in self.routes), ""
 
 
 def routed(networks, skip=()):
@@ -120,3 +122,11 @@ def test_a_dut_missing_routes_is_named_with_the_networks(tmp_path):
     r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": RoutingDut({})}, networks=2))
     assert r["routes to 2 networks tester:tx0->tester:rx0"] == (
         False, "dut has no route to the stream's own destination 198.19.0.1")
+
+
+def test_route_lines_are_read_as_ip_prints_them():
+    from rfc2544.engine.doctor import parse_routes
+    text = ("local 198.19.0.2 dev lo src 198.19.0.2 uid 0 \\    cache <local> \n"
+            "198.19.0.1 dev dut1 src 198.19.0.2 uid 0 \\    cache \n"
+            "198.19.5.1 via 198.19.0.1 dev dut1 src 198.19.0.2 uid 0 \\    cache \n")
+    assert parse_routes(text) == {"198.19.0.2": "lo", "198.19.0.1": "dut1", "198.19.5.1": "dut1"}
