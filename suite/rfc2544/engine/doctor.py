@@ -144,12 +144,15 @@ def _host_checks(inventory, name, host, f):
     return out
 
 
+def port_owners(inventory):
+    """{MAC: (host, port)} of every inventory port: whose a peer MAC is."""
+    return {port.mac.lower(): (hname, pname)
+            for hname, host in inventory.hosts.items() for pname, port in host.ports.items()}
+
+
 def _peer_checks(inventory, sessions, facts):
     out = []
-    dut_macs = {}
-    for hname, host in inventory.hosts.items():
-        for pname, port in host.ports.items():
-            dut_macs[port.mac.lower()] = (hname, pname)
+    dut_macs = port_owners(inventory)
     for s in inventory.streams:
         host = inventory.hosts[s.tx_host]
         port = host.ports[s.tx_port]
@@ -220,12 +223,12 @@ def _route_checks(inventory, sessions, facts, networks):
     the same host part in the next networks - 1 /24s) must leave the DUT
     (the owner of the tx port's peer MAC) the way the stream's own
     destination does."""
-    owners = {port.mac.lower(): hname for hname, host in inventory.hosts.items() for port in host.ports.values()}
+    owners = port_owners(inventory)
     out = []
     for s in inventory.streams:
         label = f"routes to {networks} networks {s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}"
         tx_port = inventory.hosts[s.tx_host].ports[s.tx_port]
-        dut = owners.get((tx_port.peer_mac or "").lower())
+        dut = owners.get((tx_port.peer_mac or "").lower(), (None,))[0]
         rx_ip = inventory.hosts[s.rx_host].ports[s.rx_port].ipv4
         if dut is None or dut not in facts:
             out.append((label, False, "the DUT is not in the inventory or did not answer (the tx port's "
