@@ -197,6 +197,8 @@ static void pg_show_tags_mode(struct seq_file *m, const struct pg_dev *pd)
 		seq_printf(m, "     burst_frames: %u\n", pd->burst_frames);
 	if (pd->dst_stride > 1)
 		seq_printf(m, "     dst_stride: %u\n", pd->dst_stride);
+	if (pd->stream_id)
+		seq_printf(m, "     stream_id: %u\n", pd->stream_id);
 	if (pd->node >= 0)
 		seq_printf(m, "     node: %d\n", pd->node);
 	if (pd->xmit_mode == PG_XMIT_NETIF_RECEIVE)
@@ -531,6 +533,22 @@ static int pg_cmd_dst_stride(struct pg_dev *pd, int argc, char **argv)
 	return pg_res(pd, 0, "OK: dst_stride=%u", pd->dst_stride);
 }
 
+/*
+ * Ours, not upstream's: `stream_id N` (1..65535) puts N in every test
+ * header (magic PG_MAGIC_SID), so pgrx counts the stream by N however its
+ * addresses and ports vary. 0 (the default): no id, the source address
+ * identifies the stream. Ignored with UPSTREAM_HDR (the in-tree format).
+ */
+static int pg_cmd_stream_id(struct pg_dev *pd, int argc, char **argv)
+{
+	u32 v;
+
+	if (pg_parse_u32(argv[1], &v, U16_MAX))
+		return pg_bad(pd, argv, "decimal, 0 (none) or up to 65535");
+	pd->stream_id = (u16)v;
+	return pg_res(pd, 0, "OK: stream_id=%u", v);
+}
+
 static int pg_cmd_node(struct pg_dev *pd, int argc, char **argv)
 {
 	u32 v;
@@ -849,6 +867,7 @@ static const struct pg_cmd pg_cmds[] = {
 	{ "burst", 1, 0, pg_cmd_burst },
 	{ "burst_frames", 1, 0, pg_cmd_burst_frames },
 	{ "dst_stride", 1, 0, pg_cmd_dst_stride },
+	{ "stream_id", 1, 0, pg_cmd_stream_id },
 	{ "node", 1, 0, pg_cmd_node },
 	{ "xmit_mode", 1, 0, pg_cmd_xmit_mode },
 	{ "flag", 1, 0, pg_cmd_flag },

@@ -261,7 +261,8 @@ static u8 *pg_put16(u8 *p, u16 v)
 /* mono: CLOCK_MONOTONIC ns just read by the caller, or 0 */
 static void pg_write_header(struct pg_dev *pd, u8 *p, u64 mono)
 {
-	u32 magic = pg_dev_has_flag(pd, PGF_UPSTREAM_HDR) ? PG_MAGIC_UPSTREAM : PG_MAGIC_NS;
+	u32 magic = pg_dev_has_flag(pd, PGF_UPSTREAM_HDR) ? PG_MAGIC_UPSTREAM :
+		    pd->stream_id ? PG_MAGIC_SID : PG_MAGIC_NS;
 
 	put_unaligned_be32(magic, p);
 	put_unaligned_be32(pd->seq_num, p + 4);
@@ -283,6 +284,9 @@ static void pg_write_header(struct pg_dev *pd, u8 *p, u64 mono)
 			put_unaligned_be64(real, p + 8);
 		}
 	}
+	/* the stream id takes the time's top 16 bits; the receiver restores them */
+	if (magic == PG_MAGIC_SID)
+		put_unaligned_be16(pd->stream_id, p + 8);
 }
 
 static struct sk_buff *pg_alloc(struct pg_dev *pd, unsigned int size)

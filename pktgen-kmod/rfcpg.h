@@ -22,7 +22,7 @@
 #include "departures.h"
 
 #define PG_MODNAME		"rfc2544_pktgen"
-#define PG_VERSION		"1.2"
+#define PG_VERSION		"1.3"
 #define PG_PROC_DIR		"pktgen"
 #define PG_CTRL_NAME		"pgctrl"
 #define PG_RX_NAME		"pgrx"
@@ -30,6 +30,8 @@
 /* Test header at UDP payload offset 0: be32 magic, be32 seq, 8 bytes time. */
 #define PG_MAGIC_UPSTREAM	0xbe9be955U	/* be32 tv_sec, be32 tv_usec */
 #define PG_MAGIC_NS		0x25449e55U	/* be64 ns, CLOCK_REALTIME */
+/* be16 stream id (1..65535), be48 ns: CLOCK_REALTIME mod 2^48 (3.2 days) */
+#define PG_MAGIC_SID		0x25449e56U
 #define PG_HDR_LEN		16
 
 #define PG_MAX_WRITE		1024	/* longer writes: -E2BIG */
@@ -131,6 +133,7 @@ struct pg_dev {
 	bool debug;
 	u32 saddr_min, saddr_max, daddr_min, daddr_max;	/* host order */
 	u32 dst_stride;			/* IPv4 destinations: min, min + stride, ... <= max */
+	u16 stream_id;			/* in each test header (PG_MAGIC_SID); 0: none */
 	bool have_src_min, have_src_max, have_dst_min, have_dst_max;
 	struct in6_addr in6_saddr, in6_daddr, min_in6_daddr, max_in6_daddr;
 	u8 dst_mac[ETH_ALEN], src_mac[ETH_ALEN];

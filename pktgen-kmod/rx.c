@@ -7,7 +7,8 @@
  * each stream: sequence window, inter-arrival, delay variation) and is
  * merged when read, so the per-packet path takes no shared lock and writes
  * no shared cache line, at any statistics level. Only a stream's identity
- * is shared: added once, under a lock, by the first CPU that sees it, or,
+ * (the test header's stream id, or else the source address) is shared:
+ * added once, under a lock, by the first CPU that sees it, or,
  * when the controller declared the streams (`streams`), made with the
  * session, so the hook only looks up and counts other sources as foreign. All
  * counters of one measurement form a "session", swapped under RCU on reset
@@ -75,8 +76,9 @@ enum pg_rx_bad {
 /* A stream's identity, shared by all CPUs; immutable once published. */
 struct pg_stream {
 	struct pg_stream *next;		/* hash chain */
+	u16 sid;			/* the test header's stream id; 0: by address */
 	bool v6;
-	struct in6_addr addr;		/* IPv4 as v4-mapped */
+	struct in6_addr addr;		/* IPv4 as v4-mapped; with sid: :: */
 	u32 id;				/* index into order[] and pg_rx_cpu.stream[] */
 };
 
@@ -118,10 +120,11 @@ struct pg_rx_session {
 	struct pg_streams *streams;
 };
 
-/* A stream the controller declared: its source address. */
+/* A stream the controller declared: its id, or its source address. */
 struct pg_rx_decl {
+	u16 sid;
 	bool v6;
-	struct in6_addr addr;		/* IPv4 as v4-mapped */
+	struct in6_addr addr;		/* IPv4 as v4-mapped; with sid: :: */
 };
 
 struct pg_rx {
@@ -175,10 +178,10 @@ static void pg_session_free(struct pg_rx_session *s)
 	kfree(s);
 }
 
-static u32 pg_stream_hash(const struct pg_streams *tbl, const struct in6_addr *src)
+static u32 pg_stream_hash(const struct pg_streams *tbl, const struct in6_addr *src, u16 sid)
 {
-	/* the address bytes as they are: a hash, not arithmetic */
-	return jhash(src->s6_addr, sizeof(src->s6_addr), tbl->seed) % PG_STREAM_BUCKETS;
+	/* the address bytes as they are, the id in the initial value */
+	return jhash(src->s6_addr, sizeof(src->s6_addr), tbl->seed + sid) % PG_STREAM_BUCKETS;
 }
 
 /*
@@ -197,10 +200,11 @@ static int pg_session_declare(struct pg_rx_session *s, const struct pg_rx *rx)
 		st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
 		if (!st)
 			return -ENOMEM;
+		st->sid = rx->decl[i].sid;
 		st->v6 = rx->decl[i].v6;
 		st->addr = rx->decl[i].addr;
 		st->id = i;
-		h = pg_stream_hash(tbl, &st->addr);
+		h = pg_stream_hash(tbl, &st->addr, st->sid);
 		st->next = tbl->bucket[h];
 		tbl->bucket[h] = st;
 		tbl->chain[h]++;
@@ -303,10 +307,10 @@ static int pg_rx_new_session(struct pg_rx *rx)
 /* ---- hook path ---- */
 
 static struct pg_stream *pg_stream_find(struct pg_stream *st,
-					const struct in6_addr *src, bool v6)
+					const struct in6_addr *src, bool v6, u16 sid)
 {
 	for (; st; st = st->next)
-		if (st->v6 == v6 && ipv6_addr_equal(&st->addr, src))
+		if (st->sid == sid && st->v6 == v6 && ipv6_addr_equal(&st->addr, src))
 			return st;
 	return NULL;
 }
@@ -319,22 +323,23 @@ static struct pg_stream *pg_stream_find(struct pg_stream *st,
  * lock.
  */
 static struct pg_stream *pg_stream_get(struct pg_streams *tbl,
-				       const struct in6_addr *src, bool v6)
+				       const struct in6_addr *src, bool v6, u16 sid)
 {
-	u32 h = pg_stream_hash(tbl, src);
+	u32 h = pg_stream_hash(tbl, src, sid);
 	struct pg_stream *st;
 
 	/* pairs with the bucket release below: a found stream is complete */
-	st = pg_stream_find(smp_load_acquire(&tbl->bucket[h]), src, v6);
+	st = pg_stream_find(smp_load_acquire(&tbl->bucket[h]), src, v6, sid);
 	if (st || tbl->closed)
 		return st;
 	if (READ_ONCE(tbl->count) >= PG_MAX_STREAMS || READ_ONCE(tbl->chain[h]) >= PG_CHAIN_MAX)
 		return NULL;
 	spin_lock(&tbl->lock);
-	st = pg_stream_find(tbl->bucket[h], src, v6);
+	st = pg_stream_find(tbl->bucket[h], src, v6, sid);
 	if (!st && tbl->count < PG_MAX_STREAMS && tbl->chain[h] < PG_CHAIN_MAX) {
 		st = kzalloc(sizeof(*st), GFP_ATOMIC);
 		if (st) {
+			st->sid = sid;
 			st->v6 = v6;
 			st->addr = *src;
 			st->id = tbl->count;
@@ -413,6 +418,7 @@ struct pg_rx_frame {
 	__sum16 check;			/* the UDP header's checksum field */
 	u32 magic;
 	u32 seq;
+	u16 sid;			/* stream id (PG_MAGIC_SID); 0: none */
 	u64 ts;				/* transmit time, ns; 0: none */
 	unsigned int len;		/* bytes counted */
 };
@@ -465,11 +471,20 @@ static unsigned int pg_rx_ipv6(const struct sk_buff *skb, struct pg_rx_frame *f)
 static bool pg_rx_decode(const u8 *h, struct pg_rx_frame *f)
 {
 	f->magic = get_unaligned_be32(h);
-	if (f->magic != PG_MAGIC_NS && f->magic != PG_MAGIC_UPSTREAM)
+	f->sid = 0;
+	if (f->magic != PG_MAGIC_NS && f->magic != PG_MAGIC_UPSTREAM &&
+	    f->magic != PG_MAGIC_SID)
 		return false;
 	f->seq = get_unaligned_be32(h + 4);
 	if (f->magic == PG_MAGIC_NS) {
 		f->ts = get_unaligned_be64(h + 8);
+	} else if (f->magic == PG_MAGIC_SID) {
+		f->sid = get_unaligned_be16(h + 8);
+		/* no generator sends id 0: not a test header */
+		if (!f->sid)
+			return false;
+		/* the low 48 bits; pg_rx_ts48() restores the rest on arrival */
+		f->ts = (u64)get_unaligned_be16(h + 10) << 32 | get_unaligned_be32(h + 12);
 	} else {
 		u32 usec = get_unaligned_be32(h + 12);
 
@@ -554,6 +569,23 @@ static enum pg_rx_bad pg_rx_validate(struct sk_buff *skb, const struct pg_rx_fra
 	return PG_BAD_NONE;
 }
 
+/*
+ * A stream-id header's 48-bit time as a full CLOCK_REALTIME ns: the value
+ * congruent to it mod 2^48 nearest to the arrival time (the clocks and the
+ * path would have to be 1.6 days apart to pick the wrong one).
+ */
+static u64 pg_rx_ts48(u64 ts48, u64 now)
+{
+	const u64 span = 1ULL << 48;
+	u64 ts = (now & ~(span - 1)) | ts48;
+
+	if (ts > now && ts - now > span / 2 && ts >= span)
+		ts -= span;
+	else if (ts < now && now - ts > span / 2)
+		ts += span;
+	return ts;
+}
+
 /* A timestamp is believed within [session start - past, arrival + ahead]. */
 static bool pg_rx_ts_sane(const struct pg_rx_session *s, u64 ts, u64 now)
 {
@@ -606,10 +638,12 @@ static void pg_rx_account(struct pg_rx *rx, struct pg_rx_session *s,
 	struct pg_rx_cpu *c = this_cpu_ptr(s->cpu);
 	struct pg_stream_cpu *sc;
 	struct pg_stream *st;
-	u64 now, lat = 0;
+	u64 now, ts, lat = 0;
 	bool lat_ok;
 
-	st = pg_stream_get(s->streams, &f->src, f->v6);
+	/* a stream id names the stream whatever its addresses */
+	st = f->sid ? pg_stream_get(s->streams, &in6addr_any, false, f->sid) :
+		      pg_stream_get(s->streams, &f->src, f->v6, 0);
 	if (!st && s->streams->closed) {
 		/* an undeclared stream's frame: counted apart, never loss */
 		WRITE_ONCE(c->foreign, c->foreign + 1);
@@ -620,13 +654,14 @@ static void pg_rx_account(struct pg_rx *rx, struct pg_rx_session *s,
 	now = READ_ONCE(rx->stack_tstamps) ? pg_skb_rx_realtime_ns(skb) : 0;
 	if (!now)
 		now = ktime_get_real_ns();
-	lat_ok = f->ts && now >= f->ts;
-	if (f->ts && !pg_rx_ts_sane(s, f->ts, now)) {
+	ts = f->sid && f->ts ? pg_rx_ts48(f->ts, now) : f->ts;
+	lat_ok = ts && now >= ts;
+	if (ts && !pg_rx_ts_sane(s, ts, now)) {
 		pg_rx_count_bad(c, PG_BAD_TS);
 		lat_ok = false;
 	}
 	if (lat_ok)
-		lat = now - f->ts;
+		lat = now - ts;
 
 	sc = st ? pg_stream_cpu_get(c, st->id) : NULL;
 	pg_rx_cpu_update(c, s->level, f->len, now, lat, lat_ok, sc);
@@ -749,6 +784,7 @@ static void pg_cpu_snap(struct pg_rx_cpu *c, struct pg_rx_snap *out)
 }
 
 struct pg_stream_snap {
+	u16 sid;
 	bool v6;
 	struct in6_addr addr;
 	u64 packets, bytes, seq_max, lost, ooo, dup, old, jump;
@@ -781,6 +817,7 @@ static void pg_stream_merge(struct pg_rx_session *s, const struct pg_stream *st,
 	unsigned int cpu;
 
 	memset(o, 0, sizeof(*o));
+	o->sid = st->sid;
 	o->v6 = st->v6;
 	o->addr = st->addr;
 	pg_seqwin_sum_init(&mg->sum);
@@ -910,7 +947,7 @@ static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
 	}
 
 	if (rx->script) {
-		seq_printf(m, "pgrx version=5 enabled=%d dev=", rx->hooks);
+		seq_printf(m, "pgrx version=6 enabled=%d dev=", rx->hooks);
 		pg_rx_show_devs(m, rx, ",", false);
 		seq_puts(m, " ifindex=");
 		pg_rx_show_devs(m, rx, ",", true);
@@ -928,7 +965,7 @@ static void pg_rx_show_header(struct seq_file *m, struct pg_rx_show_ctx *x)
 		   rx->pass ? "passed on" : "dropped", rx->pkt_size,
 		   rx->pkt_size ? "" : " (any)");
 	if (rx->ndecl)
-		seq_printf(m, "  Declared streams: %u, foreign frames (other sources): %llu\n",
+		seq_printf(m, "  Declared streams: %u, foreign frames (undeclared streams): %llu\n",
 			   rx->ndecl, foreign);
 }
 
@@ -990,13 +1027,21 @@ static void pg_rx_show_streams(struct seq_file *m, struct pg_rx_show_ctx *x)
 		pg_stream_merge(x->s, x->s->streams->order[i], x->mg, &o, &x->ia, &x->jit);
 		x->seq_jump += o.jump;
 		if (x->rx->script) {
-			seq_puts(m, "stream src=");
-			pg_print_addr(m, &o);
+			if (o.sid) {
+				seq_printf(m, "stream sid=%u", o.sid);
+			} else {
+				seq_puts(m, "stream src=");
+				pg_print_addr(m, &o);
+			}
 			seq_printf(m, " packets=%llu bytes=%llu seq_max=%llu lost=%llu ooo=%llu dup=%llu old=%llu\n",
 				   o.packets, o.bytes, o.seq_max, o.lost, o.ooo, o.dup, o.old);
 		} else {
-			seq_puts(m, "  Stream ");
-			pg_print_addr(m, &o);
+			if (o.sid) {
+				seq_printf(m, "  Stream id %u", o.sid);
+			} else {
+				seq_puts(m, "  Stream ");
+				pg_print_addr(m, &o);
+			}
 			seq_printf(m, ": packets %llu  lost %llu  out-of-order %llu  duplicates %llu  too-old %llu  highest seq %llu\n",
 				   o.packets, o.lost, o.ooo, o.dup, o.old, o.seq_max);
 		}
@@ -1200,12 +1245,18 @@ static int pg_rx_set_pkt_size(struct pg_rx *rx, const char *arg)
 	return pg_rx_res(rx, 0, "OK: pkt_size=%s", arg);
 }
 
-/* One address of a `streams` list: IPv4 (as v4-mapped) or IPv6. */
-static bool pg_rx_parse_addr(const char *a, struct pg_rx_decl *d)
+/* One item of a `streams` list: sid:N (1..65535), IPv4 (as v4-mapped) or IPv6. */
+static bool pg_rx_parse_decl(const char *a, struct pg_rx_decl *d)
 {
 	u32 v4;
 
 	memset(d, 0, sizeof(*d));
+	if (!strncmp(a, "sid:", 4)) {
+		if (pg_parse_u32(a + 4, &v4, U16_MAX) || !v4)
+			return false;
+		d->sid = (u16)v4;
+		return true;
+	}
 	if (!pg_parse_ip4(a, &v4)) {
 		ipv6_addr_set_v4mapped(htonl(v4), &d->addr);
 		return true;
@@ -1215,11 +1266,13 @@ static bool pg_rx_parse_addr(const char *a, struct pg_rx_decl *d)
 }
 
 /*
- * `streams ADDR[,ADDR...]`: the trial's streams, by source address, made
- * with every new session (counters reset now); frames of any other source
- * are counted as foreign, in no stream and no total. `streams any`: every
- * source is a stream of its own, made on its first frame (as before). The
- * list is checked whole before anything changes.
+ * `streams ITEM[,ITEM...]`: the trial's streams, each sid:N (frames whose
+ * test header carries stream id N, whatever their addresses) or a source
+ * address (frames without an id), made with every new session (counters
+ * reset now); frames of any other stream are counted as foreign, in no
+ * stream and no total. `streams any`: every id or source is a stream of its
+ * own, made on its first frame (as before). The list is checked whole
+ * before anything changes.
  */
 static int pg_rx_declare(struct pg_rx *rx, char *list)
 {
@@ -1238,13 +1291,14 @@ static int pg_rx_declare(struct pg_rx *rx, char *list)
 						__stringify(PG_RX_MAX_DECL));
 				goto out;
 			}
-			if (!pg_rx_parse_addr(item, &decl[n])) {
-				err = pg_rx_res(rx, -EINVAL, "ERROR: not an IPv4 or IPv6 address: \"%.48s\"",
+			if (!pg_rx_parse_decl(item, &decl[n])) {
+				err = pg_rx_res(rx, -EINVAL,
+						"ERROR: not sid:1..65535, an IPv4 or an IPv6 address: \"%.48s\"",
 						item);
 				goto out;
 			}
 			for (i = 0; i < n; i++)
-				if (decl[i].v6 == decl[n].v6 &&
+				if (decl[i].sid == decl[n].sid && decl[i].v6 == decl[n].v6 &&
 				    ipv6_addr_equal(&decl[i].addr, &decl[n].addr)) {
 					err = pg_rx_res(rx, -EINVAL, "ERROR: stream \"%.48s\" listed twice",
 							item);

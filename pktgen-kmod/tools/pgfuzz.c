@@ -60,7 +60,8 @@ static uint32_t below(uint32_t n)
 static const char *const num_dev[] = {
 	"count", "pkt_size", "min_pkt_size", "max_pkt_size", "debug", "frags",
 	"delay", "rate", "ratep", "udp_src_min", "udp_src_max", "udp_dst_min",
-	"udp_dst_max", "clone_skb", "burst", "burst_frames", "dst_stride", "node", "src_mac_count",
+	"udp_dst_max", "clone_skb", "burst", "burst_frames", "dst_stride", "stream_id", "node",
+	"src_mac_count",
 	"dst_mac_count", "flows", "flowlen", "queue_map_min", "queue_map_max",
 	"vlan_id", "vlan_p", "vlan_cfi", "svlan_id", "svlan_p", "svlan_cfi",
 	"skb_priority",
@@ -93,6 +94,7 @@ static const char *const bad_dev[] = {
 	"mpls 1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
 	"clone_skb 1", "burst 2", "spi x", "spi -1",
 	"burst_frames 65537", "burst_frames -1", "burst_frames 1x",
+	"stream_id 65536", "stream_id -1", "stream_id 1x",
 };
 
 static const char *const bad_thread[] = {
@@ -111,6 +113,8 @@ static const char *const bad_rx[] = {
 	"rx lo lo", "rx lo lo lo lo lo", "rx lo nosuch0",
 	"streams", "streams 1.2.3", "streams 10.0.0.1,10.0.0.1", "streams ,",
 	"streams 10.0.0.1 10.0.0.2", "streams ::1::2",
+	"streams sid:0", "streams sid:65536", "streams sid:", "streams sid:1,sid:1",
+	"streams sid:x", "streams sid:-1", "streams sid=1",
 };
 
 static const char *const reserved[] = {
@@ -288,8 +292,8 @@ static size_t malformed(char *out, const char *kind)
 static const char *const kw_dev[] = {
 	"count", "pkt_size", "min_pkt_size", "max_pkt_size", "imix_weights",
 	"debug", "frags", "delay", "rate", "ratep", "udp_src_min", "udp_src_max",
-	"udp_dst_min", "udp_dst_max", "clone_skb", "burst", "burst_frames", "dst_stride", "node",
-	"xmit_mode",
+	"udp_dst_min", "udp_dst_max", "clone_skb", "burst", "burst_frames", "dst_stride",
+	"stream_id", "node", "xmit_mode",
 	"flag", "dst", "dst_min", "dst_max", "src_min", "src_max", "dst6", "src6",
 	"dst6_min", "dst6_max", "dst_mac", "src_mac", "src_mac_count",
 	"dst_mac_count", "flows", "flowlen", "queue_map_min", "queue_map_max",

@@ -80,6 +80,9 @@ DEVICE_CASES = [
     ("burst_frames -1", E.EINVAL), ("burst_frames 0", 0),
     ("dst_stride 256", 0), ("dst_stride 16777216", 0), ("dst_stride 16777217", E.EINVAL),
     ("dst_stride x", E.EINVAL), ("dst_stride 1", 0),
+    # ours (module 1.3): the stream id in the test header
+    ("stream_id 65535", 0), ("stream_id 65536", E.EINVAL), ("stream_id -1", E.EINVAL),
+    ("stream_id 7x", E.EINVAL), ("stream_id 0", 0),
     ("xmit_mode start_xmit", 0), ("xmit_mode netif_receive", 0),
     ("xmit_mode queue_xmit", 0), ("xmit_mode start_xmit", 0),
     ("flag UDPCSUM", 0), ("flag !UDPCSUM", 0), ("flag NODE", 0), ("flag !NODE_ALLOC", 0),

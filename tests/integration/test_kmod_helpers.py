@@ -455,7 +455,7 @@ def parse_device(text):
 
 
 def parse_pgrx(text):
-    """pgrx `display script` v1 to v4 -> dict (format: pktgen-kmod/README.md)."""
+    """pgrx `display script` v1 to v6 -> dict (format: pktgen-kmod/README.md)."""
     out = {"cpus": [], "streams": [], "stat": {}, "hist": []}
     lines = text.splitlines()
     for line in lines:
@@ -472,7 +472,7 @@ def parse_pgrx(text):
         elif word == "total":
             out["total"] = {k: int(v) for k, v in kv.items() if k != "id"}
         elif word == "stream":
-            out["streams"].append({k: (v if k == "src" else int(v)) for k, v in kv.items()})
+            out["streams"].append({k: (v if k == "src" else int(v)) for k, v in kv.items()})     # v6: sid=N instead of src
         elif word == "stat":
             name = kv.pop("name")
             out["stat"][name] = {k: float(v) if k == "mean" else int(v) for k, v in kv.items()}

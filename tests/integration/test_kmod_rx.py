@@ -320,7 +320,7 @@ def test_one_receiver_counts_both_directions_each_exactly(kmod):
     assert all(d["tx_dropped"] == 0 and d["sofar"] == count for d in devs.values()), devs
     text = kmod.read("pgrx")
     rx = parse_pgrx(text)
-    assert text.startswith("pgrx version=5 enabled=1 dev=rx0,tx0 ifindex="), text.splitlines()[0]
+    assert text.startswith("pgrx version=6 enabled=1 dev=rx0,tx0 ifindex="), text.splitlines()[0]
     streams = {s["src"]: s for s in rx["streams"]}
     assert set(streams) == {"198.18.0.1", "198.19.0.1"}, streams
     fwd, back = streams["198.18.0.1"], streams["198.19.0.1"]
@@ -363,7 +363,7 @@ def test_frames_of_undeclared_streams_are_foreign_and_change_no_loss(kmod):
     assert devs["tx0"]["sofar"] == count and devs["tx0@1"]["sofar"] == intruder, devs
     rx = parse_pgrx(kmod.read("pgrx"))
     head = rx["header"]
-    assert (head["version"], head["declared"], head["foreign"]) == ("5", "1", str(intruder)), head
+    assert (head["version"], head["declared"], head["foreign"]) == ("6", "1", str(intruder)), head
     (genuine,) = rx["streams"]
     assert genuine["src"] == "198.18.0.1" and (genuine["packets"], genuine["lost"]) == (count, 0), genuine
     assert rx["total"]["packets"] == count and head["streams_dropped"] == "0", rx["total"]
@@ -390,3 +390,59 @@ def test_frames_of_undeclared_streams_are_foreign_and_change_no_loss(kmod):
     # a new `rx` forgets a declaration
     kmod.pg("pgrx", "streams 198.18.0.1,2001:2::1", "rx rx0")
     assert parse_pgrx(kmod.read("pgrx"))["header"]["declared"] == "0"
+
+
+def test_a_stream_id_counts_a_stream_of_many_sources_as_one(kmod):
+    """Stream ids (issue 31 item 2, module 1.3): tx0 sends stream 7 from 100
+    source addresses drawn per frame; tx0@1 sends stream 9 from one of those
+    same sources. Declared `streams sid:7`: stream 7 is one stream, exact,
+    with a believable latency (the header's 48-bit time restored on
+    arrival), and stream 9 is foreign although its source is one of 7's.
+    Undeclared (`streams any`), stream 9 is a stream of its own, by id.
+
+        tester tx0   (sid 7, 198.18.0.100-199)  --\
+        tester tx0@1 (sid 9, 198.18.0.150)      ---> dut0 [dut] dut1 --> rx0 (pgrx)
+    """
+    count, intruder = 3000, 1200
+    for _ in range(TESTER_DROP_ATTEMPTS):
+        setup_stream(kmod, count, ratep=3000, extra=("stream_id 7", "src_min 198.18.0.100",
+                                                     "src_max 198.18.0.199", "flag IPSRC_RND"))
+        kmod.pg("kpktgend_1", "rem_device_all", "add_device tx0@1")
+        kmod.pg("tx0@1", f"count {intruder}", "pkt_size 64", f"dst_mac {kmod.mac('dut0', netns=True)}",
+                "dst 198.19.0.1", "src_min 198.18.0.150", "src_max 198.18.0.150", "ratep 1200",
+                "stream_id 9")
+        kmod.pg("pgrx", "streams sid:7")
+        kmod.start()
+        time.sleep(0.5)
+        devs = {d: parse_device(kmod.read(d)) for d in ("tx0", "tx0@1")}
+        if all(d["tx_dropped"] == 0 for d in devs.values()):
+            break
+    assert all(d["tx_dropped"] == 0 for d in devs.values()), devs
+    assert devs["tx0"]["sofar"] == count and devs["tx0@1"]["sofar"] == intruder, devs
+    assert "stream_id: 7" in kmod.read("tx0")
+    rx = parse_pgrx(kmod.read("pgrx"))
+    head = rx["header"]
+    assert (head["version"], head["declared"], head["foreign"]) == ("6", "1", str(intruder)), head
+    (genuine,) = rx["streams"]
+    assert (genuine.get("sid"), genuine["packets"], genuine["lost"], genuine["seq_max"]) == (7, count, 0, count), genuine
+    assert rx["total"]["packets"] == count
+    lat = rx["stat"]["latency"]
+    # every frame a sample, none out of the sane window, each well under a second
+    assert lat["n"] == count and rx["invalid"]["bad_ts"] == 0 and 0 < lat["max"] < 1e9, (lat, rx["invalid"])
+    kmod.pg("pgrx", "display human")
+    assert "  Stream id 7: packets 3000  lost 0" in kmod.read("pgrx")
+    kmod.pg("pgrx", "display script")
+    # undeclared: the intruder's id is its stream, whatever its source
+    kmod.pg("pgrx", "streams any")
+    kmod.pg("kpktgend_0", "rem_device_all")
+    kmod.start()
+    kmod.pg("kpktgend_1", "rem_device_all")
+    rx = parse_pgrx(kmod.read("pgrx"))
+    assert [(s.get("sid"), s["packets"]) for s in rx["streams"]] == [(9, intruder)], rx["streams"]
+    # ids are 1..65535, each once
+    bad = ["streams sid:0", "streams sid:65536", "streams sid:7,sid:7", "streams sid:", "streams sid=7"]
+    res = kmod.writes([(f"{PG}/pgrx", c) for c in bad])
+    assert [r["ret"] for r in res] == [-errno.EINVAL] * 5, res
+    kmod.pg("pgrx", "streams sid:7,sid:9,198.18.0.1")
+    assert parse_pgrx(kmod.read("pgrx"))["header"]["declared"] == "3"
+    kmod.pg("pgrx", "rx rx0")

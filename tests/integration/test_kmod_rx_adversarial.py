@@ -392,7 +392,7 @@ def test_frames_of_another_length_are_counted_apart(kmod, injector):
             n_genuine = crossed.count()
         text = kmod.read("pgrx")
         rx = parse_pgrx(text)
-        assert rx["header"]["version"] == "5" and rx["header"]["pkt_size"] == "60", text[:500]
+        assert rx["header"]["version"] == "6" and rx["header"]["pkt_size"] == "60", text[:500]
         streams = {s["src"]: s for s in rx["streams"]}
         assert all(res["sent"]) and n_genuine > 0.99 * count, text[:3000]
         assert rx["invalid"]["wrong_size"] == len(ok), text[:3000]

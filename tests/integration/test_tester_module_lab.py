@@ -52,6 +52,22 @@ def test_pgrx_counts_every_frame_per_stream(tester):
     assert (s.tx_frames, s.rx_frames, s.lost, s.out_of_order, s.duplicates) == (2000, 2000, 0, 0, 0)
 
 
+def test_streams_are_counted_by_their_stream_id(tlab, tester):  # noqa: F811
+    """Module 1.3 on the tester: the suite gives the stream id 1, declares
+    `sid:1` to pgrx, and pgrx counts the stream by it (issue 31 item 2)."""
+    r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0, flows=16))
+    assert tester.detect()["stream_ids"]
+    assert (r.tx_frames, r.rx_frames, r.lost_frames) == (2000, 2000, 0), r.notes
+    host = tlab.connect("tester")
+    try:
+        rx = host.run("cat /proc/net/pktgen/pgrx")[1]
+        device = host.run("cat /proc/net/pktgen/tx0")[1]
+    finally:
+        host.close()
+    assert "declared=1 " in rx and "\nstream sid=1 packets=2000 " in rx, rx[:600]
+    assert "stream_id: 1" in device, device
+
+
 @pytest.mark.parametrize("ipv6", [False, True])
 def test_latency_with_percentiles(tester, ipv6):
     r = tester.run_trial(TrialSpec(frame_size=128, load_fps=1000, duration_s=1.0, latency=True, ipv6=ipv6))

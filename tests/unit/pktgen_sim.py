@@ -32,6 +32,11 @@ class SimClock:
         self.now += max(float(seconds), 0.0)
 
 
+def _stream_field(key):
+    """A stream line's first field: sid=N (format v6) or src=ADDR."""
+    return f"sid={key[4:]}" if key.startswith("sid:") else f"src={key}"
+
+
 class SimDevice:
     def __init__(self, name, clock):
         self.name = name
@@ -40,7 +45,7 @@ class SimDevice:
                   "src_min": "", "dst_min": "", "src_max": "", "dst_max": "", "src6": "::", "dst6": "::",
                   "ipv6": False, "clone_skb": 0, "udp_src_min": 9, "udp_src_max": 9,
                   "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1,
-                  "dst_stride": 1}
+                  "dst_stride": 1, "stream_id": 0}
         self.extra = {}             # other Params lines (e.g. vlan_id) written behind the tester's back
         self.result = ""
         self.sofar = 0
@@ -77,6 +82,8 @@ class SimDevice:
             lines.append(f"     burst_frames: {p['burst_frames']}")
         if p["dst_stride"] > 1:
             lines.append(f"     dst_stride: {p['dst_stride']}")
+        if p["stream_id"]:
+            lines.append(f"     stream_id: {p['stream_id']}")
         lines += [
             f"     src_mac: 52:54:00:00:00:01 dst_mac: {p['dst_mac']}",
             f"     udp_src_min: {p['udp_src_min']}  udp_src_max: {p['udp_src_max']}  "
@@ -135,9 +142,9 @@ class SimKernel:
         self.rx_result = ""
         # 3 takes `pkt_size N` (frames of another length: wrong_size); 4 (module 1.1) several devices
         self.pgrx_version = pgrx_version
-        # 1.2 has burst_frames (bursty traffic); the default follows pgrx_version as before
-        self.module_version = module_version or {5: "1.2", 4: "1.1"}.get(pgrx_version, "1.0")
-        self.rx_declared = []               # `streams` (format v5): the declared sources, [] any
+        # 1.2 has burst_frames (bursty traffic), 1.3 stream ids; the default follows pgrx_version
+        self.module_version = module_version or {6: "1.3", 5: "1.2", 4: "1.1"}.get(pgrx_version, "1.0")
+        self.rx_declared = []               # `streams` (format v5): the declared sources or sid:N, [] any
         # test frames from a source no plan has (STRAY_SOURCE), seen once traffic arrived
         self.stray_frames = stray_frames
         # a policer's bucket: a burst of more frames loses the excess (the mean rate within capacity)
@@ -229,6 +236,8 @@ class SimKernel:
             p[word] = int(arg)
         elif word in ("burst_frames", "dst_stride") and self.module_version >= "1.2":
             p[word] = max(int(arg), 1)
+        elif word == "stream_id" and self.module_version >= "1.3":
+            p[word] = int(arg)
         elif word == "ratep":
             with self.lock:
                 self._update()
@@ -391,15 +400,17 @@ class SimKernel:
                 wrong_size += got      # another length than pgrx counts: not counted, so lost
                 continue
             src = dev.p["src6"] if dev and dev.p["ipv6"] else (dev.p["src_min"] if dev else name)
+            if dev and dev.p["stream_id"] and self.pgrx_version >= 6:
+                src = f"sid:{dev.p['stream_id']}"     # counted by the id its frames carry
             if self.rx_declared and src not in self.rx_declared:
                 foreign += got         # no declared stream's: in no stream and no total
                 continue
             seen.add(src)
             gap = self.rx_gap.get(name, 0)
-            streams.append(f"stream src={src} packets={got} bytes={got * 60} seq_max={got + gap} "
+            streams.append(f"stream {_stream_field(src)} packets={got} bytes={got * 60} seq_max={got + gap} "
                            f"lost={gap} ooo=0 dup=0 old=0")
         # declared streams are listed from the start, frames or none
-        streams += [f"stream src={src} packets=0 bytes=0 seq_max=0 lost=0 ooo=0 dup=0 old=0"
+        streams += [f"stream {_stream_field(src)} packets=0 bytes=0 seq_max=0 lost=0 ooo=0 dup=0 old=0"
                     for src in self.rx_declared if src not in seen]
         total = sum(int(v) for v in arrivals.values()) - wrong_size - foreign
         lat = self.rx_level == "time" and total > 0

@@ -92,7 +92,7 @@ def test_device_parser_ignores_unknown_lines():
     assert st.result_text == "Idle" and not st.finished and st.pkts_sofar is None
 
 
-README_EXAMPLE = """pgrx version=5 enabled=1 dev=rx0 ifindex=5 statistics=time action=drop pkt_size=60 streams=1 streams_dropped=0 declared=1 foreign=7
+README_EXAMPLE = """pgrx version=6 enabled=1 dev=rx0 ifindex=5 statistics=time action=drop pkt_size=60 streams=1 streams_dropped=0 declared=1 foreign=7
 cpu id=0 packets=9901 bytes=633664 first_ns=1732233600000000000 last_ns=1732233600990000000
 cpu id=1 packets=0 bytes=0 first_ns=0 last_ns=0
 total id=all packets=9901 bytes=633664 first_ns=1732233600000000000 last_ns=1732233600990000000
@@ -109,9 +109,9 @@ Result: OK: statistics=time
 
 
 def test_pgrx_readme_example():
-    """The documented example (pktgen-kmod/README.md, format contract v5)."""
+    """The documented example (pktgen-kmod/README.md, format contract v6)."""
     st = pgrx.parse(README_EXAMPLE)
-    assert st.version == 5 and st.enabled and st.dev == "rx0" and st.statistics == "time" and st.pkt_size == 60
+    assert st.version == 6 and st.enabled and st.dev == "rx0" and st.statistics == "time" and st.pkt_size == 60
     assert (st.declared, st.foreign) == (1, 7)
     assert st.devs == ["rx0"] and pgrx.parse(V4_EXAMPLE.replace("version=4", "version=3")).version == 3
     v4 = pgrx.parse(V4_EXAMPLE)
@@ -130,7 +130,7 @@ def test_pgrx_readme_example():
     assert not st.is_zero
 
 
-V4_EXAMPLE = README_EXAMPLE.replace("version=5", "version=4").replace(" declared=1 foreign=7", "")
+V4_EXAMPLE = README_EXAMPLE.replace("version=6", "version=4").replace(" declared=1 foreign=7", "")
 V2_EXAMPLE = V4_EXAMPLE.replace("version=4", "version=2").replace(" pkt_size=60", "").replace(
     " wrong_size=5", "")
 V1_EXAMPLE = V2_EXAMPLE.replace("version=2", "version=1").replace(
@@ -153,7 +153,7 @@ def test_pgrx_format_v1_still_parses():
 
 
 @pytest.mark.parametrize("broken,match", [
-    (README_EXAMPLE.replace("version=5", "version=6"), "version 6"),
+    (README_EXAMPLE.replace("version=6", "version=7"), "version 7"),
     (README_EXAMPLE.replace(" foreign=7", ""), "fields"),
     (V4_EXAMPLE.replace("streams_dropped=0", "streams_dropped=0 declared=0 foreign=0"), "fields"),
     (README_EXAMPLE.replace("invalid bad_len=3 bad_csum=2 bad_ts=1 seq_jump=4 wrong_size=5\n", ""),
@@ -161,7 +161,7 @@ def test_pgrx_format_v1_still_parses():
     (README_EXAMPLE.replace(" wrong_size=5", ""), "fields"),
     (README_EXAMPLE.replace(" pkt_size=60", ""), "fields"),
     (V2_EXAMPLE.replace(" seq_jump=4", " seq_jump=4 wrong_size=0"), "fields"),
-    (README_EXAMPLE.replace("version=5 ", "enabled=1 version=5 "), "'version=' first"),
+    (README_EXAMPLE.replace("version=6 ", "enabled=1 version=6 "), "'version=' first"),
     (V1_EXAMPLE.replace("end\n", "invalid bad_len=0 bad_csum=0 bad_ts=0 seq_jump=0\nend\n"), "in format v1"),
     (README_EXAMPLE.replace("end\n", ""), "without 'end'"),
     (README_EXAMPLE.replace(" ooo=0", ""), "fields"),

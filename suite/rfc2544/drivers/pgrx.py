@@ -1,6 +1,6 @@
 """The module's receiver, /proc/net/pktgen/pgrx.
 
-Commands and a parser for its `display script` format, versions 1 to 4,
+Commands and a parser for its `display script` format, versions 1 to 6,
 exactly as documented in pktgen-kmod/README.md ("pgrx script format"):
 record words with fixed key=value fields. Version 2 is version 1 plus one
 `invalid` record (test frames not believed, by class); version 3 adds the
@@ -9,7 +9,9 @@ of another length) to `invalid`; version 4 lets `dev=` and `ifindex=` list
 several devices, comma-separated (`rx DEV [DEV ...]`); version 5 (module
 1.2) adds `declared=` (streams the controller declared with `streams`) and
 `foreign=` (frames of any other source, counted nowhere else) to the
-header. The parser is strict:
+header; version 6 (module 1.3) writes a stream counted by the stream id its
+frames carry as `stream sid=N ...` (read here as the stream `sid:N`, the
+name `streams` declares it by). The parser is strict:
 an unknown version, a missing key or a malformed number is an error, not a
 guess.
 """
@@ -26,13 +28,16 @@ from rfc2544.drivers.script import PROC_PKTGEN, Batch
 
 PGRX = f"{PROC_PKTGEN}/pgrx"
 LEVELS = ("counter", "basic", "time")
-FORMAT_VERSION = 5
-FORMAT_VERSIONS = (1, 2, 3, 4, 5)   # read; 1 has no `invalid` record, 3 adds pkt_size and wrong_size,
-                                    # 4 lists several devices, 5 declared streams and foreign frames
+FORMAT_VERSION = 6
+FORMAT_VERSIONS = (1, 2, 3, 4, 5, 6)    # read; 1 has no `invalid` record, 3 adds pkt_size and wrong_size,
+                                        # 4 lists several devices, 5 declared streams and foreign frames,
+                                        # 6 streams by stream id
 PKT_SIZE_VERSION = 3          # the first format whose module takes `pkt_size N`
 MAX_DEVICES = 4               # devices one pgrx watches (module 1.1, format v4)
 MULTI_DEVICE_MODULE = (1, 1)  # the first module version whose `rx` takes several devices
 DECLARE_VERSION = 5           # the first format whose module takes `streams ADDR[,ADDR...]`
+STREAM_ID_VERSION = 6         # the first whose streams may be `sid=N` (declared as `sid:N`)
+MAX_STREAM_ID = 65535
 MAX_DECLARED = 64             # streams one `streams` write declares at most
 FCS = 4                       # pkt_size counts the frame without it
 U64_OVERFLOW = 2**64 - 1
@@ -55,7 +60,10 @@ _KEYS_V3 = {
 }
 # what version 5 added: the declared streams and the frames of no declared stream
 _KEYS_V5 = {"pgrx": _KEYS_V3["pgrx"] + ("declared", "foreign")}
+# a v6 stream counted by its id
+_KEYS_SID = {"stream": ("sid",) + _KEYS["stream"][1:]}
 _TEXT_KEYS = {"dev", "ifindex", "statistics", "action", "src", "name", "id", "mean"}
+_SID_RE = re.compile(r"^sid:([1-9][0-9]{0,4})$")
 _LIST_RE = re.compile(r"^(-|[^,\s]+(,[^,\s]+)*)$")
 
 
@@ -100,18 +108,28 @@ def pkt_size_batch(size, batch=None):
     return batch.write(PGRX, f"pkt_size {int(size)}")
 
 
-def declare_batch(sources, batch=None):
-    """Declare the trial's streams by source address (format v5 modules,
-    DECLARE_VERSION): each new session starts with exactly these, and frames
-    of any other source count as foreign. An empty list: every source is a
-    stream (`streams any`)."""
+def stream_key(item):
+    """A declared stream as pgrx names it: `sid:N` (a stream id, 1..65535;
+    format v6 modules) or a source address; ValueError otherwise."""
+    m = _SID_RE.match(item)
+    if m:
+        if int(m.group(1)) > MAX_STREAM_ID:
+            raise ValueError(f"stream id {m.group(1)} is above {MAX_STREAM_ID}")
+        return item
+    return validate.ipv6(item, "stream source") if ":" in item else validate.ipv4(item, "stream source")
+
+
+def declare_batch(streams, batch=None):
+    """Declare the trial's streams (format v5 modules, DECLARE_VERSION), each
+    by its source address or, from format v6, as `sid:N` by the stream id
+    its frames carry: each new session starts with exactly these, and frames
+    of any other stream count as foreign. An empty list: every source (or
+    id) is a stream (`streams any`)."""
     batch = batch if batch is not None else Batch()
-    sources = list(dict.fromkeys(sources))
-    if len(sources) > MAX_DECLARED:
-        raise ValueError(f"pgrx takes at most {MAX_DECLARED} declared streams, not {len(sources)}")
-    checked = [validate.ipv6(s, "stream source") if ":" in s else validate.ipv4(s, "stream source")
-               for s in sources]
-    return batch.write(PGRX, "streams " + (",".join(checked) or "any"))
+    streams = list(dict.fromkeys(streams))
+    if len(streams) > MAX_DECLARED:
+        raise ValueError(f"pgrx takes at most {MAX_DECLARED} declared streams, not {len(streams)}")
+    return batch.write(PGRX, "streams " + (",".join(stream_key(s) for s in streams) or "any"))
 
 
 def disable_batch(batch=None):
@@ -121,7 +139,7 @@ def disable_batch(batch=None):
 
 @dataclass
 class RxStream:
-    src: str
+    src: str            # its source address, or `sid:N` for a stream counted by its id (v6)
     packets: int
     bytes: int
     seq_max: int
@@ -184,8 +202,8 @@ class PgrxState:
     action: str
     streams_dropped: int
     pkt_size: Optional[int] = None      # the frame length counted, 0 any; None: format v1/v2
-    declared: int = 0                   # streams declared (v5; 0: every source is a stream)
-    foreign: int = 0                    # test frames of undeclared sources (v5): in no stream, no total
+    declared: int = 0                   # streams declared (v5; 0: every source or id is a stream)
+    foreign: int = 0                    # test frames of undeclared streams (v5): in no stream, no total
     cpus: List[dict] = field(default_factory=list)
     total_packets: int = 0
     total_bytes: int = 0
@@ -198,8 +216,9 @@ class PgrxState:
     invalid: RxInvalid = field(default_factory=RxInvalid)
     result: str = ""
 
-    def stream(self, src):
-        return next((s for s in self.streams if s.src == src), None)
+    def stream(self, key):
+        """The stream of a source address, or of `sid:N`; None if not seen."""
+        return next((s for s in self.streams if s.src == key), None)
 
     @property
     def devs(self):
@@ -223,6 +242,8 @@ def _fields(word, rest, lineno, version):
         keys = _KEYS_V3.get(word, keys)
     if version >= 5:
         keys = _KEYS_V5.get(word, keys)
+    if version >= STREAM_ID_VERSION and rest.startswith("sid="):
+        keys = _KEYS_SID.get(word, keys)
     tokens = rest.split(" ") if rest else []
     if len(tokens) != len(keys):
         raise PgrxFormatError(f"pgrx line {lineno}: '{word}' has {len(tokens)} fields, expected {len(keys)}")
@@ -259,7 +280,7 @@ def _header_version(rest, lineno):
 
 
 def parse(text) -> PgrxState:
-    """Parse pgrx's `display script` output (format versions 1 to 5). Pure."""
+    """Parse pgrx's `display script` output (format versions 1 to 6). Pure."""
     state = None
     version = FORMAT_VERSION
     seen_end = False
@@ -306,6 +327,11 @@ def parse(text) -> PgrxState:
             state.total_packets, state.total_bytes = f["packets"], f["bytes"]
             state.first_ns, state.last_ns = f["first_ns"], f["last_ns"]
         elif word == "stream":
+            if "sid" in f:
+                sid = f.pop("sid")
+                if not 1 <= sid <= MAX_STREAM_ID:
+                    raise PgrxFormatError(f"pgrx line {lineno}: sid={sid} is not a stream id (1..{MAX_STREAM_ID})")
+                f["src"] = f"sid:{sid}"
             state.streams.append(RxStream(**f))
         elif word == "stat":
             state.stats[f["name"]] = RxStat(**f)

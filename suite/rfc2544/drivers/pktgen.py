@@ -21,6 +21,7 @@ MIN_PKT_SIZE = 42          # pktgen raises anything smaller to 42
 MAX_PKT_SIZE = 9600 - 4    # jumbo frames at most
 FCS_BYTES = 4
 MAX_BURST_FRAMES = 65536    # the module's burst_frames bound
+MAX_STREAM_ID = 65535       # the module's stream_id bound (0: none)
 MAX_DST_NETWORKS = 65536    # /24 networks a stream's destination spans at most
 MAX_FLOWS = 65535           # the highest udp_src_max: flows take the ports below it
 KNOWN_FLAGS = frozenset({
@@ -70,8 +71,8 @@ class DeviceConfig:
     flags: Tuple[str, ...] = ()       # extra pktgen flags (validated against KNOWN_FLAGS)
     # Flows of the stream: its frames take the UDP source ports udp_src ..
     # udp_src + flows - 1 in turn (the generator steps the port per frame),
-    # so a DUT's RSS/RPS hash spreads them; the addresses stay, and so does
-    # the stream's identity at the receiver (pgrx keys it by the source).
+    # so a DUT's RSS/RPS hash spreads them; the stream stays one stream at
+    # the receiver (pgrx keys it by its stream id, or else its source).
     flows: int = 1
     # Frames per burst (rfc2544_pktgen 1.2's burst_frames: distinct frames
     # back to back, bursts spaced for the mean rate); None: not written (a
@@ -83,6 +84,10 @@ class DeviceConfig:
     # consecutive /24s, the stream's own destination the first. IPv4. None:
     # dst_stride is not written (a generator without it: one destination).
     dst_networks: Optional[int] = None
+    # The stream id in every test header (rfc2544_pktgen 1.3's stream_id,
+    # 1..65535): pgrx counts the stream by it, whatever its addresses. None:
+    # not written (the device keeps no id; the source address identifies it).
+    stream_id: Optional[int] = None
 
     @property
     def dst_max(self):
@@ -148,6 +153,8 @@ class DeviceConfig:
             cmds.append(f"flag {flag}")
         if self.frames_per_burst is not None:
             cmds.append(f"burst_frames {validate.uint(self.frames_per_burst, 'frames per burst', 1, MAX_BURST_FRAMES)}")
+        if self.stream_id is not None:
+            cmds.append(f"stream_id {validate.uint(self.stream_id, 'stream id', 0, MAX_STREAM_ID)}")
         cmds.append("clear_counters")
         return cmds
 
@@ -215,6 +222,8 @@ def expected_params(cfg: "DeviceConfig"):
         exp["burst_frames"] = str(cfg.frames_per_burst) if cfg.frames_per_burst > 1 else ""
     if cfg.dst_networks is not None and not cfg.ipv6:
         exp["dst_stride"] = "256" if cfg.dst_networks > 1 else ""
+    if cfg.stream_id is not None:
+        exp["stream_id"] = str(cfg.stream_id) if cfg.stream_id else ""
     if cfg.ipv6:
         exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed
         exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed

@@ -40,6 +40,16 @@ class StreamPlan:
     def dst(self, ipv6):
         return self.dst6 if ipv6 else self.dst4
 
+    @property
+    def stream_id(self):
+        """The id its frames carry when the testers have stream ids (1..)."""
+        return self.index + 1
+
+    def rx_key(self, ipv6, by_id):
+        """How pgrx names the stream: `sid:N` when its frames carry stream id
+        N (`by_id`), else its source address."""
+        return f"sid:{self.stream_id}" if by_id else self.src(ipv6)
+
 
 def stream_ends(inventory, bidirectional=False):
     """Every stream to send (the inventory's Stream records): the
@@ -100,11 +110,13 @@ def split_evenly(total, parts):
 
 
 def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_override=None,
-                   extended=False):
+                   extended=False, stream_ids=False):
     """DeviceConfig per stream for one run (trial, learning or calibration).
     `extended`: the generator is rfc2544_pktgen 1.2 or later, whose
     burst_frames and dst_stride are then written on every run (a device
-    keeps them), else never (and a spec that needs them is refused)."""
+    keeps them), else never (and a spec that needs them is refused).
+    `stream_ids`: every tester host has rfc2544_pktgen 1.3 or later: each
+    stream's frames carry its id (StreamPlan.stream_id)."""
     if spec.frames_per_burst > 1 and not extended:
         raise BadInput("bursty traffic needs the rfc2544_pktgen module 1.2 or later on every tester host "
                        "(its burst_frames): run 'rfc2544 setup'")
@@ -124,5 +136,6 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             flows=spec.flows if networks == 1 else 1,
             dst_networks=networks if extended else None,
             frames_per_burst=spec.frames_per_burst if extended else None,
+            stream_id=p.stream_id if stream_ids else None,
         ))
     return configs

@@ -15,6 +15,7 @@ RECEIVER_COUNTERS = "interface counters"
 
 
 PACED_BURSTS_MODULE = (1, 2)  # the first module version with burst_frames (bursty traffic)
+STREAM_ID_MODULE = (1, 3)     # the first with stream ids (generator's stream_id, pgrx's sid:N)
 
 
 def module_at_least(host_probe, version):
@@ -65,6 +66,9 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
         # every generator has burst_frames: bursty traffic can be sent
         "paced_bursts": all(module_at_least(found[h], PACED_BURSTS_MODULE) for h in tx_hosts),
         "receiver": RECEIVER_PGRX if use_pgrx else RECEIVER_COUNTERS,
+        # every generator sends, and every pgrx counts, streams by their id
+        "stream_ids": module and use_pgrx and all(module_at_least(found[h], STREAM_ID_MODULE)
+                                                  for h in set(tx_hosts) | set(rx_hosts)),
         "rx_ports": {h: sorted(v) for h, v in rx_ports.items()},
         "notes": notes,
     }

@@ -131,13 +131,15 @@ class ConfigurePhase:
         return frame.wire_frame_size(spec.frame_size, spec.ipv6)
 
     def _declared_sources(self, host, spec):
-        """The stream sources `host`'s pgrx is to know (issue 31: frames of
-        any other source are foreign, never loss): the trial's streams into
-        it, in the spec's IP version; None where pgrx cannot be told (before
-        format v5) or there is no trial spec."""
+        """The streams `host`'s pgrx is to know (issue 31: frames of any
+        other stream are foreign, never loss): the trial's streams into it,
+        by stream id where the testers have them, else by source address in
+        the spec's IP version; None where pgrx cannot be told (before format
+        v5) or there is no trial spec."""
         if spec is None or self._rx_format.get(host, 0) < pgrx_mod.DECLARE_VERSION:
             return None
-        return tuple(sorted({p.src(spec.ipv6) for p in self.plans if p.rx_host == host}))
+        by_id = self.detect().get("stream_ids", False)
+        return tuple(sorted({p.rx_key(spec.ipv6, by_id) for p in self.plans if p.rx_host == host}))
 
     def _configure_and_zero(self, configs, level, full=False, spec=None):
         """One batch per host: reset receivers, configure generators, read all

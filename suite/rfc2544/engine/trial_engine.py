@@ -179,13 +179,18 @@ class TrialEngine(ConfigurePhase):
         self._forget()   # fresh devices: every command is written again
         self.ready = True
 
+    def _generator_features(self):
+        """device_configs' switches for what every tester's module has."""
+        d = self.detect()
+        return {"extended": d.get("paced_bursts", False), "stream_ids": d.get("stream_ids", False)}
+
     def _learn(self, spec):
         w = self.settings.waits
         if not spec.learning or w.learning_frames == 0:
             return
         n = len(self.plans)
         configs = device_configs(self.plans, replace(spec, frames_per_burst=1), [w.learning_frames] * n,
-                                 [w.learning_fps] * n, extended=self.detect().get("paced_bursts", False))
+                                 [w.learning_fps] * n, **self._generator_features())
         batches = {}
         self._write_configs(configs, batches)
         for host in self.tx_hosts:
@@ -217,7 +222,7 @@ class TrialEngine(ConfigurePhase):
         counts = [max(int(round(r * spec.duration_s)), 1) for r in rates] if rates else [10**12] * n
         configs = device_configs(self.plans, spec, counts, rates or [None] * n,
                                  dst_mac_override=(lambda p: p.tx_mac) if to_self else None,
-                                 extended=self.detect().get("paced_bursts", False))
+                                 **self._generator_features())
         starts = {h: self.transport.session(h).open_start() for h in self.tx_hosts}
         batches = {}
         self._write_configs(configs, batches)
@@ -271,7 +276,7 @@ class TrialEngine(ConfigurePhase):
         mark("setup")
         schedule = schedule or RateSchedule.of_spec(spec, len(self.plans))
         configs = device_configs(self.plans, spec, schedule.totals(), schedule.first_rates(),
-                                 extended=self.detect().get("paced_bursts", False))
+                                 **self._generator_features())
         hook_runs = self._hooks("pre", mark)
         self._learn(spec)
         mark("learning")

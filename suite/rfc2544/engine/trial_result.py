@@ -19,7 +19,8 @@ def build_result(spec, plans, detection, schedule, readings_in, changes, rate_to
     counts, rates = schedule.totals(), schedule.first_rates()
     latency = None
     if detection["receiver"] == RECEIVER_PGRX:
-        readings, rx_total = _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes)
+        readings, rx_total = _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes,
+                                            by_id=detection.get("stream_ids", False))
         if spec.latency:
             latency = latency_from_pgrx(list(rx.values()))
             if latency is None:
@@ -38,12 +39,13 @@ def build_result(spec, plans, detection, schedule, readings_in, changes, rate_to
     return result
 
 
-def _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes):
+def _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes, by_id=False):
     """Per-stream readings from pgrx (unique, lost incl. the unsent tail,
-    reordered, duplicated) and the test frames received; notes strangers."""
+    reordered, duplicated) and the test frames received; notes strangers.
+    `by_id`: the streams' frames carry stream ids, and pgrx counts by them."""
     readings = []
     for p, count, rate in zip(plans, counts, rates):
-        st = rx[p.rx_host].stream(p.src(spec.ipv6))
+        st = rx[p.rx_host].stream(p.rx_key(spec.ipv6, by_id))
         sent = pktgen_sent(tx[p.index])
         if st is None:
             readings.append(StreamReading(p, count, rate, tx[p.index], 0, sent, 0, 0,
@@ -52,19 +54,19 @@ def _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes):
             tail = max(sent - st.seq_max, 0)
             readings.append(StreamReading(p, count, rate, tx[p.index], st.unique,
                                           st.lost + tail, st.ooo, st.dup, expected_s=expected[p.index]))
-    known = {p.src(spec.ipv6) for p in plans}
+    known = {p.rx_key(spec.ipv6, by_id) for p in plans}
     rx_total = 0
     for host, state in rx.items():
         rx_total += sum(s.unique for s in state.streams if s.src in known)
         strangers = [s for s in state.streams if s.src not in known]
         if strangers:
-            notes.append(f"{host}: pgrx saw test frames from unknown sources "
+            notes.append(f"{host}: pgrx saw test frames of unknown streams "
                          f"{', '.join(s.src for s in strangers)} (not counted)")
         if state.streams_dropped:
             notes.append(f"{host}: pgrx stream table full, {state.streams_dropped} packets unattributed")
         if state.foreign:
-            notes.append(f"{host}: pgrx saw {state.foreign} test frames from sources no stream of the trial "
-                         "declares (foreign: in no stream and no total, not loss)")
+            notes.append(f"{host}: pgrx saw {state.foreign} test frames of streams the trial does not "
+                         "declare (foreign: in no stream and no total, not loss)")
         note = _invalid_note(state)
         if note:
             notes.append(f"{host}: {note}")
