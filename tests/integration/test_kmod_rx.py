@@ -335,6 +335,26 @@ def test_one_receiver_counts_both_directions_each_exactly(kmod):
     kmod.pg("pgrx", "display script", "rx rx0")
 
 
+def send_beside_an_intruder(kmod, count, intruder, declare, tx_extra, intruder_extra):
+    """tx0 sends `count` frames (`tx_extra`), tx0@1 on the other thread
+    `intruder` frames (`intruder_extra`), both into the DUT toward rx0,
+    after pgrx is told `streams declare`; retried while the tester's own
+    driver dropped any."""
+    for _ in range(TESTER_DROP_ATTEMPTS):
+        setup_stream(kmod, count, ratep=3000, extra=tx_extra)
+        kmod.pg("kpktgend_1", "rem_device_all", "add_device tx0@1")
+        kmod.pg("tx0@1", f"count {intruder}", "pkt_size 64", f"dst_mac {kmod.mac('dut0', netns=True)}",
+                "dst 198.19.0.1", "ratep 1200", *intruder_extra)
+        kmod.pg("pgrx", f"streams {declare}")
+        kmod.start()
+        time.sleep(0.5)
+        devs = {d: parse_device(kmod.read(d)) for d in ("tx0", "tx0@1")}
+        if all(d["tx_dropped"] == 0 for d in devs.values()):
+            break
+    assert all(d["tx_dropped"] == 0 for d in devs.values()), devs
+    assert devs["tx0"]["sofar"] == count and devs["tx0@1"]["sofar"] == intruder, devs
+
+
 def test_frames_of_undeclared_streams_are_foreign_and_change_no_loss(kmod):
     """Declared streams (issue 31 item 2, module 1.2): `streams 198.18.0.1`
     before traffic; an intruder on the same port from another source
@@ -348,19 +368,8 @@ def test_frames_of_undeclared_streams_are_foreign_and_change_no_loss(kmod):
         tester tx0@1 (198.18.0.99, intruder) ---> dut0 [dut] dut1 --> rx0 (pgrx)
     """
     count, intruder = 3000, 1200
-    for _ in range(TESTER_DROP_ATTEMPTS):
-        setup_stream(kmod, count, ratep=3000)
-        kmod.pg("kpktgend_1", "rem_device_all", "add_device tx0@1")
-        kmod.pg("tx0@1", f"count {intruder}", "pkt_size 64", f"dst_mac {kmod.mac('dut0', netns=True)}",
-                "dst 198.19.0.1", "src_min 198.18.0.99", "src_max 198.18.0.99", "ratep 1200")
-        kmod.pg("pgrx", "streams 198.18.0.1")
-        kmod.start()
-        time.sleep(0.5)
-        devs = {d: parse_device(kmod.read(d)) for d in ("tx0", "tx0@1")}
-        if all(d["tx_dropped"] == 0 for d in devs.values()):
-            break
-    assert all(d["tx_dropped"] == 0 for d in devs.values()), devs
-    assert devs["tx0"]["sofar"] == count and devs["tx0@1"]["sofar"] == intruder, devs
+    send_beside_an_intruder(kmod, count, intruder, "198.18.0.1", (),
+                            ("src_min 198.18.0.99", "src_max 198.18.0.99"))
     rx = parse_pgrx(kmod.read("pgrx"))
     head = rx["header"]
     assert (head["version"], head["declared"], head["foreign"]) == ("6", "1", str(intruder)), head
@@ -404,21 +413,9 @@ def test_a_stream_id_counts_a_stream_of_many_sources_as_one(kmod):
         tester tx0@1 (sid 9, 198.18.0.150)      ---> dut0 [dut] dut1 --> rx0 (pgrx)
     """
     count, intruder = 3000, 1200
-    for _ in range(TESTER_DROP_ATTEMPTS):
-        setup_stream(kmod, count, ratep=3000, extra=("stream_id 7", "src_min 198.18.0.100",
-                                                     "src_max 198.18.0.199", "flag IPSRC_RND"))
-        kmod.pg("kpktgend_1", "rem_device_all", "add_device tx0@1")
-        kmod.pg("tx0@1", f"count {intruder}", "pkt_size 64", f"dst_mac {kmod.mac('dut0', netns=True)}",
-                "dst 198.19.0.1", "src_min 198.18.0.150", "src_max 198.18.0.150", "ratep 1200",
-                "stream_id 9")
-        kmod.pg("pgrx", "streams sid:7")
-        kmod.start()
-        time.sleep(0.5)
-        devs = {d: parse_device(kmod.read(d)) for d in ("tx0", "tx0@1")}
-        if all(d["tx_dropped"] == 0 for d in devs.values()):
-            break
-    assert all(d["tx_dropped"] == 0 for d in devs.values()), devs
-    assert devs["tx0"]["sofar"] == count and devs["tx0@1"]["sofar"] == intruder, devs
+    send_beside_an_intruder(kmod, count, intruder, "sid:7",
+                            ("stream_id 7", "src_min 198.18.0.100", "src_max 198.18.0.199", "flag IPSRC_RND"),
+                            ("src_min 198.18.0.150", "src_max 198.18.0.150", "stream_id 9"))
     assert "stream_id: 7" in kmod.read("tx0")
     rx = parse_pgrx(kmod.read("pgrx"))
     head = rx["header"]
