@@ -30,6 +30,7 @@ TIMINGS = ROOT / "results" / "ansible-lab-timings.json"
 MODULE = "rfc2544_pktgen"
 PGCTRL = "/proc/net/pktgen/pgctrl"
 STARTED_WITHIN_S = 300      # a start on the niced background lab, which CI starves
+FRESH_SETUP_TIMEOUT_S = 2700    # setup.yml on a fresh sid guest: it builds the module there
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,11 @@ def test_check_mode_on_a_fresh_host_changes_nothing(ctx):
 def test_setup_builds_and_loads_the_module(ctx):
     on_the_newest_kernel_only(ctx)
     ctx["dirty"] = True
-    run = playbook(ctx["inv"], "setup.yml", *ctx["src"])
+    # Building the module in the emulated sid guest, beside the session's
+    # other labs, took 1844 s and more in two of the last three clean-clone
+    # runs (killed at the 1800 s default); the other tests of this file and
+    # the wheel's run go on after it, so the wait costs CI little.
+    run = playbook(ctx["inv"], "setup.yml", *ctx["src"], timeout=FRESH_SETUP_TIMEOUT_S)
     ctx["timings"]["setup_fresh_s"] = run.seconds
     build = re.search(r"Build the module against.*?\n(changed|ok|fatal)", run.output, re.S)
     assert run.rc == 0, run.output[-4000:]
