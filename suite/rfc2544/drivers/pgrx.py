@@ -24,6 +24,7 @@ from typing import Dict, List, Optional
 from rfc2544.errors import InfraError
 
 from rfc2544.drivers import validate
+from rfc2544.drivers.pktgen import MAX_STREAM_ID
 from rfc2544.drivers.script import PROC_PKTGEN, Batch
 
 PGRX = f"{PROC_PKTGEN}/pgrx"
@@ -37,7 +38,6 @@ MAX_DEVICES = 4               # devices one pgrx watches (module 1.1, format v4)
 MULTI_DEVICE_MODULE = (1, 1)  # the first module version whose `rx` takes several devices
 DECLARE_VERSION = 5           # the first format whose module takes `streams ADDR[,ADDR...]`
 STREAM_ID_VERSION = 6         # the first whose streams may be `sid=N` (declared as `sid:N`)
-MAX_STREAM_ID = 65535
 MAX_DECLARED = 64             # streams one `streams` write declares at most
 FCS = 4                       # pkt_size counts the frame without it
 U64_OVERFLOW = 2**64 - 1

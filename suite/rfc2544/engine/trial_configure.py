@@ -130,7 +130,7 @@ class ConfigurePhase:
             return None
         return frame.wire_frame_size(spec.frame_size, spec.ipv6)
 
-    def _declared_sources(self, host, spec):
+    def _declared_streams(self, host, spec):
         """The streams `host`'s pgrx is to know (issue 31: frames of any
         other stream are foreign, never loss): the trial's streams into it,
         by stream id where the testers have them, else by source address in
@@ -164,10 +164,10 @@ class ConfigurePhase:
                 if self._rx_format.get(host, 0) >= pgrx_mod.PKT_SIZE_VERSION and self._rx_pkt_size.get(host) != size:
                     pgrx_mod.pkt_size_batch(size, b)
                     self._rx_pkt_size[host] = size
-                sources = self._declared_sources(host, spec)
-                if sources is not None and self._rx_declared.get(host) != sources:
-                    pgrx_mod.declare_batch(sources, b)
-                    self._rx_declared[host] = sources
+                streams = self._declared_streams(host, spec)
+                if streams is not None and self._rx_declared.get(host) != streams:
+                    pgrx_mod.declare_batch(streams, b)
+                    self._rx_declared[host] = streams
                 pgrx_mod.reset_batch(level if level != self._rx_level else None, b)
         fulls = self._write_configs(configs, batches, full)
         if counters:

@@ -101,7 +101,7 @@ class TrialEngine(ConfigurePhase):
         self._rx_level = None
         self._rx_format = {}          # rx host -> pgrx's format version (learnt at setup)
         self._rx_pkt_size = {}        # rx host -> the pkt_size last written to its pgrx (counted_length)
-        self._rx_declared = {}        # rx host -> the stream sources last declared to its pgrx
+        self._rx_declared = {}        # rx host -> the streams (sid:N or sources) last declared to its pgrx
         self._reader = None
         self._last_end = None
         self._last_traffic_end = None

@@ -44,8 +44,9 @@ def _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes, by_id=Fa
     reordered, duplicated) and the test frames received; notes strangers.
     `by_id`: the streams' frames carry stream ids, and pgrx counts by them."""
     readings = []
-    for p, count, rate in zip(plans, counts, rates):
-        st = rx[p.rx_host].stream(p.rx_key(spec.ipv6, by_id))
+    keys = [p.rx_key(spec.ipv6, by_id) for p in plans]
+    for p, key, count, rate in zip(plans, keys, counts, rates):
+        st = rx[p.rx_host].stream(key)
         sent = pktgen_sent(tx[p.index])
         if st is None:
             readings.append(StreamReading(p, count, rate, tx[p.index], 0, sent, 0, 0,
@@ -54,7 +55,7 @@ def _pgrx_readings(spec, plans, counts, rates, expected, tx, rx, notes, by_id=Fa
             tail = max(sent - st.seq_max, 0)
             readings.append(StreamReading(p, count, rate, tx[p.index], st.unique,
                                           st.lost + tail, st.ooo, st.dup, expected_s=expected[p.index]))
-    known = {p.rx_key(spec.ipv6, by_id) for p in plans}
+    known = set(keys)
     rx_total = 0
     for host, state in rx.items():
         rx_total += sum(s.unique for s in state.streams if s.src in known)
