@@ -45,7 +45,7 @@ class SimDevice:
                   "src_min": "", "dst_min": "", "src_max": "", "dst_max": "", "src6": "::", "dst6": "::",
                   "ipv6": False, "clone_skb": 0, "udp_src_min": 9, "udp_src_max": 9,
                   "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1,
-                  "dst_stride": 1, "stream_id": 0}
+                  "dst_stride": 1, "stream_id": 0, "vlan_id": 0xffff, "svlan_id": 0xffff}
         self.extra = {}             # other Params lines (e.g. vlan_id) written behind the tester's back
         self.result = ""
         self.sofar = 0
@@ -84,6 +84,10 @@ class SimDevice:
             lines.append(f"     dst_stride: {p['dst_stride']}")
         if p["stream_id"]:
             lines.append(f"     stream_id: {p['stream_id']}")
+        if p["vlan_id"] <= 4095:
+            lines.append(f"     vlan_id: {p['vlan_id']}  vlan_p: 0  vlan_cfi: 0")
+            if p["svlan_id"] <= 4095:
+                lines.append(f"     svlan_id: {p['svlan_id']}  vlan_p: 0  vlan_cfi: 0")
         lines += [
             f"     src_mac: 52:54:00:00:00:01 dst_mac: {p['dst_mac']}",
             f"     udp_src_min: {p['udp_src_min']}  udp_src_max: {p['udp_src_max']}  "
@@ -238,6 +242,10 @@ class SimKernel:
             p[word] = max(int(arg), 1)
         elif word == "stream_id" and self.module_version >= "1.3":
             p[word] = int(arg)
+        elif word in ("vlan_id", "svlan_id"):     # both generators; above 4095 removes the tag
+            p[word] = int(arg) if int(arg) <= 4095 else 0xffff
+            if word == "vlan_id" and int(arg) > 4095:
+                p["svlan_id"] = 0xffff
         elif word == "ratep":
             with self.lock:
                 self._update()
@@ -394,8 +402,12 @@ class SimKernel:
         for name, got in arrivals.items():
             got = int(got)
             dev = self.devices.get(name)
-            # the module pads a frame too short for its headers (frame.py): 78 B over IPv6
-            wire = max(int(dev.p["pkt_size"]), 78 if dev.p["ipv6"] else 60) + self.rx_size_change if dev else 0
+            # the module pads a frame too short for its headers (frame.py): 78 B over IPv6,
+            # 4 B more per VLAN tag (pgrx 1.4 counts the tags its VLAN devices took off)
+            tags = 4 * ((dev.p["vlan_id"] <= 4095) + (dev.p["vlan_id"] <= 4095 and dev.p["svlan_id"] <= 4095)) \
+                if dev else 0
+            least = (78 if dev.p["ipv6"] else 58) + tags if dev else 0
+            wire = max(int(dev.p["pkt_size"]), least, 60) + self.rx_size_change if dev else 0
             if self.rx_pkt_size and dev and wire != self.rx_pkt_size:
                 wrong_size += got      # another length than pgrx counts: not counted, so lost
                 continue

@@ -135,8 +135,9 @@ def _run_tests(inventory, profile, results, out_dir, display):
             out = Path(out_dir or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
             conditions = assemble.conditions_for(tester, inventory, profile, link, calibration)
             link = conditions["link_speed_mbps"]
-            results = Results.create(out, profile, build_plan(profile), profiles_mod.deviation_records(profile),
-                                     conditions)
+            tags = getattr(tester, "frame_tags", 0)
+            results = Results.create(out, profile, build_plan(profile, tags),
+                                     profiles_mod.deviation_records(profile, tags), conditions)
             if profile.model.waits.route_s:
                 time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
         elif link is None:      # resumed: the speed the run started with

@@ -19,6 +19,8 @@ from rfc2544.errors import BadInput
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROLES = ("tx", "rx", "dut")
+STREAM_KEYS = ("tx", "rx", "vlan", "svlan")
+VLAN_IDS = (1, 4094)        # 0 is priority-only and 4095 reserved (802.1Q)
 
 
 @dataclass
@@ -59,6 +61,15 @@ class Stream:
     tx_port: str
     rx_host: str
     rx_port: str
+    # 802.1Q tag of every frame (1..4094), under an 802.1ad outer tag `svlan`
+    # for QinQ; None: untagged. The reverse stream of `direction: bi` keeps them.
+    vlan: Optional[int] = None
+    svlan: Optional[int] = None
+
+    @property
+    def tags(self):
+        """VLAN tags per frame: 0, 1 or 2 (QinQ)."""
+        return (self.vlan is not None) + (self.svlan is not None)
 
 
 @dataclass
@@ -213,6 +224,9 @@ def load(path) -> Inventory:
         where = f"all.vars.rfc2544_streams[{i}]"
         if not isinstance(raw, dict) or "tx" not in raw or "rx" not in raw:
             _fail(path, where, "needs 'tx: HOST:PORT' and 'rx: HOST:PORT'")
+        for key in raw:
+            if key not in STREAM_KEYS:
+                _fail(path, f"{where}.{key}", f"unknown field (known: {', '.join(STREAM_KEYS)})")
         ends = []
         for key in ("tx", "rx"):
             host, _, port = str(raw[key]).partition(":")
@@ -225,10 +239,26 @@ def load(path) -> Inventory:
             ends += [host, port]
         if ends[:2] == ends[2:]:
             _fail(path, where, f"sends to itself: tx and rx are both '{raw['tx']}'")
-        if Stream(*ends) in streams:
+        tags = _tags(path, where, raw)
+        if any(s.tx_host == ends[0] and s.tx_port == ends[1] and s.rx_host == ends[2] and s.rx_port == ends[3]
+               for s in streams):
             _fail(path, where, f"lists the stream {raw['tx']} -> {raw['rx']} twice")
-        streams.append(Stream(*ends))
+        streams.append(Stream(*ends, *tags))
     return Inventory(path=path, hosts=hosts, streams=streams, vars=top_vars)
+
+
+def _tags(path, where, raw):
+    """A stream's (vlan, svlan): QinQ's outer tag needs the inner one."""
+    tags = []
+    for key in ("vlan", "svlan"):
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not VLAN_IDS[0] <= value <= VLAN_IDS[1]):
+            _fail(path, f"{where}.{key}", f"must be a VLAN id, {VLAN_IDS[0]} to {VLAN_IDS[1]}, not {value!r}")
+        tags.append(value)
+    if tags[1] is not None and tags[0] is None:
+        _fail(path, f"{where}.svlan", "an outer (802.1ad) tag needs the inner one: give 'vlan' too (QinQ)")
+    return tags
 
 
 def _expand(value):

@@ -235,11 +235,12 @@ def _whole_numbers(value, bad, low, high, plural, one):
     return value
 
 
-def deviation_records(profile):
+def deviation_records(profile, tags=0):
     """Every departure of `profile` from RFC 2544 (and RFC 9004/8219), as
-    deviations.Deviation records (what results.json stores)."""
+    deviations.Deviation records (what results.json stores); `tags`: the
+    VLAN tags the inventory's streams send."""
     from rfc2544.results.deviations import profile_deviations
-    return profile_deviations(profile, RFC_FRAME_SIZES, IMIX)
+    return profile_deviations(profile, RFC_FRAME_SIZES, IMIX, tags)
 
 
 def deviations(profile):

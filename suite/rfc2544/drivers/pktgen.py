@@ -22,6 +22,7 @@ MAX_PKT_SIZE = 9600 - 4    # jumbo frames at most
 FCS_BYTES = 4
 MAX_BURST_FRAMES = 65536    # the module's burst_frames bound
 MAX_STREAM_ID = 65535       # the module's stream_id bound (0: none)
+MAX_VLAN_ID = 4094          # 802.1Q: 4095 is reserved, and the generator drops a tag above it
 MAX_DST_NETWORKS = 65536    # /24 networks a stream's destination spans at most
 MAX_FLOWS = 65535           # the highest udp_src_max: flows take the ports below it
 KNOWN_FLAGS = frozenset({
@@ -41,10 +42,11 @@ def thread_path(thread):
     return f"{PROC_PKTGEN}/kpktgend_{validate.uint(thread, 'pktgen thread', 0, 4095)}"
 
 
-def imix_pkt_sizes(ipv6):
+def imix_pkt_sizes(ipv6, tags=0):
     """The simple IMIX as `imix_weights` pairs, each size one the headers
-    fit in (frame.imix_mix): what the generator would pad to anyway."""
-    return tuple((size - FCS_BYTES, weight) for size, weight in frame.imix_mix(ipv6))
+    (with `tags` VLAN tags) fit in (frame.imix_mix): what the generator
+    would pad to anyway."""
+    return tuple((size - FCS_BYTES, weight) for size, weight in frame.imix_mix(ipv6, tags))
 
 
 def pkt_size_for_frame(frame_size):
@@ -88,6 +90,11 @@ class DeviceConfig:
     # 1..65535): pgrx counts the stream by it, whatever its addresses. None:
     # not written (the device keeps no id; the source address identifies it).
     stream_id: Optional[int] = None
+    # VLAN tags (802.1Q `vlan_id`; QinQ adds the 802.1ad `svlan_id` outside
+    # it). The generator's pkt_size counts them. None: not written (a fresh
+    # device sends untagged).
+    vlan: Optional[int] = None
+    svlan: Optional[int] = None
 
     @property
     def dst_max(self):
@@ -155,6 +162,12 @@ class DeviceConfig:
             cmds.append(f"burst_frames {validate.uint(self.frames_per_burst, 'frames per burst', 1, MAX_BURST_FRAMES)}")
         if self.stream_id is not None:
             cmds.append(f"stream_id {validate.uint(self.stream_id, 'stream id', 0, MAX_STREAM_ID)}")
+        if self.svlan is not None and self.vlan is None:
+            raise BadInput("an outer VLAN tag (svlan) needs the inner one (vlan)")
+        if self.vlan is not None:       # the inner tag first: the generator sends svlan only under it
+            cmds.append(f"vlan_id {validate.uint(self.vlan, 'VLAN id', 1, MAX_VLAN_ID)}")
+        if self.svlan is not None:
+            cmds.append(f"svlan_id {validate.uint(self.svlan, 'outer VLAN id', 1, MAX_VLAN_ID)}")
         cmds.append("clear_counters")
         return cmds
 
@@ -224,6 +237,10 @@ def expected_params(cfg: "DeviceConfig"):
         exp["dst_stride"] = "256" if cfg.dst_networks > 1 else ""
     if cfg.stream_id is not None:
         exp["stream_id"] = str(cfg.stream_id) if cfg.stream_id else ""
+    if cfg.vlan is not None:
+        exp["vlan_id"] = str(cfg.vlan)
+    if cfg.svlan is not None:
+        exp["svlan_id"] = str(cfg.svlan)
     if cfg.ipv6:
         exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed
         exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed

@@ -29,6 +29,12 @@ class StreamPlan:
     dst4: Optional[str]
     src6: Optional[str]
     dst6: Optional[str]
+    vlan: Optional[int] = None      # 802.1Q tag (inventory.Stream)
+    svlan: Optional[int] = None     # 802.1ad outer tag (QinQ)
+
+    @property
+    def tags(self):
+        return (self.vlan is not None) + (self.svlan is not None)
 
     @property
     def label(self):
@@ -90,8 +96,16 @@ def plan_streams(inventory, bidirectional=False) -> List[StreamPlan]:
             dst4=validate.ipv4(rx.ipv4) if rx.ipv4 else None,
             src6=validate.ipv6(tx.ipv6) if tx.ipv6 else None,
             dst6=validate.ipv6(rx.ipv6) if rx.ipv6 else None,
+            vlan=s.vlan, svlan=s.svlan,
         ))
     return plans
+
+
+def frame_tags(plans):
+    """The VLAN tags a run's frame sizes count: the most any stream sends.
+    Every stream sends the same size, so a size too small for the most
+    tagged stream's headers is raised for all (drivers/frame.py)."""
+    return max((p.tags for p in plans), default=0)
 
 
 def check_addresses(plans, ipv6):
@@ -125,8 +139,9 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
         raise BadInput("destination networks need the rfc2544_pktgen module 1.2 or later on every tester host "
                        "(its dst_stride): run 'rfc2544 setup'")
     configs = []
+    tags = frame_tags(plans)
     for p, count, rate in zip(plans, count_per_stream, rate_per_stream):
-        imix = pktgen.imix_pkt_sizes(spec.ipv6) if spec.frame_size == 0 else None
+        imix = pktgen.imix_pkt_sizes(spec.ipv6, tags) if spec.frame_size == 0 else None
         configs.append(pktgen.DeviceConfig(
             device=p.device, count=count,
             dst_mac=dst_mac_override(p) if dst_mac_override else p.dst_mac,
@@ -137,5 +152,6 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             dst_networks=networks if extended else None,
             frames_per_burst=spec.frames_per_burst if extended else None,
             stream_id=p.stream_id if stream_ids else None,
+            vlan=p.vlan, svlan=p.svlan,
         ))
     return configs

@@ -16,6 +16,7 @@ RECEIVER_COUNTERS = "interface counters"
 
 PACED_BURSTS_MODULE = (1, 2)  # the first module version with burst_frames (bursty traffic)
 STREAM_ID_MODULE = (1, 3)     # the first with stream ids (generator's stream_id, pgrx's sid:N)
+VLAN_RX_MODULE = (1, 4)       # the first whose pgrx counts frames that came in through VLAN devices
 
 
 def module_at_least(host_probe, version):
@@ -53,6 +54,13 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
     watches = {h: max_rx_devices(found[h]) for h in rx_hosts}
     use_pgrx = all(found[h].pgrx for h in rx_hosts) and all(len(rx_ports[h]) <= watches[h] for h in rx_hosts)
     notes = []
+    tagged = sorted({p.rx_host for p in plans if p.tags} & set(rx_hosts))
+    old = [h for h in tagged if found[h].pgrx and not module_at_least(found[h], VLAN_RX_MODULE)]
+    if use_pgrx and old:
+        use_pgrx = False
+        notes.append(f"tagged streams are received on {', '.join(old)}, whose pgrx does not count frames "
+                     "that come in through VLAN devices (module 1.4 or later does): interface counters "
+                     "used instead (run 'rfc2544 setup')")
     if all(found[h].pgrx for h in rx_hosts) and not use_pgrx:
         many = ", ".join(f"{h} ({len(rx_ports[h])} ports, its pgrx watches {watches[h]})"
                          for h in rx_hosts if len(rx_ports[h]) > watches[h])

@@ -21,7 +21,7 @@ from rfc2544.model import TrialResult, TrialSpec
 from rfc2544.engine.detection import (GENERATOR_INTREE, GENERATOR_MODULE, RECEIVER_COUNTERS,  # noqa: F401 (API)
                                RECEIVER_PGRX, detect_tools)
 from rfc2544.drivers.hooks import hooks_of
-from rfc2544.drivers.plan import plan_streams
+from rfc2544.drivers.plan import frame_tags, plan_streams
 from rfc2544.drivers.readings import pktgen_sent
 from rfc2544.engine.schedule import RateSchedule, segments_of
 from rfc2544.engine.transport import Transport
@@ -121,7 +121,14 @@ class SSHTester:
 
     @property
     def stream_labels(self):
-        return [{"tx": f"{p.tx_host}:{p.tx_port}", "rx": f"{p.rx_host}:{p.rx_port}"} for p in self.plans]
+        return [{"tx": f"{p.tx_host}:{p.tx_port}", "rx": f"{p.rx_host}:{p.rx_port}",
+                 **{k: getattr(p, k) for k in ("vlan", "svlan") if getattr(p, k) is not None}}
+                for p in self.plans]
+
+    @property
+    def frame_tags(self):
+        """VLAN tags the frame sizes count (plan.frame_tags)."""
+        return frame_tags(self.plans)
 
     @property
     def last_phases(self):
@@ -139,6 +146,7 @@ class SSHTester:
         return self.transport.session(name)
 
     def close(self):
+        self.engine.remove_vlan_devices()
         self.transport.close()
 
     def __enter__(self):

@@ -12,6 +12,7 @@ _rx_declared, mismatch_detail."""
 from rfc2544.drivers import frame
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.drivers import pktgen
+from rfc2544.drivers import plan as plan_mod
 from rfc2544.drivers.script import Batch
 from rfc2544.engine.detection import RECEIVER_PGRX
 from rfc2544.errors import InfraError
@@ -128,7 +129,7 @@ class ConfigurePhase:
         (any) for an IMIX."""
         if spec is None or not spec.frame_size:
             return None
-        return frame.wire_frame_size(spec.frame_size, spec.ipv6)
+        return frame.wire_frame_size(spec.frame_size, spec.ipv6, plan_mod.frame_tags(self.plans))
 
     def _declared_streams(self, host, spec):
         """The streams `host`'s pgrx is to know (issue 31: frames of any

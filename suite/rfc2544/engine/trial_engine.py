@@ -22,7 +22,7 @@ from rfc2544.model import TrialSpec
 
 from rfc2544.engine.detection import RECEIVER_PGRX
 from rfc2544.drivers import pgrx as pgrx_mod
-from rfc2544.drivers import pktgen
+from rfc2544.drivers import pktgen, vlan
 from rfc2544.drivers.hooks import hook_notes, run_hooks
 from rfc2544.drivers.plan import check_addresses, device_configs
 from rfc2544.drivers.readings import CounterReader
@@ -106,6 +106,7 @@ class TrialEngine(ConfigurePhase):
         self._last_end = None
         self._last_traffic_end = None
         self._imix_set = False
+        self._vlan_stacks = {}        # rx host -> [(port, vlan, svlan)] whose VLAN devices we made
         self.last_phases = {}
         # Verified diff writes: device -> {command key: command} last written
         # (pktgen.command_key), device -> the view read back after the last
@@ -166,6 +167,7 @@ class TrialEngine(ConfigurePhase):
             batches.setdefault(host, Batch()).extend(pktgen.setup_batch(by_device))
         pgrx = det["receiver"] == RECEIVER_PGRX
         if pgrx:
+            self._add_vlan_devices()
             for host in self.rx_hosts:
                 # read back at once: its format version says what it takes (pkt_size: v3)
                 pgrx_mod.enable_batch(det["rx_ports"][host], "basic",
@@ -178,6 +180,32 @@ class TrialEngine(ConfigurePhase):
             self._rx_declared = {}
         self._forget()   # fresh devices: every command is written again
         self.ready = True
+
+    def _add_vlan_devices(self):
+        """pgrx sees a tagged stream only through VLAN devices on its port
+        (drivers/vlan.py): made once per session, removed by close()."""
+        for host, stacks in vlan.receiving_stacks(self.plans).items():
+            made = self._vlan_stacks.setdefault(host, [])
+            for stack in stacks:
+                if stack in made:
+                    continue
+                status, _, err = self.transport.session(host).run(vlan.add_command(*stack), check=False)
+                if status != 0:
+                    port, vid, svid = stack
+                    raise InfraError(f"{host}: cannot add the VLAN device for {port} "
+                                     f"({f'QinQ {svid}/{vid}' if svid else f'VLAN {vid}'}) that pgrx counts "
+                                     f"the tagged stream through: {err.strip() or f'exit {status}'}")
+                made.append(stack)
+
+    def remove_vlan_devices(self):
+        """Remove the VLAN devices setup() made; never raises (closing)."""
+        for host, stacks in self._vlan_stacks.items():
+            for stack in stacks:
+                try:
+                    self.transport.session(host).run(vlan.remove_command(*stack), check=False)
+                except Exception:       # a host gone: its devices go with the next setup's reuse
+                    pass
+        self._vlan_stacks = {}
 
     def _generator_features(self):
         """device_configs' switches for what every tester's module has."""

@@ -36,11 +36,13 @@ DEFAULT_LATENCY_DEFINITION = (
     "arrival (bit-forwarding in the sense of RFC 1242, including tester stack time)")
 
 
-def build_plan(profile):
+def build_plan(profile, tags=0):
+    """The run's steps; `tags`: the VLAN tags the frames carry (the
+    inventory's streams, plan.frame_tags), which raise small sizes too."""
     m = profile.model
     plan = []
     for v in m.ip_versions:
-        asked = sent_sizes([0 if s == IMIX else s for s in m.frame_sizes], v == 6)
+        asked = sent_sizes([0 if s == IMIX else s for s in m.frame_sizes], v == 6, tags)
         for flows in m.flows:
             plan += _steps(m, v, asked, flows)
     return plan
@@ -75,20 +77,20 @@ def _steps(m, v, asked, flows):
 FULL_LOAD_PCT = 100.0       # latency at the throughput rate, as RFC 2544 26.2 asks
 
 
-def sent_sizes(requested, ipv6):
+def sent_sizes(requested, ipv6, tags=0):
     """{size sent: size asked}, in the order asked: a size too small for the
     headers is sent at the smallest that holds them (frame.wire_frame_size);
     sizes that come out the same are one step, the one asked as sent kept."""
     sent = {}
     for size in requested:
-        wire = frame.wire_frame_size(size, ipv6)
+        wire = frame.wire_frame_size(size, ipv6, tags)
         if wire == size or wire not in sent:
             sent[wire] = size
     return sent
 
 
-def imix_mean_size(ipv6=False):
-    return frame.imix_mean_size(ipv6)
+def imix_mean_size(ipv6=False, tags=0):
+    return frame.imix_mean_size(ipv6, tags)
 
 
 class Context:
@@ -187,7 +189,7 @@ class Context:
         return self._r.link_mbps
 
     def imix_mean_size(self):
-        return imix_mean_size(self.ipv6)
+        return imix_mean_size(self.ipv6, self._r.frame_tags)
 
     def tx_ports(self):
         """Ports that send (2 bidirectional): loads are their sum."""
@@ -227,7 +229,7 @@ class Context:
         s = self.profile.model.search
         if s.max_load_fps:
             return s.max_load_fps, "profile search.max_load_fps"
-        size = frame_size or imix_mean_size(ipv6)
+        size = frame_size or imix_mean_size(ipv6, self._r.frame_tags)
         line = self.line_fps(size)
         if self._calibrated(frame_size) is None:
             self._probe(frame_size, ipv6, line or theoretical_max_fps(size, PROBE_LINK_MBPS) * self.tx_ports())
@@ -317,6 +319,8 @@ class Runner:
         self.calibration = calibration
         self.dut_reset = dut_reset
         self.trials_run = 0
+        # VLAN tags the frames carry (plan.frame_tags): sizes count them
+        self.frame_tags = getattr(tester, "frame_tags", 0)
 
     def run(self):
         plan = self.results.data["plan"]

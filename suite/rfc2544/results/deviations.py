@@ -48,7 +48,7 @@ RFC_WAITS = (("route_s", 2, "after the routing update"), ("learning_s", 2, "afte
              ("residual_s", 2, "for residual frames"), ("settle_s", 5, "for the DUT to settle"))
 
 
-def profile_deviations(profile, rfc_frame_sizes, imix):
+def profile_deviations(profile, rfc_frame_sizes, imix, tags=0):
     """Every departure of the validated profile from the RFCs, in the
     order (and with the sentences) profiles.deviations has always given."""
     out, m = [], profile.model
@@ -71,7 +71,7 @@ def profile_deviations(profile, rfc_frame_sizes, imix):
             f"frame sizes {', '.join(map(str, missing))} of RFC 2544 section 9 not tested")
     if imix in m.frame_sizes:
         add("imix", "RFC 2544 9", None, "IMIX", "IMIX is not an RFC 2544 frame size (reported separately)")
-    out += frame_size_deviations(m, imix)
+    out += frame_size_deviations(m, imix, tags)
     s = m.search
     if s.method == "mlr" and s.exceed_ratio > 0:
         add("mlr_exceed_ratio", "RFC 2544 26.1", "0", f"{s.exceed_ratio:g}",
@@ -80,29 +80,31 @@ def profile_deviations(profile, rfc_frame_sizes, imix):
     return out
 
 
-def frame_size_deviations(m, imix):
-    """Sizes of the profile the headers do not fit in, per IP version: the
-    run sends the smallest size that holds them instead (drivers/frame.py)
-    and states that size everywhere, with every rate computed from it."""
+def frame_size_deviations(m, imix, tags=0):
+    """Sizes of the profile the headers (with `tags` VLAN tags) do not fit
+    in, per IP version: the run sends the smallest size that holds them
+    instead (drivers/frame.py) and states that size everywhere, with every
+    rate computed from it."""
     out = []
+    tagged = {0: "", 1: ", its VLAN tag", 2: ", its two VLAN tags (QinQ)"}[tags]
     for version in m.ip_versions:
         ipv6 = version == 6
-        least = frame.min_frame_size(ipv6)
-        small = [s for s in m.frame_sizes if s != imix and frame.wire_frame_size(s, ipv6) != s]
+        least = frame.min_frame_size(ipv6, tags)
+        small = [s for s in m.frame_sizes if s != imix and frame.wire_frame_size(s, ipv6, tags) != s]
         if small:
             sizes = ", ".join(f"{s} B" for s in small)
             out.append(Deviation(
                 "frame_size_raised", "RFC 5180 5.1.1", sizes, f"{least} B",
-                f"IPv{version}: {sizes} cannot hold the Ethernet, IPv{version} and UDP headers and the "
+                f"IPv{version}: {sizes} cannot hold the Ethernet{tagged}, IPv{version} and UDP headers and the "
                 f"generator's {frame.TEST_HEADER}-byte test header; sent as {least} B frames (with FCS), "
                 f"the smallest that can, and every rate, Mbit/s and % of the maximum is for {least} B"))
-        mix = frame.imix_mix(ipv6)
+        mix = frame.imix_mix(ipv6, tags)
         if imix in m.frame_sizes and mix != frame.SIMPLE_IMIX:
             sent = ":".join(str(w) for _, w in mix) + " of " + "/".join(str(s) for s, _ in mix)
             out.append(Deviation(
                 "imix_raised", "RFC 5180 5.1.1", "7:4:1 of 64/576/1518", sent,
                 f"IPv{version}: the IMIX's 64 B frames cannot hold the headers and are sent as "
-                f"{least} B: the IMIX sent is {sent} B (mean {frame.imix_mean_size(ipv6):.1f} B)"))
+                f"{least} B: the IMIX sent is {sent} B (mean {frame.imix_mean_size(ipv6, tags):.1f} B)"))
     return out
 
 

@@ -25,7 +25,8 @@ SCHEMA_VERSION = 2
 # `directions` and `limited_by` on throughput entries with several streams.
 # 4 = the `bursty` section (RFC 2544 section 21) and `frames_per_burst` on
 # trial specs, written when more than one.
-SCHEMA_MINOR = 4
+# 5 = `vlan` and `svlan` on tagged conditions.streams (frame sizes count the tags).
+SCHEMA_MINOR = 5
 SECTIONS = tuple(SUMMARY_TYPES)
 
 

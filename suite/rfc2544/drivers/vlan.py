@@ -1,0 +1,63 @@
+"""VLAN devices that let pgrx see a tagged stream on a tester's receiving port.
+
+A tagged frame reaches IP (and pgrx's hook) only through a VLAN device of
+its tag on the port: without one the kernel marks it for another host and
+drops it before the hook. pgrx (module 1.4) watches the port and counts
+frames of VLAN devices stacked on it, with their tags in the length. So the
+suite gives a receiving port one device per tag stack it receives: an
+802.1Q device, on an 802.1ad device for QinQ. Their names are the suite's
+own (`rfv`/`rfs` + 8 hex digits of the port and ids: interface names have
+15 characters at most), so they are found again and removed, and never
+taken for a user's device. The devices stay quiet (no IPv6 router
+solicitations, DAD or autoconf), as the lab's test ports do.
+
+Pure: builds shell commands, every value validated.
+"""
+import zlib
+from typing import List, Optional, Tuple
+
+from rfc2544.drivers import validate
+
+PREFIXES = ("rfv", "rfs")     # 802.1Q (inner) and 802.1ad (outer) devices
+QUIET_IPV6 = ("accept_ra", "autoconf", "dad_transmits", "router_solicitations")
+
+
+def _name(prefix, *parts):
+    return f"{prefix}{zlib.crc32(':'.join(map(str, parts)).encode()):08x}"
+
+
+def devices(port, vlan, svlan=None) -> List[Tuple[str, str, str, int]]:
+    """The stack for (port, tags), lowest first: (name, link, proto, id)."""
+    port = validate.ifname(port)
+    vlan = validate.uint(vlan, "VLAN id", 1, 4094)
+    if svlan is None:
+        return [(_name("rfv", port, vlan), port, "802.1Q", vlan)]
+    svlan = validate.uint(svlan, "outer VLAN id", 1, 4094)
+    outer = _name("rfs", port, svlan)
+    return [(outer, port, "802.1ad", svlan), (_name("rfv", port, svlan, vlan), outer, "802.1Q", vlan)]
+
+
+def add_command(port, vlan, svlan: Optional[int] = None) -> str:
+    """Create (unless there) and bring up the stack; one shell command."""
+    steps = []
+    for name, link, proto, vid in devices(port, vlan, svlan):
+        quiet = "; ".join(f"sysctl -qw net.ipv6.conf.{name}.{key}=0" for key in QUIET_IPV6)
+        steps.append(f"{{ ip link show dev {name} >/dev/null 2>&1 || {{ "
+                     f"ip link add link {link} name {name} type vlan proto {proto} id {vid} && "
+                     f"{{ {quiet}; true; }}; }}; }} && ip link set dev {name} up")
+    return " && ".join(steps)
+
+
+def remove_command(port, vlan, svlan: Optional[int] = None) -> str:
+    """Remove the stack (what is there of it); never fails."""
+    return "; ".join(f"ip link del dev {name} 2>/dev/null" for name, *_ in reversed(devices(port, vlan, svlan))) \
+        + "; true"
+
+
+def receiving_stacks(plans):
+    """{rx host: sorted (port, vlan, svlan)} of the tagged streams."""
+    out = {}
+    for p in plans:
+        if p.vlan is not None:
+            out.setdefault(p.rx_host, set()).add((p.rx_port, p.vlan, p.svlan))
+    return {h: sorted(v, key=lambda t: (t[0], t[1], t[2] or 0)) for h, v in out.items()}
