@@ -26,6 +26,7 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/udp.h>
+#include <linux/if_vlan.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
@@ -420,6 +421,7 @@ struct pg_rx_frame {
 	u32 seq;
 	u16 sid;			/* stream id (PG_MAGIC_SID); 0: none */
 	u64 ts;				/* transmit time, ns; 0: none */
+	unsigned int tagged;		/* tag bytes VLAN devices took off */
 	unsigned int len;		/* bytes counted */
 };
 
@@ -514,7 +516,7 @@ static bool pg_rx_parse(struct sk_buff *skb, u8 pf, struct pg_rx_frame *f)
 		return false;
 	f->ulen = ntohs(uh->len);
 	f->check = uh->check;
-	f->len = skb->len + pg_mac_len(skb);
+	f->len = skb->len + pg_mac_len(skb) + f->tagged;
 	return true;
 }
 
@@ -709,7 +711,8 @@ static void pg_rx_segments(struct pg_rx *rx, struct pg_rx_session *s,
 	const u8 *h;
 
 	/* link, IP and UDP headers of one segment's frame */
-	hdrs = pg_mac_len(skb) + f->thoff - skb_network_offset(skb) + sizeof(struct udphdr);
+	hdrs = pg_mac_len(skb) + f->tagged + f->thoff - skb_network_offset(skb) +
+	       sizeof(struct udphdr);
 	left = f->ulen - sizeof(struct udphdr);
 	off = f->thoff + sizeof(struct udphdr);
 	/* at most UDP_MAX_SEGMENTS: what GRO and GSO make */
@@ -726,15 +729,43 @@ static void pg_rx_segments(struct pg_rx *rx, struct pg_rx_session *s,
 	}
 }
 
-/* Is dev one of the watched devices? */
-static bool pg_rx_watched(const struct pg_rx *rx, const struct net_device *dev)
+static bool pg_rx_is_watched(const struct pg_rx *rx, const struct net_device *dev)
 {
 	unsigned int i, n = min_t(unsigned int, READ_ONCE(rx->ndevs), PG_RX_MAX_DEVS);
 
-	for (i = 0; dev && i < n; i++)
+	for (i = 0; i < n; i++)
 		if (dev->ifindex == READ_ONCE(rx->ifindex[i]))
 			return true;
 	return false;
+}
+
+/* VLAN devices followed down to their port: QinQ is two */
+#define PG_RX_MAX_VLAN_DEPTH	8
+
+/*
+ * Is the frame's device watched: a watched device, or a VLAN device stacked
+ * on one (a tagged frame reaches IP only through the device of its tag).
+ * *tagged: the tag bytes those VLAN devices took out of the frame, which
+ * its length on the wire counts. vlan_do_receive() puts a tag back into
+ * the data (and mac_len then counts it) only when the device has
+ * VLAN_FLAG_REORDER_HDR off; an accelerated tag still on the skb is one more.
+ */
+static bool pg_rx_watched(const struct pg_rx *rx, const struct sk_buff *skb,
+			  const struct net_device *dev, unsigned int *tagged)
+{
+	unsigned int depth = 0;
+	bool watched = false;
+
+	*tagged = skb_vlan_tag_present(skb) ? VLAN_HLEN : 0;
+	while (dev) {
+		watched = watched || pg_rx_is_watched(rx, dev);
+		if (!is_vlan_dev(dev) || ++depth > PG_RX_MAX_VLAN_DEPTH)
+			break;
+		if (vlan_dev_priv(dev)->flags & VLAN_FLAG_REORDER_HDR)
+			*tagged += VLAN_HLEN;
+		dev = vlan_dev_priv(dev)->real_dev;
+	}
+	return watched;
 }
 
 static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
@@ -745,7 +776,7 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	struct pg_rx_frame f;
 	enum pg_rx_bad bad;
 
-	if (!pg_rx_watched(rx, state->in))
+	if (!pg_rx_watched(rx, skb, state->in, &f.tagged))
 		return NF_ACCEPT;
 	if (!pg_rx_parse(skb, state->pf, &f))
 		return NF_ACCEPT;

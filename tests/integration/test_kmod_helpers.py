@@ -518,6 +518,63 @@ def kmod(lab):
         yield vm
 
 
+QUIET_IPV6 = ("accept_ra", "autoconf", "dad_transmits", "router_solicitations", "accept_dad")
+
+
+def vlan_stack(port, vlan, svlan=None):
+    """[(name, link, proto, id)] for `port`'s VLAN devices, lowest first:
+    PORT.VLAN, or PORT.SVLAN (802.1ad) and PORT.SVLAN.VLAN on it."""
+    if svlan is None:
+        return [(f"{port}.{vlan}", port, "802.1Q", vlan)]
+    return [(f"{port}.{svlan}", port, "802.1ad", svlan), (f"{port}.{svlan}.{vlan}", f"{port}.{svlan}", "802.1Q", vlan)]
+
+
+def add_vlan_stack(run, port, vlan, svlan=None):
+    """Create `port`'s VLAN devices with `run` (a shell runner), quiet (no
+    IPv6 autoconf, DAD or router solicitations: the test ports stay
+    silent), and up. Returns the top device's name."""
+    stack = vlan_stack(port, vlan, svlan)
+    for name, link, proto, vid in stack:
+        sysctl = name.replace(".", "/")
+        run(f"ip link add link {link} name {name} type vlan proto {proto} id {vid} && "
+            + " && ".join(f"sysctl -qw net.ipv6.conf.{sysctl}.{k}=0" for k in QUIET_IPV6)
+            + f" && ip link set {name} up")
+    return stack[-1][0]
+
+
+@contextlib.contextmanager
+def dut_vlan(vm, vlan, svlan=None):
+    """The DUT (netns `dut` of the single lab) forwards the test stream
+    tagged: VLAN devices on dut0 and dut1 (802.1Q `vlan`, on an 802.1ad
+    `svlan` for QinQ), and 198.19.0.1 / 2001:2:0:1::1 routed out of dut1's
+    tagged device to rx0's MAC; no reverse-path filter on the tagged
+    ingress. Removed on exit: the
+    routes and neighbours go with the devices.
+
+      tx0 =[tags]= dut0.T [netns dut] dut1.T =[tags]= rx0
+    """
+    rx_mac = vm.mac("rx0")
+    made, tops = [], []
+    try:
+        for port in ("dut0", "dut1"):
+            made.append(port)
+            tops.append(add_vlan_stack(lambda cmd: vm.dut(f"sh -c {quote(cmd)}"), port, vlan, svlan))
+        tagged_in, tagged_out = tops
+        # no reverse-path filter on the tagged ingress: the source is routed
+        # via dut0 itself, and a device without an IPv4 address fails even
+        # the loose check (fib_validate_source's no_addr case)
+        vm.dut(f"sysctl -qw net.ipv4.conf.{tagged_in.replace('.', '/')}.rp_filter=0")
+        vm.dut(f"ip route replace 198.19.0.1/32 dev {tagged_out}")
+        vm.dut(f"ip neigh replace 198.19.0.1 lladdr {rx_mac} dev {tagged_out} nud permanent")
+        vm.dut(f"ip -6 route replace 2001:2:0:1::1/128 dev {tagged_out}")
+        vm.dut(f"ip -6 neigh replace 2001:2:0:1::1 lladdr {rx_mac} dev {tagged_out} nud permanent")
+        yield tagged_in, tagged_out
+    finally:
+        for port in reversed(made):
+            for name, *_ in reversed(vlan_stack(port, vlan, svlan)):
+                vm.dut(f"ip link del {name}", check=False)
+
+
 def setup_stream(vm, count, ratep=None, size=64, ipv6=False, thread="kpktgend_0", extra=()):
     """tx0 -> DUT -> rx0 generator on `thread`, receiver on rx0 (reset)."""
     vm.pg(thread, "rem_device_all")

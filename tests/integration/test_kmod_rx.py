@@ -9,7 +9,8 @@ import time
 import pytest
 
 from rfc2544.lab.flow_counter import backlog_drops
-from test_kmod_helpers import PG, kmod, parse_device, parse_pgrx, setup_stream  # noqa: F401
+from test_kmod_helpers import (PG, add_vlan_stack, dut_vlan, kmod, parse_device, parse_pgrx,  # noqa: F401
+                               setup_stream, vlan_stack)
 
 pytestmark = pytest.mark.lab
 
@@ -443,3 +444,42 @@ def test_a_stream_id_counts_a_stream_of_many_sources_as_one(kmod):
     kmod.pg("pgrx", "streams sid:7,sid:9,198.18.0.1")
     assert parse_pgrx(kmod.read("pgrx"))["header"]["declared"] == "3"
     kmod.pg("pgrx", "rx rx0")
+
+
+@pytest.mark.parametrize("svlan", [None, 200], ids=["vlan", "qinq"])
+def test_tagged_frames_are_counted_with_their_tags_through_vlan_devices(kmod, svlan):
+    """Module 1.4: pgrx watches rx0 and counts the frames that come in
+    through a VLAN device stacked on it, with the tags in their length, so
+    `pkt_size` is the generator's (which counts the tags too). Without the
+    tags in the length (pkt_size 4 B per tag shorter: what an untagged
+    count would be) every frame is wrong_size. The first run sends the
+    smallest frame that holds the tags and the headers.
+
+      tx0 =[tags]= dut0.T [netns dut] dut1.T =[tags]= rx0 -> rx0.T (pgrx watches rx0)
+    """
+    tag_bytes = 4 * (1 if svlan is None else 2)
+    size = 58 + tag_bytes                           # no FCS: 14 + tags + 20 + 8 + 16
+    runs = ((size, size), (100, 100 - tag_bytes))   # (generator's pkt_size, pgrx's)
+    tags = ["vlan_id 100"] + ([f"svlan_id {svlan}"] if svlan else [])
+    count = 3000
+    with dut_vlan(kmod, 100, svlan):
+        try:
+            add_vlan_stack(lambda cmd: kmod.sh(cmd), "rx0", 100, svlan)
+            results = {}
+            for sent, counted in runs:
+                setup_stream(kmod, count, ratep=10000, size=sent, extra=tags)
+                kmod.pg("pgrx", f"pkt_size {counted}")
+                kmod.start()
+                time.sleep(0.5)
+                results[sent] = parse_device(kmod.read("tx0")), parse_pgrx(kmod.read("pgrx"))
+        finally:
+            for name, *_ in reversed(vlan_stack("rx0", 100, svlan)):
+                kmod.sh(f"ip link del {name}", check=False)
+    dev, rx = results[size]
+    assert dev["sofar"] == count and dev["tx_dropped"] == 0, dev
+    [st] = rx["streams"]
+    assert (st["packets"], st["lost"], st["seq_max"], rx["invalid"]["wrong_size"]) == (count, 0, count, 0), rx
+    assert st["bytes"] == count * size, st              # bytes: the frame without FCS, tags in
+    dev, rx = results[100]
+    assert dev["sofar"] == count, dev
+    assert rx["invalid"]["wrong_size"] == count and rx["total"]["packets"] == 0, rx

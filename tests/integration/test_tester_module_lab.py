@@ -9,10 +9,11 @@ import math
 import pytest
 
 from host_load import until_clean
-from test_kmod_helpers import MODULE, build_ko_for
+from test_kmod_helpers import MODULE, KmodVM, build_ko_for, dut_vlan
 from test_tester_lab import QUICK, tlab  # noqa: F401  (fixture: the lab to use)
 
 from rfc2544.config import inventory
+from rfc2544.drivers import frame
 from rfc2544.model import PROGRESS_KEYS, TrialSpec
 from rfc2544.drivers.ssh import put_file
 from rfc2544.engine.tester import SSHTester
@@ -367,6 +368,42 @@ def test_256_destination_networks_are_routed_by_the_dut(tlab, module_loaded):  #
         # doctor --networks 256 saw the routes, then named the missing one
         assert checks["all routed"][0] and "out of dut1" in checks["all routed"][1], checks
         assert not checks["one missing"][0] and "198.19.77.1" in checks["one missing"][1], checks
+    finally:
+        tester.stop_all()
+        tester.close()
+        host.close()
+
+
+def test_a_qinq_stream_is_sent_and_counted_with_its_tags(tlab, module_loaded):  # noqa: F811
+    """A stream with `vlan: 100, svlan: 200` (issue 31 item 6): the frames
+    leave tagged, the DUT forwards them between its QinQ devices, and the
+    suite's trial counts every one at the size it states, 64 B asked sent
+    as 70 B (pgrx checks the length, tags included, through the VLAN
+    devices the run adds on rx0 and removes at close).
+
+      tester: tx0 =[200/100]= dut0.200.100 [netns dut] dut1.200.100 =[200/100]= rx0 (rfs/rfv devices)
+    """
+    host = tlab.connect("tester")
+    inv = inventory.load(tlab.inventory_path)
+    inv.streams[0].vlan, inv.streams[0].svlan = 100, 200
+    tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3)
+    try:
+        with dut_vlan(KmodVM(tlab, host, None), 100, svlan=200):
+            size = frame.wire_frame_size(64, False, tester.frame_tags)
+            r = tester.run_trial(TrialSpec(frame_size=size, load_fps=1000, duration_s=2))
+            rx = host.run("cat /proc/net/pktgen/pgrx")[1]
+            device = host.run("cat /proc/net/pktgen/tx0")[1]
+            made = host.run("ip -o link show | grep -oE ' rf[sv][0-9a-f]{8}@' || true")[1].split()
+            tester.close()
+            left = host.run("ip -o link show | grep -cE ' rf[sv][0-9a-f]{8}@' || true")[1].strip()
+        assert size == 70 and tester.stream_labels[0]["svlan"] == 200
+        assert (r.tx_frames, r.rx_frames, r.lost_frames) == (2000, 2000, 0), r.notes
+        assert "pkt_size=66 " in rx and " packets=2000 " in rx and "wrong_size=0" in rx, rx[:800]
+        assert "vlan_id: 100" in device and "svlan_id: 200" in device and "min_pkt_size: 66" in device, device
+        # rx0's 802.1ad device and the 802.1Q one on it: only through them do
+        # the frames reach pgrx, so all 2000 came in with both tags
+        assert len(made) == 2, made
+        assert left == "0", "the run's VLAN devices were not removed at close"
     finally:
         tester.stop_all()
         tester.close()
