@@ -743,25 +743,39 @@ static bool pg_rx_is_watched(const struct pg_rx *rx, const struct net_device *de
 #define PG_RX_MAX_VLAN_DEPTH	8
 
 /*
+ * Did the VLAN device take its tag out of the frame? vlan_do_receive()
+ * (net/8021q/vlan_core.c) puts the tag back into the data, where mac_len
+ * then counts it, only for a device with VLAN_FLAG_REORDER_HDR off that is
+ * no macvlan or bridge port; in every other case it is gone.
+ */
+static bool pg_rx_vlan_stripped(const struct net_device *dev)
+{
+	return (vlan_dev_priv(dev)->flags & VLAN_FLAG_REORDER_HDR) ||
+	       netif_is_macvlan_port(dev) || netif_is_bridge_port(dev);
+}
+
+/*
  * Is the frame's device watched: a watched device, or a VLAN device stacked
- * on one (a tagged frame reaches IP only through the device of its tag).
- * *tagged: the tag bytes those VLAN devices took out of the frame, which
- * its length on the wire counts. vlan_do_receive() puts a tag back into
- * the data (and mac_len then counts it) only when the device has
- * VLAN_FLAG_REORDER_HDR off; an accelerated tag still on the skb is one more.
+ * on one (a tagged frame reaches IP only through the device of its tag)?
+ * Watched ifindexes are those of the hook's namespace, and a VLAN device
+ * may sit on a port of another. *tagged: the tag bytes the VLAN devices
+ * took out of the frame, which its length on the wire counts, and an
+ * accelerated tag still on the skb.
  */
 static bool pg_rx_watched(const struct pg_rx *rx, const struct sk_buff *skb,
-			  const struct net_device *dev, unsigned int *tagged)
+			  const struct nf_hook_state *state, unsigned int *tagged)
 {
+	const struct net_device *dev = state->in;
 	unsigned int depth = 0;
 	bool watched = false;
 
 	*tagged = skb_vlan_tag_present(skb) ? VLAN_HLEN : 0;
 	while (dev) {
-		watched = watched || pg_rx_is_watched(rx, dev);
+		watched = watched || (net_eq(dev_net(dev), state->net) &&
+				      pg_rx_is_watched(rx, dev));
 		if (!is_vlan_dev(dev) || ++depth > PG_RX_MAX_VLAN_DEPTH)
 			break;
-		if (vlan_dev_priv(dev)->flags & VLAN_FLAG_REORDER_HDR)
+		if (pg_rx_vlan_stripped(dev))
 			*tagged += VLAN_HLEN;
 		dev = vlan_dev_priv(dev)->real_dev;
 	}
@@ -776,7 +790,7 @@ static unsigned int pg_rx_hook(void *priv, struct sk_buff *skb,
 	struct pg_rx_frame f;
 	enum pg_rx_bad bad;
 
-	if (!pg_rx_watched(rx, skb, state->in, &f.tagged))
+	if (!pg_rx_watched(rx, skb, state, &f.tagged))
 		return NF_ACCEPT;
 	if (!pg_rx_parse(skb, state->pf, &f))
 		return NF_ACCEPT;

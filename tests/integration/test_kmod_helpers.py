@@ -529,14 +529,16 @@ def vlan_stack(port, vlan, svlan=None):
     return [(f"{port}.{svlan}", port, "802.1ad", svlan), (f"{port}.{svlan}.{vlan}", f"{port}.{svlan}", "802.1Q", vlan)]
 
 
-def add_vlan_stack(run, port, vlan, svlan=None):
+def add_vlan_stack(run, port, vlan, svlan=None, top_reorder_hdr=True):
     """Create `port`'s VLAN devices with `run` (a shell runner), quiet (no
     IPv6 autoconf, DAD or router solicitations: the test ports stay
-    silent), and up. Returns the top device's name."""
+    silent), and up; top_reorder_hdr=False: the top device (the 802.1Q one)
+    keeps its tag in the frames it receives. Returns the top device's name."""
     stack = vlan_stack(port, vlan, svlan)
     for name, link, proto, vid in stack:
         sysctl = name.replace(".", "/")
-        run(f"ip link add link {link} name {name} type vlan proto {proto} id {vid} && "
+        reorder = "" if top_reorder_hdr or name != stack[-1][0] else " reorder_hdr off"
+        run(f"ip link add link {link} name {name} type vlan proto {proto} id {vid}{reorder} && "
             + " && ".join(f"sysctl -qw net.ipv6.conf.{sysctl}.{k}=0" for k in QUIET_IPV6)
             + f" && ip link set {name} up")
     return stack[-1][0]
@@ -548,12 +550,13 @@ def dut_vlan(vm, vlan, svlan=None):
     tagged: VLAN devices on dut0 and dut1 (802.1Q `vlan`, on an 802.1ad
     `svlan` for QinQ), and 198.19.0.1 / 2001:2:0:1::1 routed out of dut1's
     tagged device to rx0's MAC; no reverse-path filter on the tagged
-    ingress. Removed on exit: the
-    routes and neighbours go with the devices.
+    ingress. Removed on exit, also on failure: the routes and neighbours go
+    with the devices, rp_filter is restored.
 
       tx0 =[tags]= dut0.T [netns dut] dut1.T =[tags]= rx0
     """
     rx_mac = vm.mac("rx0")
+    rpf_all = vm.dut("sysctl -n net.ipv4.conf.all.rp_filter").strip()
     made, tops = [], []
     try:
         for port in ("dut0", "dut1"):
@@ -562,8 +565,12 @@ def dut_vlan(vm, vlan, svlan=None):
         tagged_in, tagged_out = tops
         # no reverse-path filter on the tagged ingress: the source is routed
         # via dut0 itself, and a device without an IPv4 address fails even
-        # the loose check (fib_validate_source's no_addr case)
+        # the loose check (fib_validate_source's no_addr case). The kernel
+        # applies the larger of `all` and the device's value: `all` is set
+        # to 0 too while the devices exist.
         vm.dut(f"sysctl -qw net.ipv4.conf.{tagged_in.replace('.', '/')}.rp_filter=0")
+        if rpf_all != "0":
+            vm.dut("sysctl -qw net.ipv4.conf.all.rp_filter=0")
         vm.dut(f"ip route replace 198.19.0.1/32 dev {tagged_out}")
         vm.dut(f"ip neigh replace 198.19.0.1 lladdr {rx_mac} dev {tagged_out} nud permanent")
         vm.dut(f"ip -6 route replace 2001:2:0:1::1/128 dev {tagged_out}")
@@ -573,6 +580,8 @@ def dut_vlan(vm, vlan, svlan=None):
         for port in reversed(made):
             for name, *_ in reversed(vlan_stack(port, vlan, svlan)):
                 vm.dut(f"ip link del {name}", check=False)
+        if rpf_all != "0":
+            vm.dut(f"sysctl -qw net.ipv4.conf.all.rp_filter={rpf_all}", check=False)
 
 
 def setup_stream(vm, count, ratep=None, size=64, ipv6=False, thread="kpktgend_0", extra=()):
