@@ -54,6 +54,25 @@ def test_fresh_host_with_intree_pktgen_busy(tmp_path):
     assert r["intree_builtin"] is False
     assert r["kdir_exists"] is True and r["sig_enforce"] == "N" and r["lockdown"] == "none"
     assert r["installed_path"] == "" and r["stamp"] == {}
+    assert r["intree_running"] == []
+
+
+def test_intree_pktgen_running_a_test_without_a_reference(tmp_path):
+    # The start writer holds the in-tree module only while it waits; on a
+    # busy host it can return before the thread starts: use count 0, yet
+    # sending (the kpktgend_N text is the 6.1 kernel's pktgen_thread_show).
+    tree(tmp_path, {
+        "proc/modules": "pktgen 73728 0 - Live 0x0000000000000000\n",
+        "proc/net/pktgen/pgctrl": "",
+        "proc/net/pktgen/kpktgend_0": "Running: rx0 \nStopped: \nResult: OK: add_device=rx0\n",
+        "proc/net/pktgen/kpktgend_1": "Running: tx0 rx0 \nStopped: eth9 \nResult: \n",
+        "proc/net/pktgen/rx0": "Params: count 0\n",
+    })
+    r = info.collect(PARAMS, modinfo_for(None), root=str(tmp_path))
+    assert r["intree_refcnt"] == 0 and r["intree_running"] == ["rx0", "tx0"]
+    tree(tmp_path, {"proc/net/pktgen/kpktgend_0": "Running: \nStopped: rx0 \nResult: OK\n",
+                    "proc/net/pktgen/kpktgend_1": "Running: \nStopped: \nResult: \n"})
+    assert info.collect(PARAMS, modinfo_for(None), root=str(tmp_path))["intree_running"] == []
 
 
 def test_loaded_and_installed_build_with_stamp(tmp_path):

@@ -62,6 +62,11 @@ installed_path:
   description: the installed .ko modprobe would load for kernel_release ('' if none).
   type: str
   returned: always
+intree_running:
+  description: the devices a loaded in-tree pktgen is sending on ([] if none).
+  type: list
+  elements: str
+  returned: always
 stamp:
   description: the stamp file's content ({} if absent).
   type: dict
@@ -95,6 +100,24 @@ def loaded_modules(text):
             users = [u for u in fields[3].rstrip(",").split(",") if u and u != "-"]
             out[fields[0]] = {"refcnt": int(fields[2]) if fields[2].isdigit() else -1, "users": users}
     return out
+
+
+def running_devices(proc_dir):
+    """The devices a pktgen's threads are running, from each kpktgend_N file's
+    'Running:' line. The in-tree pktgen holds a module reference only while a
+    'start' writer waits, and that writer returns at once when the thread has
+    not started the device within 125 ms of the write (a busy host): a test
+    can run with use count 0, and rmmod would end it."""
+    names = []
+    try:
+        threads = sorted(f for f in os.listdir(proc_dir) if re.match(r"^kpktgend_\d+$", f))
+    except OSError:
+        return names
+    for thread in threads:
+        for line in read(os.path.join(proc_dir, thread)).splitlines():
+            if line.startswith("Running:"):
+                names += [n for n in line[len("Running:"):].split() if n not in names]
+    return names
 
 
 def lockdown_mode(text):
@@ -137,6 +160,7 @@ def collect(params, run, root="/"):
         "intree_loaded": intree is not None,
         "intree_refcnt": intree["refcnt"] if intree else 0,
         "intree_users": intree["users"] if intree else [],
+        "intree_running": running_devices(p("/proc/net/pktgen")) if intree and not ours else [],
         # Built into the kernel: /proc/net/pktgen exists with neither module loaded.
         "intree_builtin": ours is None and intree is None and os.path.isdir(p("/proc/net/pktgen")),
         "intree_marker": os.path.exists(p(params["intree_marker_path"])),
