@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from rfc2544.drivers import vlan as vlan_devices
 from rfc2544.drivers.ssh import put_file, quote
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -518,28 +519,17 @@ def kmod(lab):
         yield vm
 
 
-QUIET_IPV6 = ("accept_ra", "autoconf", "dad_transmits", "router_solicitations", "accept_dad")
-
-
-def vlan_stack(port, vlan, svlan=None):
-    """[(name, link, proto, id)] for `port`'s VLAN devices, lowest first:
-    PORT.VLAN, or PORT.SVLAN (802.1ad) and PORT.SVLAN.VLAN on it."""
-    if svlan is None:
-        return [(f"{port}.{vlan}", port, "802.1Q", vlan)]
-    return [(f"{port}.{svlan}", port, "802.1ad", svlan), (f"{port}.{svlan}.{vlan}", f"{port}.{svlan}", "802.1Q", vlan)]
-
-
 def add_vlan_stack(run, port, vlan, svlan=None, top_reorder_hdr=True):
     """Create `port`'s VLAN devices with `run` (a shell runner), quiet (no
     IPv6 autoconf, DAD or router solicitations: the test ports stay
     silent), and up; top_reorder_hdr=False: the top device (the 802.1Q one)
     keeps its tag in the frames it receives. Returns the top device's name."""
-    stack = vlan_stack(port, vlan, svlan)
+    stack = vlan_devices.devices(port, vlan, svlan, dotted=True)
     for name, link, proto, vid in stack:
         sysctl = name.replace(".", "/")
         reorder = "" if top_reorder_hdr or name != stack[-1][0] else " reorder_hdr off"
         run(f"ip link add link {link} name {name} type vlan proto {proto} id {vid}{reorder} && "
-            + " && ".join(f"sysctl -qw net.ipv6.conf.{sysctl}.{k}=0" for k in QUIET_IPV6)
+            + " && ".join(f"sysctl -qw net.ipv6.conf.{sysctl}.{k}=0" for k in vlan_devices.QUIET_IPV6)
             + f" && ip link set {name} up")
     return stack[-1][0]
 
@@ -578,7 +568,7 @@ def dut_vlan(vm, vlan, svlan=None):
         yield tagged_in, tagged_out
     finally:
         for port in reversed(made):
-            for name, *_ in reversed(vlan_stack(port, vlan, svlan)):
+            for name, *_ in reversed(vlan_devices.devices(port, vlan, svlan, dotted=True)):
                 vm.dut(f"ip link del {name}", check=False)
         if rpf_all != "0":
             vm.dut(f"sysctl -qw net.ipv4.conf.all.rp_filter={rpf_all}", check=False)

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
+from rfc2544.drivers import vlan as vlan_devices
 from rfc2544.lab.flow_counter import backlog_drops
 from test_kmod_helpers import (PG, add_vlan_stack, dut_vlan, kmod, parse_device, parse_pgrx,  # noqa: F401
-                               setup_stream, vlan_stack)
+                               setup_stream)
 
 pytestmark = pytest.mark.lab
 
@@ -478,7 +479,7 @@ def test_tagged_frames_are_counted_with_their_tags_through_vlan_devices(kmod, sv
                 time.sleep(0.5)
                 results[sent] = parse_device(kmod.read("tx0")), parse_pgrx(kmod.read("pgrx"))
         finally:
-            for name, *_ in reversed(vlan_stack("rx0", 100, svlan)):
+            for name, *_ in reversed(vlan_devices.devices("rx0", 100, svlan, dotted=True)):
                 kmod.sh(f"ip link del {name}", check=False)
     dev, rx = results[size]
     [st] = rx["streams"]

@@ -360,9 +360,12 @@ def test_corpus_beside_a_genuine_stream(kmod, injector):
     assert len(streams) == MAX_STREAMS, ctx
     assert int(rx["header"]["streams_dropped"]) == FLOOD - flood_streams, ctx
 
-    # latency: no timestamp-1 or future sample got in (TCG: seconds at worst)
+    # latency: no timestamp-1 (decades) or hour-ahead sample got in. A
+    # genuine frame can wait seconds in a starved TCG guest (6.3 s in a CI
+    # run whose corpus injection took 83 s): the bound only has to be far
+    # below the wild values
     lat = rx["stat"]["latency"]
-    assert 0 < lat["max"] < 5 * 10**9, ctx
+    assert 0 < lat["max"] < 60 * 10**9, ctx
     assert lat["n"] + lat["skipped"] == rx["total"]["packets"], ctx
 
 

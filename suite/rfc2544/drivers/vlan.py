@@ -19,22 +19,28 @@ from typing import List, Optional, Tuple
 from rfc2544.drivers import validate
 
 PREFIXES = ("rfv", "rfs")     # 802.1Q (inner) and 802.1ad (outer) devices
-QUIET_IPV6 = ("accept_ra", "autoconf", "dad_transmits", "router_solicitations")
+# net.ipv6.conf.<port>.* set to 0 on every test port, the lab's too
+# (lab/topology.py): no router solicitations, autoconf or DAD frames that a
+# receiver would count and a DUT would answer
+QUIET_IPV6 = ("accept_ra", "autoconf", "dad_transmits", "router_solicitations", "accept_dad")
 
 
 def _name(prefix, *parts):
     return f"{prefix}{zlib.crc32(':'.join(map(str, parts)).encode()):08x}"
 
 
-def devices(port, vlan, svlan=None) -> List[Tuple[str, str, str, int]]:
-    """The stack for (port, tags), lowest first: (name, link, proto, id)."""
+def devices(port, vlan, svlan=None, dotted=False) -> List[Tuple[str, str, str, int]]:
+    """The stack for (port, tags), lowest first: (name, link, proto, id).
+    `dotted`: the names people give them (PORT.VLAN, PORT.SVLAN and
+    PORT.SVLAN.VLAN: a DUT's, the lab tests'), not the suite's own."""
     port = validate.ifname(port)
     vlan = validate.uint(vlan, "VLAN id", 1, 4094)
     if svlan is None:
-        return [(_name("rfv", port, vlan), port, "802.1Q", vlan)]
+        return [(f"{port}.{vlan}" if dotted else _name("rfv", port, vlan), port, "802.1Q", vlan)]
     svlan = validate.uint(svlan, "outer VLAN id", 1, 4094)
-    outer = _name("rfs", port, svlan)
-    return [(outer, port, "802.1ad", svlan), (_name("rfv", port, svlan, vlan), outer, "802.1Q", vlan)]
+    outer = f"{port}.{svlan}" if dotted else _name("rfs", port, svlan)
+    inner = f"{outer}.{vlan}" if dotted else _name("rfv", port, svlan, vlan)
+    return [(outer, port, "802.1ad", svlan), (validate.ifname(inner), outer, "802.1Q", vlan)]
 
 
 def add_command(port, vlan, svlan: Optional[int] = None) -> str:

@@ -20,6 +20,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from rfc2544.drivers.vlan import QUIET_IPV6
 from rfc2544.errors import BadInput
 
 TOPOLOGIES = ("single", "two-host")
@@ -157,8 +158,7 @@ def _calibration_link():
 
 
 def _quiet(conf):
-    return [f"net/ipv6/conf/{conf}/{k}=0" for k in
-            ("accept_ra", "autoconf", "dad_transmits", "router_solicitations", "accept_dad")]
+    return [f"net/ipv6/conf/{conf}/{k}=0" for k in QUIET_IPV6]
 
 
 def _sysctl(settings):
