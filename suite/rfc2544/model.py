@@ -5,7 +5,7 @@ traffic, the residual wait) and returns a `TrialResult`. Searches never see a
 Tester: they see `measure(duration, load)` built on top of it.
 """
 from dataclasses import asdict, dataclass, field
-from typing import List, Optional, Protocol
+from typing import Dict, List, Optional, Protocol
 
 ETHERNET_OVERHEAD = 20  # preamble 8 + inter-frame gap 12 bytes, per frame
 
@@ -126,6 +126,7 @@ class TrialResult:
     hooks: List[HookRun] = field(default_factory=list)
     spacing: Optional[Spacing] = None
     tester_bursty: bool = False     # failed, and the generator's micro-bursts explain the loss (pacing.py)
+    modifier_frames: Dict[str, int] = field(default_factory=dict)  # broadcast/management frames sent (modifiers.py)
 
     @property
     def lost_frames(self):

@@ -408,3 +408,68 @@ def test_a_qinq_stream_is_sent_and_counted_with_its_tags(tlab, module_loaded):  
         tester.stop_all()
         tester.close()
         host.close()
+
+
+def readme_hooks(title):
+    """The rfc2544_trial_hooks of inventory/README.md's example under
+    `title`: the test runs the documented commands themselves."""
+    import re
+    from pathlib import Path
+
+    import yaml
+    text = (Path(__file__).parents[2] / "inventory" / "README.md").read_text()
+    part = text[text.index(title):]
+    block = re.search(r"```yaml\n(.*?)```", part, re.S).group(1)
+    return yaml.safe_load(block.replace("rfc2544_trial_hooks:", "", 1)
+                          if block.lstrip().startswith("rfc2544_trial_hooks:") else block)
+
+
+def test_broadcast_and_management_frames_reach_the_dut_beside_the_stream(tlab, module_loaded):  # noqa: F811
+    """The profile's modifiers (RFC 2544 11.2 and 11.3, issue 31 item 5),
+    with the README's filter (11.4) and routing-update (11.1) hooks on the
+    DUT, as documented (`eth1` is the lab DUT's dut0):
+
+      tester tx0 ==> dut0 [netns dut: UDP to 255.255.255.255:9 -> UdpIgnoredMulti,
+             tx0@9990 broadcast 1 %      to 198.18.0.2:161 -> UdpNoPorts;
+             tx0@9991 management 1/s     25 flower filters, route churn] dut1 ==> rx0
+
+    The DUT's own UDP counters see every modifier frame the generator
+    reports (plus the one each device sends in the learning run); the
+    stream passes the filters and loses nothing, and pgrx sees nothing
+    foreign (a router forwards neither kind). The hooks ran, the filters
+    and the churn were there at the trial's end, and are gone after it."""
+    from rfc2544.config.profile_model import Modifiers
+    host = tlab.connect("tester")
+    inv = inventory.load(tlab.inventory_path)
+    filters = {k: [c.replace("eth1", "dut0") for c in v] for k, v in readme_hooks("On a Linux\nDUT, filters").items()}
+    churn = readme_hooks("Routing updates: a route")
+    inv.hosts["dut"].trial_hooks = {
+        "pre": filters["pre"] + churn["pre"],
+        "post": ["tc filter show dev dut0 ingress | grep -c 'src_ip 203.0.113'",
+                 "kill -0 $(cat /run/rfc2544-route-churn.pid)"] + churn["post"] + filters["post"]}
+    tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3, modifiers=Modifiers(broadcast_pct=1.0, management_fps=1.0))
+    nstat = "ip netns exec dut nstat -az UdpNoPorts UdpIgnoredMulti | awk '/^Udp/ {print $1, $2}'"
+    try:
+        before = dict(line.split() for line in host.run(nstat)[1].splitlines())
+        r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=3.0))
+        after = dict(line.split() for line in host.run(nstat)[1].splitlines())
+        rx = host.run("cat /proc/net/pktgen/pgrx")[1]
+        # [e]: the pattern must not match the shell that runs pgrep
+        left = host.run("ip netns exec dut sh -c 'ls /run/rfc2544-route-churn.pid; tc filter show dev dut0 ingress; "
+                        "pgrep -f \"ip route replac[e] 192.0.2.0/24\"'", check=False)
+    finally:
+        tester.stop_all()
+        tester.close()
+        host.run("ip netns exec dut sh -c 'pkill -f \"ip route replac[e] 192.0.2.0/24\"; "
+                 "rm -f /run/rfc2544-route-churn.pid; tc qdisc del dev dut0 ingress 2>/dev/null'", check=False)
+        host.close()
+    assert (r.tx_frames, r.rx_frames, r.lost_frames) == (6000, 6000, 0), r.notes
+    # 1 % of 6000 over the 3 s, and one a second from 0 s: 0, 1 and 2 s
+    assert r.modifier_frames == {"broadcast": 60, "management": 3}, r.notes
+    learning = 1 if QUICK["learning_frames"] else 0
+    seen = {k: int(after[k]) - int(before[k]) for k in after}
+    assert seen == {"UdpIgnoredMulti": 60 + learning, "UdpNoPorts": 3 + learning}, (seen, r.notes)
+    assert "foreign=0" in rx, rx[:600]
+    assert [h.exit_status for h in r.hooks] == [0] * 6, r.hooks
+    assert r.hooks[2].stdout.strip() == "25", r.hooks[2]       # every filter was in place
+    assert left[0] != 0 and not left[1].strip(), left            # churn stopped, filters gone

@@ -77,6 +77,12 @@ class ResetSettings:
 
 
 @dataclass(frozen=True)
+class Modifiers:
+    broadcast_pct: float                # % of the offered frames sent to the broadcast address; 0 = off
+    management_fps: float               # frames/s to the DUT's own address; 0 = off
+
+
+@dataclass(frozen=True)
 class Thresholds:
     throughput_min_fps: Optional[float]
     throughput_min_pct: Optional[float]
@@ -87,7 +93,7 @@ class Thresholds:
 SECTION_TYPES = {"waits": Waits, "search": SearchSettings, "latency": LatencySettings,
                  "frame_loss": FrameLossSettings, "back_to_back": BackToBackSettings, "bursty": BurstySettings,
                  "system_recovery": SystemRecoverySettings, "reset": ResetSettings,
-                 "thresholds": Thresholds}
+                 "modifiers": Modifiers, "thresholds": Thresholds}
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ class ProfileModel:
     bursty: BurstySettings
     system_recovery: SystemRecoverySettings
     reset: ResetSettings
+    modifiers: Modifiers
     thresholds: Thresholds
 
     @classmethod

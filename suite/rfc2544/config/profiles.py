@@ -50,6 +50,8 @@ SCHEMA = {
                         "repetitions": ("int", 1)},
     "reset": {"duration_s": ("pos", 60.0), "reset_after_s": ("pos", 10.0),
               "repetitions": ("int", 1)},
+    # RFC 2544 section 11: frames beside the test streams (drivers/modifiers.py); 0 = off
+    "modifiers": {"broadcast_pct": ("broadcast_share", 0.0), "management_fps": ("management_rate", 0.0)},
     "thresholds": {"throughput_min_fps": ("opt_pos", None), "throughput_min_pct": ("opt_pct", None),
                    "latency_p999_max_us": ("opt_pos", None), "latency_median_max_us": ("opt_pos", None)},
 }
@@ -164,6 +166,15 @@ def _check(origin, where, kind, value):
     if kind == "ratio":
         if not number or not 0 <= value < 1:
             bad("must be a number in [0, 1)")
+        return float(value)
+    if kind == "broadcast_share":
+        # 11.2 asks for 1 %; more than a tenth of the frames is no longer the test traffic
+        if not number or not 0 <= value <= 10:
+            bad("must be a percentage of the offered frames in 0..10 (0 = none; RFC 2544 11.2: 1)")
+        return float(value)
+    if kind == "management_rate":
+        if not number or not 0 <= value <= 100:
+            bad("must be frames per second in 0..100 (0 = none; RFC 2544 11.3: 1)")
         return float(value)
     if kind == "count":
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10:

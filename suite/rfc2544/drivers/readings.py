@@ -17,9 +17,10 @@ class CounterReader:
     """Batches that read the counters of `plans`, and their parsing, for the
     receiver in `detection` (detection.detect_tools)."""
 
-    def __init__(self, plans, detection):
+    def __init__(self, plans, detection, extra_devices=()):
         self.plans = plans
         self.detection = detection
+        self.extra_devices = list(extra_devices)     # (host, pktgen device) read beside the streams
         self.tx_hosts = sorted({p.tx_host for p in plans})
         self.rx_hosts = sorted({p.rx_host for p in plans})
         self.pgrx = detection["receiver"] == RECEIVER_PGRX
@@ -28,6 +29,7 @@ class CounterReader:
         paths = []
         if with_tx and host in self.tx_hosts:
             paths += [pktgen.device_path(p.device) for p in self.plans if p.tx_host == host]
+            paths += [pktgen.device_path(d) for h, d in self.extra_devices if h == host]
         if with_rx and host in self.rx_hosts:
             if self.pgrx:
                 paths.append(pgrx_mod.PGRX)
@@ -64,6 +66,15 @@ class CounterReader:
                 elif any(path.startswith("/sys/class/net/") for path in files):
                     rx[host] = counters_mod.parse_reads(files, self.detection["rx_ports"][host])
         return tx, rx
+
+    def parse_extra(self, outputs, tag):
+        """-> {(host, device): device state} of the extra devices read under `tag`."""
+        out = {}
+        for host, device in self.extra_devices:
+            files = outputs.get(host).reads.get(tag, {}) if host in outputs else {}
+            if pktgen.device_path(device) in files:
+                out[(host, device)] = pktgen.parse_device(files[pktgen.device_path(device)])
+        return out
 
     def parse_baselines(self, outputs, tag):
         """Interface counter baselines (they cannot be reset): host -> snapshot."""

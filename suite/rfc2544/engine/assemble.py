@@ -36,9 +36,11 @@ def make_tester(inventory, profile):
         from rfc2544.engine.tester import SSHTester
     except ImportError as exc:
         raise InfraError(f"the traffic drivers are not available in this build ({exc})")
+    from rfc2544.drivers import modifiers
     w = profile.model.waits
     waits = {"learning_s": w.learning_s, "residual_s": w.residual_s, "settle_s": w.settle_s}
-    return SSHTester(inventory, waits=waits, bidirectional=profile.model.direction == "bi")
+    return SSHTester(inventory, waits=waits, bidirectional=profile.model.direction == "bi",
+                     modifiers=profile.model.modifiers if modifiers.enabled(profile.model.modifiers) else None)
 
 
 def make_dut_reset(inventory):
@@ -86,6 +88,14 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
         "calibration": calibration,
     }
+    mods = getattr(tester, "modifiers", None)
+    if mods:
+        # RFC 2544 section 11's frames beside the streams, and the devices that sent them
+        settings = profile.model.modifiers
+        conditions["modifiers"] = {"broadcast_pct": settings.broadcast_pct,
+                                   "management_fps": settings.management_fps,
+                                   "devices": [{"kind": m.kind, "tx": f"{m.tx_host}:{m.tx_port}", "device": m.device}
+                                               for m in mods]}
     # No speed from the profile or the inventory: the one the NICs reported
     # (the report's % of line rate then says where it came from).
     source = "profile" if profile.model.link_mbps else "inventory" if link_mbps else None

@@ -21,6 +21,7 @@ from rfc2544.model import TrialResult, TrialSpec
 from rfc2544.engine.detection import (GENERATOR_INTREE, GENERATOR_MODULE, RECEIVER_COUNTERS,  # noqa: F401 (API)
                                RECEIVER_PGRX, detect_tools)
 from rfc2544.drivers.hooks import hooks_of
+from rfc2544.drivers.modifiers import plan_modifiers
 from rfc2544.drivers.plan import frame_tags, plan_streams
 from rfc2544.drivers.readings import pktgen_sent
 from rfc2544.engine.schedule import RateSchedule, segments_of
@@ -72,7 +73,7 @@ class SSHTester:
 
     SSHTester(inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
               rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time,
-              bidirectional=False)
+              bidirectional=False, modifiers=None)
 
     `waits`: a Waits or a dict of its fields. `poll_interval_s`: live
     counter reads while sending (progress, early abort). `abort_lag_s`: a
@@ -84,7 +85,9 @@ class SSHTester:
     every host once). `clock`: an object with monotonic() and sleep() (the
     time module; tests pass a simulated clock so no bound depends on how
     fast the machine runs). `bidirectional`: every inventory stream is also
-    sent back at the same rate (drivers/plan.py).
+    sent back at the same rate (drivers/plan.py). `modifiers`: the
+    profile's modifiers section (profile_model.Modifiers; None: none), the
+    broadcast and management frames beside every trial (drivers/modifiers.py).
     Use as a context manager or call close().
     """
 
@@ -92,7 +95,7 @@ class SSHTester:
 
     def __init__(self, inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
                  rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time,
-                 bidirectional=False):
+                 bidirectional=False, modifiers=None):
         self.inventory = inventory
         self._clock = clock
         self.settings = TrialSettings(Waits.of(waits), float(poll_interval_s), float(abort_lag_s),
@@ -101,8 +104,10 @@ class SSHTester:
         self.tx_hosts = sorted({p.tx_host for p in self.plans})
         self.rx_hosts = sorted({p.rx_host for p in self.plans})
         self.transport = Transport(inventory, self.tx_hosts, sessions, clock)
+        self.modifier_settings = modifiers
+        self.modifiers = plan_modifiers(inventory, self.plans, modifiers) if modifiers else []
         self.engine = TrialEngine(self.transport, self.plans, self.settings, self.detect, clock,
-                                  hooks=hooks_of(inventory))
+                                  hooks=hooks_of(inventory), modifiers=(modifiers, self.modifiers))
         self._lock = threading.Lock()
         self._detected = None
         self._link_pacing = None

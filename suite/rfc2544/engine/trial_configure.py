@@ -171,6 +171,7 @@ class ConfigurePhase:
                     self._rx_declared[host] = streams
                 pgrx_mod.reset_batch(level if level != self._rx_level else None, b)
         fulls = self._write_configs(configs, batches, full)
+        self._write_modifiers(batches, self._modifier_configs)
         if counters:
             self.clock.sleep(max(0.0, t_base + self.settings.quiet_window_s - self.clock.monotonic()))
         for host, b in self.reader.batches("zero").items():

@@ -22,6 +22,7 @@ from rfc2544.model import TrialSpec
 
 from rfc2544.engine.detection import RECEIVER_PGRX
 from rfc2544.drivers import pgrx as pgrx_mod
+from rfc2544.drivers import modifiers as modifiers_mod
 from rfc2544.drivers import pktgen, vlan
 from rfc2544.drivers.hooks import hook_notes, run_hooks
 from rfc2544.drivers.plan import check_addresses, device_configs
@@ -86,15 +87,18 @@ def utc_now():
 class TrialEngine(ConfigurePhase):
     """Runs trials of `plans` over `transport`. `detect()`: the tools found
     (detection.detect_tools, cached by the caller). `hooks`: DUT host ->
-    {pre: [...], post: [...]} (drivers.hooks.hooks_of)."""
+    {pre: [...], post: [...]} (drivers.hooks.hooks_of). `modifiers`: (the
+    profile's Modifiers, [ModifierPlan]) (drivers/modifiers.py) or None."""
 
-    def __init__(self, transport, plans, settings, detect, clock, hooks=None):
+    def __init__(self, transport, plans, settings, detect, clock, hooks=None, modifiers=None):
         self.transport = transport
         self.plans = plans
         self.settings = settings
         self.detect = detect
         self.clock = clock
         self.hooks = hooks or {}
+        self.modifier_settings, self.modifiers = modifiers or (None, [])
+        self._modifier_configs = []   # what the next configure writes to the modifier devices
         self.tx_hosts = sorted({p.tx_host for p in plans})
         self.rx_hosts = sorted({p.rx_host for p in plans})
         self.ready = False            # devices added and receivers on (reset by stop_all)
@@ -129,7 +133,8 @@ class TrialEngine(ConfigurePhase):
     @property
     def reader(self):
         if self._reader is None:
-            self._reader = CounterReader(self.plans, self.detect())
+            self._reader = CounterReader(self.plans, self.detect(),
+                                         extra_devices=[(m.tx_host, m.device) for m in self.modifiers])
         return self._reader
 
     # ------------------------------------------------------------ checks
@@ -159,10 +164,15 @@ class TrialEngine(ConfigurePhase):
         if self.ready:
             return
         det = self.detect()
+        if self.modifiers and not (det["receiver"] == RECEIVER_PGRX and det.get("stream_ids")):
+            raise BadInput("broadcast and management frames (the profile's modifiers) need the rfc2544_pktgen "
+                           "module 1.3 or later on every tester host: its stream ids keep them apart from "
+                           "the test streams at the receiver. Run 'rfc2544 setup', or set the modifiers to 0")
         batches = {}
         for host in self.tx_hosts:
             threads = det["hosts"][host].threads
             devices = [p.device for p in self.plans if p.tx_host == host]
+            devices += [m.device for m in self.modifiers if m.tx_host == host]
             by_device = {d: threads[i % len(threads)] for i, d in enumerate(devices)}
             batches.setdefault(host, Batch()).extend(pktgen.setup_batch(by_device))
         pgrx = det["receiver"] == RECEIVER_PGRX
@@ -221,6 +231,7 @@ class TrialEngine(ConfigurePhase):
                                  [w.learning_fps] * n, **self._generator_features())
         batches = {}
         self._write_configs(configs, batches)
+        self._write_modifiers(batches, self._idle_modifier_configs(spec, configs))
         for host in self.tx_hosts:
             batches.setdefault(host, Batch()).write(pktgen.PGCTRL, "start")  # short: inline and blocking
         self._run_writes(batches, timeout=30 + w.learning_frames / w.learning_fps)
@@ -254,6 +265,7 @@ class TrialEngine(ConfigurePhase):
         starts = {h: self.transport.session(h).open_start() for h in self.tx_hosts}
         batches = {}
         self._write_configs(configs, batches)
+        self._write_modifiers(batches, self._idle_modifier_configs(spec, configs))
         self._run_writes(batches)
         for s in starts.values():
             s.trigger()
@@ -305,11 +317,13 @@ class TrialEngine(ConfigurePhase):
         schedule = schedule or RateSchedule.of_spec(spec, len(self.plans))
         configs = device_configs(self.plans, spec, schedule.totals(), schedule.first_rates(),
                                  **self._generator_features())
+        planned_modifiers = self._trial_modifier_configs(spec, schedule, configs)
         hook_runs = self._hooks("pre", mark)
         self._learn(spec)
         mark("learning")
         self._settle(spec)
         mark("settle")
+        self._modifier_configs = planned_modifiers
         run = self._traffic(spec, schedule, configs, progress, mark)
         self._last_traffic_end = run.t_end
         outputs = self._folded_read(run, mark)
@@ -333,7 +347,52 @@ class TrialEngine(ConfigurePhase):
                               deadline_hit=run.deadline_hit)
         result.hooks = hook_runs
         result.notes += hook_notes(hook_runs)
+        if self.modifiers:
+            self._record_modifiers(result, self.reader.parse_extra(outputs, "final"), planned_modifiers)
         return result
+
+    # ------------------------------------------------------------ modifiers
+    def _trial_modifier_configs(self, spec, schedule, configs):
+        """The modifier devices' configs for a trial of `schedule`
+        (drivers/modifiers.planned_frames), sent with the streams' size."""
+        if not self.modifiers:
+            return []
+        totals = schedule.totals()
+        sending_s = schedule.planned_s()
+        stream_ids = self._generator_features()["stream_ids"]
+        out = []
+        for m in self.modifiers:
+            frames, rate = modifiers_mod.planned_frames(m, self.modifier_settings, totals, sending_s)
+            out.append(modifiers_mod.device_config(m, spec, frames, rate, configs[0].pkt_size, configs[0].imix,
+                                                   stream_ids))
+        return out
+
+    def _idle_modifier_configs(self, spec, configs):
+        """One frame each: a run that is not a trial (learning, calibration)
+        starts the modifier devices too, and a pktgen device cannot send none."""
+        stream_ids = self._generator_features()["stream_ids"]
+        return [modifiers_mod.device_config(m, spec, 1, None, configs[0].pkt_size, configs[0].imix, stream_ids)
+                for m in self.modifiers]
+
+    def _write_modifiers(self, batches, configs):
+        """Every command of the modifier devices (a few devices: no diff writes)."""
+        for cfg, m in zip(configs, self.modifiers):
+            b = batches.setdefault(m.tx_host, Batch())
+            for c in cfg.commands():
+                b.write(pktgen.device_path(cfg.device), c)
+                self.control_counts["writes"] += 1
+
+    def _record_modifiers(self, result, states, planned):
+        """The modifier frames each kind sent, and a note when a device sent
+        fewer than planned (a generator that could not keep up)."""
+        sent = {}
+        for m, cfg in zip(self.modifiers, planned):
+            st = states.get((m.tx_host, m.device))
+            got = (st.pkts_sofar or 0) if st is not None else 0
+            sent[m.kind] = sent.get(m.kind, 0) + got
+            if got < cfg.count:
+                result.notes.append(f"{m.kind} frames: {m.tx_host}:{m.device} sent {got} of {cfg.count}")
+        result.modifier_frames = sent
 
     def _fold_host(self, starts):
         """The tester host whose start script does the final read: only

@@ -46,6 +46,7 @@ def report_context(results):
         "link": summary.link_text(conditions.get("link_speed_mbps")),
         "link_used": summary.link_used(results),
         "ip_versions": summary.ip_versions_text(results),
+        "modifiers": summary.modifiers_text(results),
         "throughput": tput,
         "throughput_svg": plots.throughput_svg(tput, conditions.get("link_speed_mbps"), cal),
         "latency": latency,

@@ -122,6 +122,20 @@ def ip_versions_text(results):
     return ", ".join(f"IPv{v}" for v in ip_versions(results))
 
 
+def modifiers_text(results):
+    """RFC 2544 section 11's frames the run sent beside its streams, in
+    words ('' when none: files before schema_minor 6 had none)."""
+    mods = (results.get("conditions") or {}).get("modifiers")
+    if not isinstance(mods, dict):
+        return ""
+    parts = []
+    if mods.get("broadcast_pct"):
+        parts.append(f"broadcast frames, {mods['broadcast_pct']:g} % of the offered frames (RFC 2544 11.2)")
+    if mods.get("management_fps"):
+        parts.append(f"management frames, {mods['management_fps']:g} a second to the DUT's address (RFC 2544 11.3)")
+    return "; ".join(parts)
+
+
 def link_used(results):
     """The link speed the run used for line-rate figures, where it came
     from, and what the stream ports reported: one line for the report."""

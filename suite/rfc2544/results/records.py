@@ -26,7 +26,9 @@ SCHEMA_VERSION = 2
 # 4 = the `bursty` section (RFC 2544 section 21) and `frames_per_burst` on
 # trial specs, written when more than one.
 # 5 = `vlan` and `svlan` on tagged conditions.streams (frame sizes count the tags).
-SCHEMA_MINOR = 5
+# 6 = the profile's `modifiers` (RFC 2544 section 11: broadcast and management
+# frames), `modifiers` in the conditions and `modifier_frames` on trials, when on.
+SCHEMA_MINOR = 6
 SECTIONS = tuple(SUMMARY_TYPES)
 
 
@@ -110,6 +112,7 @@ class TrialRecord:
     spacing: Optional[Spacing] = None       # the generator's departure spacing (rfc2544_pktgen only)
     tester_bursty: bool = False             # pacing.py's rule: the loss is the generator's micro-bursts
     requested_frame_size: Optional[int] = None   # the size asked, when `frame_size` (sent) differs
+    modifier_frames: Dict[str, int] = field(default_factory=dict)   # section 11's frames sent; schema_minor 6
 
     KEY_ORDER = ("latency", "streams", "notes", "hooks", "spec", "samples", "superseded", "spacing")
 
@@ -126,7 +129,7 @@ class TrialRecord:
             aborted_early=result.aborted_early, saved_traffic_s=result.saved_traffic_s,
             started=result.started, latency=result.latency, streams=list(result.streams),
             notes=list(result.notes), hooks=list(result.hooks), spec=spec, spacing=result.spacing,
-            tester_bursty=result.tester_bursty)
+            tester_bursty=result.tester_bursty, modifier_frames=dict(result.modifier_frames))
 
     @classmethod
     def from_dict(cls, d):
@@ -141,7 +144,8 @@ class TrialRecord:
 
     def to_dict(self):
         out = requested_after_frame_size(_plain(self, {"samples": None, "superseded": False,
-                                                       "spacing": None, "tester_bursty": False}))
+                                                       "spacing": None, "tester_bursty": False,
+                                                       "modifier_frames": {}}))
         for key, default in (("flows", 1), ("frames_per_burst", 1), ("flow_spread", "udp_ports")):
             if out["spec"].get(key) == default:    # the spec as it always was
                 del out["spec"][key]
@@ -159,7 +163,7 @@ class TrialRecord:
             aborted_early=self.aborted_early, saved_traffic_s=self.saved_traffic_s,
             started=self.started, latency=self.latency, streams=list(self.streams),
             notes=list(self.notes), hooks=list(self.hooks), spacing=self.spacing,
-            tester_bursty=self.tester_bursty)
+            tester_bursty=self.tester_bursty, modifier_frames=dict(self.modifier_frames))
 
 
 @dataclass
