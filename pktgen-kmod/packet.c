@@ -210,23 +210,48 @@ static u32 pg_next_daddr(struct pg_thread *t, struct pg_dev *pd)
 	return f->daddr;
 }
 
-/* IPv6 destination range: the low 32 bits vary when the rest is equal. */
-static void pg_next_daddr6(struct pg_thread *t, struct pg_dev *pd)
+/*
+ * IPv6 destination range: the one 32-bit word in which dst6_min and
+ * dst6_max differ varies between them, the other three as in both. The
+ * last word steps hosts; the second steps /64 networks with the same
+ * interface id (RFC 2544 section 12's networks, as dst_stride 256 does for
+ * IPv4). Addresses that differ in more than one word are no range.
+ */
+static int pg_daddr6_word(const struct pg_dev *pd)
 {
 	const struct in6_addr *lo = &pd->min_in6_daddr, *hi = &pd->max_in6_daddr;
-	u32 cur, l = ntohl(lo->s6_addr32[3]), h = ntohl(hi->s6_addr32[3]);
+	int i, word = -1;
 
-	if (!ipv6_addr_any(lo) && lo->s6_addr32[0] == hi->s6_addr32[0] &&
-	    lo->s6_addr32[1] == hi->s6_addr32[1] &&
-	    lo->s6_addr32[2] == hi->s6_addr32[2] && l < h) {
-		cur = ntohl(pd->cur_in6_daddr.s6_addr32[3]);
-		pd->cur_in6_daddr = *lo;
-		pd->cur_in6_daddr.s6_addr32[3] =
-			htonl(pg_next(t, cur, l, h, pg_dev_has_flag(pd, PGF_IPDST_RND)));
+	if (ipv6_addr_any(lo))
+		return -1;
+	for (i = 0; i < 4; i++) {
+		if (lo->s6_addr32[i] == hi->s6_addr32[i])
+			continue;
+		if (word >= 0)
+			return -1;
+		word = i;
+	}
+	if (word >= 0 && ntohl(lo->s6_addr32[word]) >= ntohl(hi->s6_addr32[word]))
+		return -1;
+	return word;
+}
+
+static void pg_next_daddr6(struct pg_thread *t, struct pg_dev *pd)
+{
+	int w = pg_daddr6_word(pd);
+	u32 cur;
+
+	if (w >= 0) {
+		cur = ntohl(pd->cur_in6_daddr.s6_addr32[w]);
+		pd->cur_in6_daddr = pd->min_in6_daddr;
+		pd->cur_in6_daddr.s6_addr32[w] =
+			htonl(pg_next(t, cur, ntohl(pd->min_in6_daddr.s6_addr32[w]),
+				      ntohl(pd->max_in6_daddr.s6_addr32[w]),
+				      pg_dev_has_flag(pd, PGF_IPDST_RND)));
 	} else if (!ipv6_addr_any(&pd->in6_daddr)) {
 		pd->cur_in6_daddr = pd->in6_daddr;
 	} else {
-		pd->cur_in6_daddr = *lo;
+		pd->cur_in6_daddr = pd->min_in6_daddr;
 	}
 }
 

@@ -338,36 +338,47 @@ def route_check(inv):
     return check
 
 
-def test_256_destination_networks_are_routed_by_the_dut(tlab, module_loaded):  # noqa: F811
+@pytest.mark.parametrize("ipv6", [False, True], ids=["ipv4", "ipv6"])
+def test_256_destination_networks_are_routed_by_the_dut(tlab, module_loaded, ipv6):  # noqa: F811
     """RFC 2544 section 12 (issue 31 item 2): a stream of 256 flows spread
-    over destination networks sends each frame to a random address of
-    198.19.0.0/24 .. 198.19.255.0/24; the lab DUT routes all 256 toward rx0
-    (topology.network_routes), so nothing is lost and pgrx counts the stream
-    exactly. With one of the 255 routes taken away, the frames to that
-    network are lost, about 1/256 of them: the destinations did vary.
+    over destination networks sends each frame to the rx port's host part
+    in a random one of 198.19.0.0/24 .. 198.19.255.0/24, or over IPv6 of
+    2001:2:0:1::/64 .. 2001:2:0:100::/64 (module 1.5); the lab DUT routes
+    all 256 toward rx0 (topology.network_routes), so nothing is lost and
+    pgrx counts the stream exactly. With one of the 255 routes taken away,
+    the frames to that network are lost, about 1/256 of them: the
+    destinations did vary. doctor --networks 256 checks the IPv4 routes.
 
-      tester: tx0 ==veth== dut0 [netns dut: 198.19.K.0/24 via rx0] dut1 ==veth== rx0
+      tester: tx0 ==veth== dut0 [netns dut: 198.19.K.0/24, 2001:2:0:K::/64 via rx0] dut1 ==veth== rx0
     """
     host = tlab.connect("tester")
     inv = inventory.load(tlab.inventory_path)
     tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3)
-    spec = TrialSpec(frame_size=64, load_fps=2000, duration_s=2, flows=256, flow_spread="dst_networks")
+    size = 86 if ipv6 else 64
+    spec = TrialSpec(frame_size=size, load_fps=2000, duration_s=2, flows=256, flow_spread="dst_networks", ipv6=ipv6)
+    net, via = ("2001:2:0:4e::/64", "2001:2:0:1::1") if ipv6 else ("198.19.77.0/24", "198.19.0.1")
     checks = {}
     try:
         r = tester.run_trial(spec)
         assert (r.tx_frames, r.rx_frames, r.lost_frames) == (4000, 4000, 0), r.notes
-        checks["all routed"] = route_check(inv)
-        host.run(tlab.dut_cmd("ip route del 198.19.77.0/24"), check=True)
+        if ipv6:
+            device = host.run("cat /proc/net/pktgen/tx0")[1]
+            assert "max_daddr: 2001:2:0:100::1" in device and "IPDST_RND" in device, device
+        else:
+            checks["all routed"] = route_check(inv)
+        host.run(tlab.dut_cmd(f"ip route del {net}"), check=True)
         try:
-            checks["one missing"] = route_check(inv)
+            if not ipv6:
+                checks["one missing"] = route_check(inv)
             r = tester.run_trial(spec)
         finally:
-            host.run(tlab.dut_cmd("ip route add 198.19.77.0/24 via 198.19.0.1 dev dut1"), check=True)
+            host.run(tlab.dut_cmd(f"ip route add {net} via {via} dev dut1"), check=True)
         print(f"one network unrouted: {r.lost_frames} of {r.tx_frames} lost; doctor: {checks}")
         assert r.tx_frames == 4000 and 1 <= r.lost_frames <= 5 * 4000 / 256, r.notes
-        # doctor --networks 256 saw the routes, then named the missing one
-        assert checks["all routed"][0] and "out of dut1" in checks["all routed"][1], checks
-        assert not checks["one missing"][0] and "198.19.77.1" in checks["one missing"][1], checks
+        if not ipv6:
+            # doctor --networks 256 saw the routes, then named the missing one
+            assert checks["all routed"][0] and "out of dut1" in checks["all routed"][1], checks
+            assert not checks["one missing"][0] and "198.19.77.1" in checks["one missing"][1], checks
     finally:
         tester.stop_all()
         tester.close()

@@ -42,7 +42,7 @@ class SimDevice:
         self.name = name
         self.clock = clock
         self.p = {"count": 1000, "pkt_size": 60, "delay": 0, "dst_mac": "00:00:00:00:00:00",
-                  "src_min": "", "dst_min": "", "src_max": "", "dst_max": "", "src6": "::", "dst6": "::",
+                  "src_min": "", "dst_min": "", "src_max": "", "dst_max": "", "src6": "::", "dst6": "::", "dst6_min": "::", "dst6_max": "::",
                   "ipv6": False, "clone_skb": 0, "udp_src_min": 9, "udp_src_max": 9,
                   "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1,
                   "dst_stride": 1, "stream_id": 0, "vlan_id": 0xffff, "svlan_id": 0xffff}
@@ -72,9 +72,10 @@ class SimDevice:
             "     queue_map_min: 0  queue_map_max: 0",
         ]
         if p["ipv6"]:
-            src6, dst6 = (ipaddress.IPv6Address(p[k]).compressed for k in ("src6", "dst6"))
+            src6, dst6, lo, hi = (ipaddress.IPv6Address(p[k]).compressed
+                                  for k in ("src6", "dst6", "dst6_min", "dst6_max"))
             lines += [f"     saddr: {src6}  min_saddr: {src6}  max_saddr: {src6}",
-                      f"     daddr: {dst6}  min_daddr: ::  max_daddr: ::"]
+                      f"     daddr: {dst6}  min_daddr: {lo}  max_daddr: {hi}"]
         else:
             lines += [f"     dst_min: {p['dst_min']}  dst_max: {p['dst_max']}",
                       f"     src_min: {p['src_min']}  src_max: {p['src_max']}"]
@@ -254,7 +255,7 @@ class SimKernel:
                 p["delay"] = 10**9 // int(arg)
         elif word == "dst_mac":
             p["dst_mac"] = arg
-        elif word in ("src_min", "dst_min", "src_max", "dst_max", "src6", "dst6"):
+        elif word in ("src_min", "dst_min", "src_max", "dst_max", "src6", "dst6", "dst6_min", "dst6_max"):
             p[word] = arg
             if word == "dst6":
                 p["ipv6"] = True

@@ -174,17 +174,27 @@ def test_destination_networks_span_as_many_24s_drawn_per_frame():
     assert not [c for c in cfg(None).commands() if "dst_stride" in c or "IPDST_RND" in c]
     assert pktgen.expected_params(cfg(256))["dst_max"] == "198.19.255.1"
     assert pktgen.expected_params(cfg(256))["dst_stride"] == "256" and pktgen.expected_params(cfg(1))["dst_stride"] == ""
-    with pytest.raises(BadInput, match="IPv4 only"):
-        cfg(256, ipv6=True).commands()
+    # IPv6 (module 1.5): the same interface id in 256 /64s, drawn per frame
+    v6 = pktgen.DeviceConfig(device="tx0", count=10, dst_mac="02:00:00:00:00:01", src_ip="2001:2::1",
+                             dst_ip="2001:2:0:1::1", pkt_size=78, ipv6=True, dst_networks=256)
+    assert {"dst6 2001:2:0:1::1", "dst6_min 2001:2:0:1::1", "dst6_max 2001:2:0:100::1",
+            "flag IPDST_RND"} <= set(v6.commands())
+    assert not [c for c in v6.commands() if c.startswith(("dst_min", "dst_stride"))]
+    assert pktgen.expected_params(v6)["max_daddr"] == "2001:2:0:100::1"
+    one6 = pktgen.DeviceConfig(device="tx0", count=10, dst_mac="02:00:00:00:00:01", src_ip="2001:2::1",
+                               dst_ip="2001:2:0:1::1", pkt_size=78, ipv6=True, dst_networks=1).commands()
+    assert {"dst6_max 2001:2:0:1::1", "flag !IPDST_RND"} <= set(one6)
+    with pytest.raises(BadInput, match="pass the end of its /32"):
+        pktgen.DeviceConfig(device="tx0", count=10, dst_mac="02:00:00:00:00:01", src_ip="2001:2::1",
+                            dst_ip="2001:2:ffff:ffff::1", pkt_size=78, ipv6=True, dst_networks=2).commands()
     with pytest.raises(BadInput, match="pass 255.255.255.255"):
         pktgen.DeviceConfig(device="tx0", count=10, dst_mac="02:00:00:00:00:01", src_ip="198.18.0.1",
                             dst_ip="255.255.1.1", pkt_size=60, dst_networks=512).commands()
 
 
-def test_destination_networks_are_refused_with_ipv6_in_the_profile():
+def test_destination_networks_over_ipv6_need_module_1_5():
     assert profiles.validate({"flow_spread": "dst_networks", "flows": [1, 256]}).model.flow_spread == "dst_networks"
-    with pytest.raises(BadInput, match="flow_spread: dst_networks is IPv4 only"):
-        profiles.validate({"flow_spread": "dst_networks", "ip_versions": [4, 6]}, "my.yml")
+    assert profiles.validate({"flow_spread": "dst_networks", "ip_versions": [4, 6]}).model.ip_versions == [4, 6]
     with pytest.raises(BadInput, match="flow_spread: must be one of udp_ports, dst_networks"):
         profiles.validate({"flow_spread": "dst_ports"}, "my.yml")
 

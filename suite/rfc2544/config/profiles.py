@@ -26,8 +26,8 @@ SCHEMA = {
         "name": ("str", "custom"), "description": ("str", ""),
         "tests": ("tests", ["throughput"]), "frame_sizes": ("sizes", list(RFC_FRAME_SIZES)),
         "ip_versions": ("ipv", [4]), "flows": ("flows", [1]), "direction": (("uni", "bi"), "uni"),
-        # what a stream's flows vary: UDP source ports, or destination /24
-        # networks (RFC 2544 section 12's 256 networks; IPv4)
+        # what a stream's flows vary: UDP source ports, or destination
+        # networks (RFC 2544 section 12's 256 networks: /24s, IPv6 /64s)
         "flow_spread": (("udp_ports", "dst_networks"), "udp_ports"),
         "link_mbps": ("opt_pos", None),
         "trial_duration_s": ("pos", 60.0),
@@ -125,8 +125,6 @@ def validate(raw, origin="profile"):
         raise BadInput(f"{origin}: search.initial_duration_s: must not exceed trial_duration_s ({out['trial_duration_s']})")
     if out["search"]["min_load_pct"] >= 100:
         raise BadInput(f"{origin}: search.min_load_pct: must be below 100 (got {out['search']['min_load_pct']:g})")
-    if out["flow_spread"] == "dst_networks" and 6 in out["ip_versions"]:
-        raise BadInput(f"{origin}: flow_spread: dst_networks is IPv4 only (ip_versions has 6)")
     if not out["tests"]:
         raise BadInput(f"{origin}: tests: select at least one test")
     return out

@@ -105,6 +105,16 @@ class DeviceConfig:
         return str(ipaddress.IPv4Address(last))
 
     @property
+    def dst6_max(self):
+        """dst6_max for `dst_networks` IPv6 networks: the same interface id
+        in the last /64 (the module varies the address's second 32-bit word,
+        module 1.5); the networks must not carry past the /32."""
+        dst = int(ipaddress.IPv6Address(self.dst_ip))
+        if ((dst >> 64) & 0xffffffff) + (self.dst_networks or 1) - 1 > 0xffffffff:
+            raise BadInput(f"{self.dst_networks} destination networks from {self.dst_ip} pass the end of its /32")
+        return ipaddress.IPv6Address(dst + (((self.dst_networks or 1) - 1) << 64)).compressed
+
+    @property
     def udp_src_max(self):
         """udp_src_max for `flows` ports: a port range leaves its max out
         (upstream, and rfc2544_pktgen since issue 31)."""
@@ -137,11 +147,15 @@ class DeviceConfig:
             cmds.append(f"ratep {validate.uint(self.ratep, 'rate (frames/s)', 1, 10**9)}")
         cmds.append(f"dst_mac {validate.mac(self.dst_mac, 'destination MAC')}")
         if self.ipv6:
-            if (self.dst_networks or 1) != 1:
-                raise BadInput("destination networks are sent over IPv4 only")
             cmds += [f"src6 {validate.ipv6(self.src_ip, 'source IPv6')}",
                      f"dst6 {validate.ipv6(self.dst_ip, 'destination IPv6')}",
                      "flag IPV6"]
+            if self.dst_networks is not None:
+                # one /64 each, the same interface id (module 1.5 varies the
+                # one word in which min and max differ); min = max: one address
+                networks = validate.uint(self.dst_networks, "destination networks", 1, MAX_DST_NETWORKS)
+                cmds += [f"dst6_min {ipaddress.IPv6Address(self.dst_ip).compressed}", f"dst6_max {self.dst6_max}",
+                         "flag IPDST_RND" if networks > 1 else "flag !IPDST_RND"]
         else:
             src, dst = validate.ipv4(self.src_ip, "source IPv4"), validate.ipv4(self.dst_ip, "destination IPv4")
             cmds += ["flag !IPV6", f"src_min {src}", f"src_max {src}", f"dst_min {dst}", f"dst_max {self.dst_max}"]
@@ -244,6 +258,8 @@ def expected_params(cfg: "DeviceConfig"):
     if cfg.ipv6:
         exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed
         exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed
+        if cfg.dst_networks is not None:
+            exp["min_daddr"], exp["max_daddr"] = exp["daddr"], cfg.dst6_max
     else:
         exp.update(dst_min=cfg.dst_ip, dst_max=cfg.dst_max, src_min=cfg.src_ip, src_max=cfg.src_ip)
     return exp
@@ -275,7 +291,7 @@ def verify_device(cfg, state, reference=None):
     for flag in cfg.flags:
         if (flag.lstrip("!") in flags) == flag.startswith("!"):
             problems.append(f"flag {flag} not in effect")
-    if not cfg.ipv6 and cfg.dst_networks is not None and ("IPDST_RND" in flags) != (cfg.dst_networks > 1):
+    if cfg.dst_networks is not None and ("IPDST_RND" in flags) != (cfg.dst_networks > 1):
         problems.append(f"flag IPDST_RND {'set' if 'IPDST_RND' in flags else 'clear'} (expected the other)")
     if reference is not None:
         ref_flags = set(reference.get("Flags", "").split())

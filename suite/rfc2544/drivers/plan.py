@@ -124,13 +124,14 @@ def split_evenly(total, parts):
 
 
 def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_override=None,
-                   extended=False, stream_ids=False):
+                   extended=False, stream_ids=False, ipv6_networks=False):
     """DeviceConfig per stream for one run (trial, learning or calibration).
     `extended`: the generator is rfc2544_pktgen 1.2 or later, whose
     burst_frames and dst_stride are then written on every run (a device
     keeps them), else never (and a spec that needs them is refused).
     `stream_ids`: every tester host has rfc2544_pktgen 1.3 or later: each
-    stream's frames carry its id (StreamPlan.stream_id)."""
+    stream's frames carry its id (StreamPlan.stream_id). `ipv6_networks`:
+    every tester host has 1.5 or later, whose IPv6 ranges span /64 networks."""
     if spec.frames_per_burst > 1 and not extended:
         raise BadInput("bursty traffic needs the rfc2544_pktgen module 1.2 or later on every tester host "
                        "(its burst_frames): run 'rfc2544 setup'")
@@ -138,6 +139,9 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
     if networks > 1 and not extended:
         raise BadInput("destination networks need the rfc2544_pktgen module 1.2 or later on every tester host "
                        "(its dst_stride): run 'rfc2544 setup'")
+    if networks > 1 and spec.ipv6 and not ipv6_networks:
+        raise BadInput("IPv6 destination networks need the rfc2544_pktgen module 1.5 or later on every tester "
+                       "host (its IPv6 ranges over /64 networks): run 'rfc2544 setup'")
     configs = []
     tags = frame_tags(plans)
     for p, count, rate in zip(plans, count_per_stream, rate_per_stream):

@@ -220,7 +220,8 @@ class TrialEngine(ConfigurePhase):
     def _generator_features(self):
         """device_configs' switches for what every tester's module has."""
         d = self.detect()
-        return {"extended": d.get("paced_bursts", False), "stream_ids": d.get("stream_ids", False)}
+        return {"extended": d.get("paced_bursts", False), "stream_ids": d.get("stream_ids", False),
+                "ipv6_networks": d.get("ipv6_networks", False)}
 
     def _learn(self, spec):
         w = self.settings.waits

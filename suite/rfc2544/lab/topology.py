@@ -204,7 +204,9 @@ LAB_NETWORKS = 256      # RFC 2544 section 12: the DUT routes 256 networks towar
 def network_routes(dut_ports):
     """The DUT's routes for a stream's destination networks (flow_spread:
     dst_networks): behind each DUT port, the tester port's /24 and the
-    LAB_NETWORKS - 1 /24s after it, via the tester port's address."""
+    LAB_NETWORKS - 1 /24s after it, via the tester port's address; over
+    IPv6 the rx port's /64 and the LAB_NETWORKS - 1 /64s after it (tx0's
+    /64s after its own would be rx0's network: not routed)."""
     routes = []
     for name in dut_ports:
         peer = PORTS[PORTS[name].peer]
@@ -212,6 +214,11 @@ def network_routes(dut_ports):
         for k in range(1, LAB_NETWORKS):
             net = ipaddress.IPv4Network((int(first.network_address) + k * 256, 24))
             routes.append(f"route add {net} via {addr(peer.ipv4)} dev {name}")
+        if peer.role == "rx":
+            first6 = ipaddress.IPv6Network(peer.ipv6, strict=False)
+            for k in range(1, LAB_NETWORKS):
+                net = ipaddress.IPv6Network((int(first6.network_address) + (k << 64), 64))
+                routes.append(f"route add {net} via {addr(peer.ipv6)} dev {name}")
     return routes
 
 
