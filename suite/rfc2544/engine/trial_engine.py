@@ -12,7 +12,8 @@
   residual wait, then one read of all final counters (with one tester
   host, done by its start script right after the end: no round trip of its
   own); post hooks.
-The configure phase's device writes and checks are trial_configure.py's.
+The configure phase's device writes and checks are trial_configure.py's;
+the modifier devices beside the streams are trial_modifiers.py's.
 """
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -22,7 +23,6 @@ from rfc2544.model import TrialSpec
 
 from rfc2544.engine.detection import RECEIVER_PGRX
 from rfc2544.drivers import pgrx as pgrx_mod
-from rfc2544.drivers import modifiers as modifiers_mod
 from rfc2544.drivers import pktgen, vlan
 from rfc2544.drivers.hooks import hook_notes, run_hooks
 from rfc2544.drivers.plan import check_addresses, device_configs
@@ -31,6 +31,7 @@ from rfc2544.drivers.script import MAX_SLEEP_S, Batch
 from rfc2544.engine.schedule import RateSchedule
 from rfc2544.engine.traffic_watch import TrafficWatch
 from rfc2544.engine.trial_configure import ConfigurePhase
+from rfc2544.engine.trial_modifiers import ModifierDevices
 from rfc2544.engine.trial_result import build_result
 
 PACED_GRACE_S = 2.0     # a paced run's time beyond twice its length (start delays)
@@ -84,7 +85,7 @@ def utc_now():
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class TrialEngine(ConfigurePhase):
+class TrialEngine(ConfigurePhase, ModifierDevices):
     """Runs trials of `plans` over `transport`. `detect()`: the tools found
     (detection.detect_tools, cached by the caller). `hooks`: DUT host ->
     {pre: [...], post: [...]} (drivers.hooks.hooks_of). `modifiers`: (the
@@ -351,49 +352,6 @@ class TrialEngine(ConfigurePhase):
         if self.modifiers:
             self._record_modifiers(result, self.reader.parse_extra(outputs, "final"), planned_modifiers)
         return result
-
-    # ------------------------------------------------------------ modifiers
-    def _trial_modifier_configs(self, spec, schedule, configs):
-        """The modifier devices' configs for a trial of `schedule`
-        (drivers/modifiers.planned_frames), sent with the streams' size."""
-        if not self.modifiers:
-            return []
-        totals = schedule.totals()
-        sending_s = schedule.planned_s()
-        stream_ids = self._generator_features()["stream_ids"]
-        out = []
-        for m in self.modifiers:
-            frames, rate = modifiers_mod.planned_frames(m, self.modifier_settings, totals, sending_s)
-            out.append(modifiers_mod.device_config(m, spec, frames, rate, configs[0].pkt_size, configs[0].imix,
-                                                   stream_ids))
-        return out
-
-    def _idle_modifier_configs(self, spec, configs):
-        """One frame each: a run that is not a trial (learning, calibration)
-        starts the modifier devices too, and a pktgen device cannot send none."""
-        stream_ids = self._generator_features()["stream_ids"]
-        return [modifiers_mod.device_config(m, spec, 1, None, configs[0].pkt_size, configs[0].imix, stream_ids)
-                for m in self.modifiers]
-
-    def _write_modifiers(self, batches, configs):
-        """Every command of the modifier devices (a few devices: no diff writes)."""
-        for cfg, m in zip(configs, self.modifiers):
-            b = batches.setdefault(m.tx_host, Batch())
-            for c in cfg.commands():
-                b.write(pktgen.device_path(cfg.device), c)
-                self.control_counts["writes"] += 1
-
-    def _record_modifiers(self, result, states, planned):
-        """The modifier frames each kind sent, and a note when a device sent
-        fewer than planned (a generator that could not keep up)."""
-        sent = {}
-        for m, cfg in zip(self.modifiers, planned):
-            st = states.get((m.tx_host, m.device))
-            got = (st.pkts_sofar or 0) if st is not None else 0
-            sent[m.kind] = sent.get(m.kind, 0) + got
-            if got < cfg.count:
-                result.notes.append(f"{m.kind} frames: {m.tx_host}:{m.device} sent {got} of {cfg.count}")
-        result.modifier_frames = sent
 
     def _fold_host(self, starts):
         """The tester host whose start script does the final read: only
