@@ -331,10 +331,12 @@ def test_flows_spread_the_dut_over_its_cpus(tlab, module_loaded):  # noqa: F811
         host.close()
 
 
-def route_check(inv):
-    """doctor's check of the DUT's routes to 256 networks for the lab's stream."""
+def route_check(inv, ipv6=False):
+    """doctor's check of the DUT's routes to 256 networks (/24s, or /64s)
+    for the lab's stream."""
     from rfc2544.engine.doctor import doctor
-    (check,) = [(ok, detail) for name, ok, detail in doctor(inv, networks=256) if name.startswith("routes to")]
+    prefix = "routes to 256 IPv6 networks" if ipv6 else "routes to 256 networks"
+    (check,) = [(ok, detail) for name, ok, detail in doctor(inv, networks=256, ipv6=ipv6) if name.startswith(prefix)]
     return check
 
 
@@ -347,7 +349,7 @@ def test_256_destination_networks_are_routed_by_the_dut(tlab, module_loaded, ipv
     all 256 toward rx0 (topology.network_routes), so nothing is lost and
     pgrx counts the stream exactly. With one of the 255 routes taken away,
     the frames to that network are lost, about 1/256 of them: the
-    destinations did vary. doctor --networks 256 checks the IPv4 routes.
+    destinations did vary, and doctor --networks 256 (--ipv6) names it.
 
       tester: tx0 ==veth== dut0 [netns dut: 198.19.K.0/24, 2001:2:0:K::/64 via rx0] dut1 ==veth== rx0
     """
@@ -364,21 +366,19 @@ def test_256_destination_networks_are_routed_by_the_dut(tlab, module_loaded, ipv
         if ipv6:
             device = host.run("cat /proc/net/pktgen/tx0")[1]
             assert "max_daddr: 2001:2:0:100::1" in device and "IPDST_RND" in device, device
-        else:
-            checks["all routed"] = route_check(inv)
+        checks["all routed"] = route_check(inv, ipv6)
         host.run(tlab.dut_cmd(f"ip route del {net}"), check=True)
         try:
-            if not ipv6:
-                checks["one missing"] = route_check(inv)
+            checks["one missing"] = route_check(inv, ipv6)
             r = tester.run_trial(spec)
         finally:
             host.run(tlab.dut_cmd(f"ip route add {net} via {via} dev dut1"), check=True)
         print(f"one network unrouted: {r.lost_frames} of {r.tx_frames} lost; doctor: {checks}")
         assert r.tx_frames == 4000 and 1 <= r.lost_frames <= 5 * 4000 / 256, r.notes
-        if not ipv6:
-            # doctor --networks 256 saw the routes, then named the missing one
-            assert checks["all routed"][0] and "out of dut1" in checks["all routed"][1], checks
-            assert not checks["one missing"][0] and "198.19.77.1" in checks["one missing"][1], checks
+        # doctor --networks 256 (--ipv6) saw the routes, then named the missing one
+        assert checks["all routed"][0] and "out of dut1" in checks["all routed"][1], checks
+        missing = "2001:2:0:4e::1" if ipv6 else "198.19.77.1"
+        assert not checks["one missing"][0] and missing in checks["one missing"][1], checks
     finally:
         tester.stop_all()
         tester.close()

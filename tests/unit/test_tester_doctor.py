@@ -1,7 +1,7 @@
 """doctor() against SIMULATED sessions (canned command output, no SSH)."""
 from test_tester_sim import make_inventory
 
-from rfc2544.engine.doctor import doctor, parse_host
+from rfc2544.engine.doctor import doctor, parse_host, parse_routes
 
 GOOD = """gen module
 gen pgctrl Packet Generator for packet performance testing. Version: 2.75
@@ -130,3 +130,20 @@ def test_route_lines_are_read_as_ip_prints_them():
             "198.19.0.1 dev dut1 src 198.19.0.2 uid 0 \\    cache \n"
             "198.19.5.1 via 198.19.0.1 dev dut1 src 198.19.0.2 uid 0 \\    cache \n")
     assert parse_routes(text) == {"198.19.0.2": "lo", "198.19.0.1": "dut1", "198.19.5.1": "dut1"}
+
+
+def test_the_duts_ipv6_routes_are_checked_with_ipv6(tmp_path):
+    """`--networks 256 --ipv6`: the same interface id in the rx port's /64
+    and the next 255 (module 1.5's IPv6 destination networks)."""
+    inv = make_inventory(tmp_path)
+    v6 = {f"2001:2:0:{1 + k:x}::1": "dut1" for k in range(256) if k != 77}
+    dut = RoutingDut({**routed(256), **v6})
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": dut}, networks=256))
+    assert "routes to 256 IPv6 networks tester:tx0->tester:rx0" not in r       # asked for IPv4 only
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": dut}, networks=256, ipv6=True))
+    assert r["routes to 256 networks tester:tx0->tester:rx0"][0]
+    assert r["routes to 256 IPv6 networks tester:tx0->tester:rx0"] == (
+        False, "1 of 256 networks not routed out of dut:dut1 like 2001:2:0:1::1: 2001:2:0:4e::1")
+    assert "ip -force -6 -o -batch" in dut.commands[-1] and "route get 2001:2:0:100::1" in dut.commands[-1]
+    assert parse_routes("2001:2:0:4e::1 from :: via 2001:2:0:1::1 dev dut1 proto static src 2001:2:0:1::2 "
+                        "metric 1024 pref medium\n") == {"2001:2:0:4e::1": "dut1"}

@@ -11,7 +11,9 @@ from rfc2544.errors import InfraError
 @click.option("--networks", type=click.IntRange(1, 65536), default=1, show_default=True,
               help="Also check that the DUT routes this many destination /24 networks per stream "
                    "(profile flow_spread: dst_networks; RFC 2544 section 12: 256).")
-def doctor(inventory_path, networks):
+@click.option("--ipv6", is_flag=True,
+              help="With --networks: check the destination /64 networks over IPv6 too.")
+def doctor(inventory_path, networks, ipv6):
     """Check the hosts: SSH, module, links, MACs, clock sync (and DUT routes)."""
     inventory = inventory_mod.resolve(inventory_path)
     try:
@@ -20,7 +22,9 @@ def doctor(inventory_path, networks):
         raise InfraError(f"doctor is not available in this build ({exc})")
     from rfc2544.engine.playbooks import find_tool
     click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
-    checks = check_hosts(inventory, networks=networks)
+    if ipv6 and networks == 1:
+        raise click.UsageError("--ipv6 checks destination networks: give --networks N (N > 1) with it")
+    checks = check_hosts(inventory, networks=networks, ipv6=ipv6)
     for name, ok, detail in checks:
         click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")
     failed = [name for name, ok, _ in checks if not ok]

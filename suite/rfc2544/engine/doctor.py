@@ -73,12 +73,13 @@ def _synced(facts):
     return facts["clock"] == "yes" or (facts["chrony"] or "").lower() == "normal"
 
 
-def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1):
+def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=False):
     """Check every host of `inventory`; returns [(check, ok, detail)].
 
     `sessions`: host name -> session with `.run(cmd)` (tests only).
     `networks`: check that the DUT routes this many destination /24s per
-    stream (RFC 2544 section 12) like the stream's own destination."""
+    stream (RFC 2544 section 12) like the stream's own destination;
+    `ipv6`: the destination /64s too (flow_spread dst_networks over IPv6)."""
     results = []
     sessions = dict(sessions or {})
     connections = {}
@@ -108,6 +109,8 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1):
         results += _clock_checks(inventory, facts)
         if networks > 1:
             results += _route_checks(inventory, sessions, facts, networks)
+            if ipv6:
+                results += _route_checks(inventory, sessions, facts, networks, ipv6=True)
     finally:
         for c in connections.values():
             c.close()
@@ -197,14 +200,16 @@ def _clock_checks(inventory, facts):
     return out
 
 
-def _route_script(addresses):
+def _route_script(addresses, ipv6=False):
     """How the host routes each address: one `ip -batch` process (a
     process per address took over 60 s for 256 on a loaded TCG lab);
     -force goes on past an address with no route."""
-    return "ip -force -4 -o -batch - <<'EOF'\n" + "".join(f"route get {validate.ipv4(a)}\n" for a in addresses) + "EOF"
+    check = validate.ipv6 if ipv6 else validate.ipv4
+    return (f"ip -force -{6 if ipv6 else 4} -o -batch - <<'EOF'\n"
+            + "".join(f"route get {check(a)}\n" for a in addresses) + "EOF")
 
 
-_ROUTE_RE = re.compile(r"^(?:[a-z]+ )?(\d+\.\d+\.\d+\.\d+)\b.*? dev (\S+)")
+_ROUTE_RE = re.compile(r"^(?:[a-z]+ )?(\d+\.\d+\.\d+\.\d+|[0-9a-fA-F:]*:[0-9a-fA-F:.]*)(?=\s).*? dev (\S+)")
 
 
 def parse_routes(text):
@@ -218,30 +223,34 @@ def parse_routes(text):
     return out
 
 
-def _route_checks(inventory, sessions, facts, networks):
-    """Each stream's `networks` destination /24s (its rx port's address and
-    the same host part in the next networks - 1 /24s) must leave the DUT
-    (the owner of the tx port's peer MAC) the way the stream's own
-    destination does."""
+def _route_checks(inventory, sessions, facts, networks, ipv6=False):
+    """Each stream's `networks` destination networks (its rx port's address
+    and the same host part in the next networks - 1 /24s, or over IPv6 the
+    same interface id in the next /64s) must leave the DUT (the owner of
+    the tx port's peer MAC) the way the stream's own destination does."""
     owners = port_owners(inventory)
+    family, size, step, top = (("IPv6", "/64s", 1 << 64, (1 << 128) - 1) if ipv6
+                               else ("IPv4", "/24s", 256, 0xFFFFFFFF))
+    address = ipaddress.IPv6Address if ipv6 else ipaddress.IPv4Address
     out = []
     for s in inventory.streams:
-        label = f"routes to {networks} networks {s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}"
+        label = (f"routes to {networks} {'IPv6 ' if ipv6 else ''}networks "
+                 f"{s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}")
         tx_port = inventory.hosts[s.tx_host].ports[s.tx_port]
         dut = owners.get((tx_port.peer_mac or "").lower(), (None,))[0]
-        rx_ip = inventory.hosts[s.rx_host].ports[s.rx_port].ipv4
+        rx = inventory.hosts[s.rx_host].ports[s.rx_port]
+        rx_ip = rx.ipv6 if ipv6 else rx.ipv4
         if dut is None or dut not in facts:
             out.append((label, False, "the DUT is not in the inventory or did not answer (the tx port's "
                                       "peer_mac names no port of a reachable host)"))
             continue
         if not rx_ip:
-            out.append((label, False, f"{s.rx_host}:{s.rx_port} has no IPv4 address (destination networks are IPv4)"))
+            out.append((label, False, f"{s.rx_host}:{s.rx_port} has no {family} address"))
             continue
-        first = int(ipaddress.IPv4Address(validate.ipv4(rx_ip)))
-        addresses = [str(ipaddress.IPv4Address(first + k * 256)) for k in range(networks)
-                     if first + k * 256 <= 0xFFFFFFFF]
+        first = int(address((validate.ipv6 if ipv6 else validate.ipv4)(rx_ip)))
+        addresses = [address(first + k * step).compressed for k in range(networks) if first + k * step <= top]
         try:
-            routes = parse_routes(sessions[dut].run(_route_script(addresses), timeout=60)[1])
+            routes = parse_routes(sessions[dut].run(_route_script(addresses, ipv6), timeout=60)[1])
         except Rfc2544Error as exc:
             out.append((label, False, str(exc)))
             continue
@@ -253,5 +262,5 @@ def _route_checks(inventory, sessions, facts, networks):
             out.append((label, False, f"{len(astray)} of {networks} networks not routed out of {dut}:{way} like "
                                       f"{addresses[0]}: {', '.join(astray[:4])}{' ...' if len(astray) > 4 else ''}"))
         else:
-            out.append((label, True, f"{dut} routes {addresses[0]} .. {addresses[-1]} ({networks} /24s) out of {way}"))
+            out.append((label, True, f"{dut} routes {addresses[0]} .. {addresses[-1]} ({networks} {size}) out of {way}"))
     return out
