@@ -87,6 +87,8 @@ def test_a_trial_with_modifiers_counts_them_apart_from_the_streams(tmp_path):
     assert (r.tx_frames, r.rx_frames, r.lost_frames) == (10000, 10000, 0), r.notes
     assert r.modifier_frames == {"broadcast": 100, "management": 2}, r.notes
     assert not [n for n in r.notes if "frames:" in n]
+    assert "the 102 foreign frames can be modifier frames (102 sent): a DUT that floods broadcasts passes them on" \
+        in r.notes, r.notes
     bc, mg = kernel.devices["tx0@9990"], kernel.devices["tx0@9991"]
     assert "dst_mac ff:ff:ff:ff:ff:ff" in bc.writes and "count 100" in bc.writes and "ratep 51" in bc.writes     # 100 in 1.9998 s
     assert "udp_dst_min 161" in mg.writes and "count 2" in mg.writes and "ratep 1" in mg.writes
