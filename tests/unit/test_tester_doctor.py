@@ -147,3 +147,10 @@ def test_the_duts_ipv6_routes_are_checked_with_ipv6(tmp_path):
     assert "ip -force -6 -o -batch" in dut.commands[-1] and "route get 2001:2:0:100::1" in dut.commands[-1]
     assert parse_routes("2001:2:0:4e::1 from :: via 2001:2:0:1::1 dev dut1 proto static src 2001:2:0:1::2 "
                         "metric 1024 pref medium\n") == {"2001:2:0:4e::1": "dut1"}
+
+
+def test_ipv6_without_networks_is_a_usage_error():
+    from click.testing import CliRunner
+    from rfc2544.cli.doctor import doctor as doctor_cmd
+    r = CliRunner().invoke(doctor_cmd, ["--ipv6"])
+    assert r.exit_code == 2 and "give --networks N (N > 1) with it" in r.output and "Traceback" not in r.output

@@ -15,6 +15,8 @@ from rfc2544.errors import InfraError
               help="With --networks: check the destination /64 networks over IPv6 too.")
 def doctor(inventory_path, networks, ipv6):
     """Check the hosts: SSH, module, links, MACs, clock sync (and DUT routes)."""
+    if ipv6 and networks == 1:
+        raise click.UsageError("--ipv6 checks destination networks: give --networks N (N > 1) with it")
     inventory = inventory_mod.resolve(inventory_path)
     try:
         from rfc2544.engine.doctor import doctor as check_hosts
@@ -22,8 +24,6 @@ def doctor(inventory_path, networks, ipv6):
         raise InfraError(f"doctor is not available in this build ({exc})")
     from rfc2544.engine.playbooks import find_tool
     click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
-    if ipv6 and networks == 1:
-        raise click.UsageError("--ipv6 checks destination networks: give --networks N (N > 1) with it")
     checks = check_hosts(inventory, networks=networks, ipv6=ipv6)
     for name, ok, detail in checks:
         click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")
