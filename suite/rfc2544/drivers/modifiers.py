@@ -24,15 +24,12 @@ from rfc2544.errors import BadInput
 from rfc2544.drivers import pktgen, validate
 
 BROADCAST, MANAGEMENT = "broadcast", "management"
-KINDS = (BROADCAST, MANAGEMENT)
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 BROADCAST_IP = {False: "255.255.255.255", True: "ff02::1"}   # IPv6 has no broadcast: all nodes
 MANAGEMENT_UDP_PORT = 161
 # pktgen device tags above any stream's PORT@N, and stream ids no trial declares
 DEVICE_TAG = {BROADCAST: 9990, MANAGEMENT: 9991}
 STREAM_ID = {BROADCAST: pktgen.MAX_STREAM_ID, MANAGEMENT: pktgen.MAX_STREAM_ID - 1}
-MAX_BROADCAST_PCT = 10.0
-MAX_MANAGEMENT_FPS = 100.0
 
 
 @dataclass(frozen=True)
@@ -119,13 +116,3 @@ def device_config(mod, spec, frames, rate, pkt_size, imix, stream_ids=True):
         pkt_size=pkt_size, imix=imix, ratep=rate,
         udp_dst=MANAGEMENT_UDP_PORT if mod.kind == MANAGEMENT else 9,
         stream_id=STREAM_ID[mod.kind] if stream_ids else None, vlan=mod.vlan, svlan=mod.svlan)
-
-
-def describe(settings):
-    """The modifiers in words (conditions, report), '' when none."""
-    parts = []
-    if settings.broadcast_pct:
-        parts.append(f"broadcast frames {settings.broadcast_pct:g} % of the offered frames (RFC 2544 11.2)")
-    if settings.management_fps:
-        parts.append(f"management frames {settings.management_fps:g}/s to the DUT (RFC 2544 11.3)")
-    return "; ".join(parts)

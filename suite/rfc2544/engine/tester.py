@@ -104,7 +104,6 @@ class SSHTester:
         self.tx_hosts = sorted({p.tx_host for p in self.plans})
         self.rx_hosts = sorted({p.rx_host for p in self.plans})
         self.transport = Transport(inventory, self.tx_hosts, sessions, clock)
-        self.modifier_settings = modifiers
         self.modifiers = plan_modifiers(inventory, self.plans, modifiers) if modifiers else []
         self.engine = TrialEngine(self.transport, self.plans, self.settings, self.detect, clock,
                                   hooks=hooks_of(inventory), modifiers=(modifiers, self.modifiers))
