@@ -15,7 +15,7 @@ Cases (64 B frames, 1 kpktgend thread, no rate limit):
   start_xmit burst 32   a dummy device
   start_xmit veth       tx0 -> DUT namespace -> rx0
   queue_xmit veth       tx0 -> DUT -> rx0
-  netif_receive         injected into rx0's receive path
+  netif_receive         injected into rx0's receive path, burst 1 and 32
 
 Usage: bench/kmod_tx_ab.py --baseline-rev REV [--this-rev REV] [--lab NAME]
                            [--rounds 12] [--scale 1.0] [--cases NAME,NAME]
@@ -34,6 +34,7 @@ CASES = [
     ("start_xmit veth", "tx0", (), 20_000),
     ("queue_xmit veth", "tx0", ("xmit_mode queue_xmit",), 20_000),
     ("netif_receive", "rx0", ("xmit_mode netif_receive",), 20_000),
+    ("netif_receive burst 32", "rx0", ("xmit_mode netif_receive", "burst 32"), 400_000),
 ]
 
 

@@ -149,6 +149,7 @@ static void pg_thread_handle_req(struct pg_thread *t)
 		ret = -EINVAL;
 	}
 	t->req_ret = ret;
+	/* publishes req_ret before the requester sees the request done */
 	smp_store_release(&t->req, PG_REQ_NONE);
 	wake_up_all(&t->done_wq);
 }
@@ -159,6 +160,7 @@ int pg_thread_request(struct pg_thread *t, int req, void *arg)
 
 	mutex_lock(&t->ctl_lock);
 	t->req_arg = arg;
+	/* publishes req_arg before the thread sees the request */
 	smp_store_release(&t->req, req);
 	wake_up(&t->wq);
 	wake_up_process(t->task);	/* may be in an hrtimer sleep */
@@ -320,40 +322,48 @@ static void pg_xmit_start(struct pg_dev *pd, struct sk_buff *skb, bool shared,
 
 /*
  * netif_receive: the same skb up to `burst` times into the stack, as
- * upstream does (building a packet costs more than receiving it). The stack
- * clones a shared skb before changing it, so ours can be used again once
- * our reference is the only one left and its data and length are as built;
- * if anything still holds it (a queue, a socket) or moved it, the burst
- * ends there. Consumes skb; returns the frames injected.
+ * upstream does (building a packet costs more than receiving it). The
+ * burst's references are taken and the frame classified once: the stack
+ * clones a shared skb before changing it, so after each pass ours can be
+ * used again as long as only our references are left and its data and
+ * length are as they were; if anything still holds it (a queue, a socket)
+ * or moved it, the burst ends there. Consumes skb; returns the frames
+ * injected.
  */
 static unsigned int pg_netif_receive(struct pg_dev *pd, struct sk_buff *skb,
 				     unsigned int burst)
 {
-	unsigned char *head = skb->head, *data = skb->data;
-	unsigned int len = skb->len;
-	unsigned int n = 0;
-	bool again;
+	unsigned char *head = skb->head, *data;
+	unsigned int held = burst;	/* references to skb that are ours */
+	unsigned int n = 0, len;
+	__be16 protocol;
 
+	protocol = eth_type_trans(skb, pd->odev);
+	skb->protocol = protocol;
+	data = skb->data;
+	len = skb->len;
+	if (held > 1)
+		refcount_add(held - 1, &skb->users);
 	local_bh_disable();
 	for (;;) {
-		again = n + 1 < burst;
-		if (again)
-			skb_get(skb);
-		skb->protocol = eth_type_trans(skb, pd->odev);
 		if (netif_receive_skb(skb) == NET_RX_DROP)
 			pd->errors++;
 		n++;
-		if (!again)
+		if (--held == 0)
 			break;
-		if (refcount_read(&skb->users) != 1 || skb->head != head ||
-		    skb->data < data || skb->data - data + skb->len != len) {
+		if (unlikely(refcount_read(&skb->users) != held ||
+			     skb->head != head || skb->data != data ||
+			     skb->len != len)) {
+			/* keep one reference, so this cannot free it under a holder */
+			if (held > 1)
+				WARN_ON_ONCE(refcount_sub_and_test(held - 1, &skb->users));
 			consume_skb(skb);	/* ours to drop, not a lost frame */
 			break;
 		}
 		/* what the stack may have attached to our skb is not ours to reuse */
 		skb_dst_drop(skb);
 		nf_reset_ct(skb);
-		__skb_push(skb, skb->data - data);
+		skb->protocol = protocol;
 		if (n % PG_TX_LOCK_BATCH == 0) {
 			local_bh_enable();	/* let softirqs run */
 			local_bh_disable();
