@@ -15,6 +15,9 @@ Cases (64 B frames, no rate limit, one lab VM with 2 vCPUs):
   generator, dummy    each direction into a dummy device of its own: the
                       tester host's generators alone (what the 95 % goal
                       is about)
+  in-tree, dummy      the same with the in-tree pktgen: what two threads
+                      on this host reach without our module, the host's
+                      own share (QEMU's threads compete for the 2 cores)
   through the DUT     tx0 -> DUT -> rx0 and rx0 -> DUT -> tx0 over veth,
                       pgrx watching rx0 and tx0 at level basic. In the
                       single lab the DUT is a namespace of the same VM, so
@@ -27,7 +30,7 @@ Usage: bench/kmod_bidir_ab.py [--lab NAME] [--rounds 6] [--count 100000]
 import re
 import statistics
 
-from kmod_common import DUT, OURS, PG, lab_session, median, parser, table
+from kmod_common import DUT, INTREE, OURS, PG, lab_session, median, parser, table
 
 DUMMIES = ("bdir0", "bdir1")
 
@@ -50,7 +53,8 @@ def run(b, devices, count):
     for t, (dev, mac, src, dst) in enumerate(devices):
         b.pg(f"kpktgend_{t}", f"add_device {dev}")
         b.pg(dev, f"count {count}", "pkt_size 60", "delay 0", f"dst_mac {mac}", f"dst {dst}", f"src_min {src}")
-    b.pg("pgrx", "rx_reset")
+    if b.which == OURS:
+        b.pg("pgrx", "rx_reset")
     b.start()
     return [handed(b, d[0], count) for d in devices]
 
@@ -63,23 +67,32 @@ def main():
     got = {}        # (case, "one"|"both") -> [[pps per direction] per round]
     with lab_session(args.lab) as b:
         b.use(OURS)
-        b.which = "this"
         dut1_mac = b.sh(DUT + "cat /sys/class/net/dut1/address").strip()
         fwd = ("tx0", b.dut_mac, "198.18.0.1", "198.19.0.1")
         back = ("rx0", dut1_mac, "198.19.0.1", "198.18.0.1")
         dummies = [(d, "02:00:00:00:00:99", "198.18.0.1", "198.19.0.1") for d in DUMMIES]
-        cases = {"generator, dummy": (dummies[:1], dummies), "through the DUT": ([fwd], [fwd, back])}
+        # case -> (module, one direction, both directions)
+        cases = {"generator, dummy": (OURS, dummies[:1], dummies),
+                 "in-tree, dummy": (INTREE, dummies[:1], dummies),
+                 "through the DUT": (OURS, [fwd], [fwd, back])}
         b.sh("; ".join(f"ip link del {d} 2>/dev/null; ip link add {d} type dummy && ip link set {d} up"
                        for d in DUMMIES))
-        b.pg("pgrx", "statistics basic", "display script", "rx rx0 tx0")
         try:
             for r in range(args.rounds):
                 order = ["one", "both"] if r % 4 in (0, 3) else ["both", "one"]
-                for name, (one, both) in cases.items():
-                    for which in order:
-                        got.setdefault((name, which), []).append(
-                            run(b, one if which == "one" else both, args.count))
+                modules = [OURS, INTREE] if r % 2 == 0 else [INTREE, OURS]
+                for module in modules:
+                    b.use(module)
+                    if module == OURS:
+                        b.pg("pgrx", "statistics basic", "display script", "rx rx0 tx0")
+                    for name, (case_module, one, both) in cases.items():
+                        if case_module != module:
+                            continue
+                        for which in order:
+                            got.setdefault((name, which), []).append(
+                                run(b, one if which == "one" else both, args.count))
         finally:
+            b.use(OURS)
             b.pg("pgrx", "rx_disable")
             b.sh("; ".join(f"ip link del {d} 2>/dev/null" for d in DUMMIES) + "; true")
     rows = []
