@@ -53,6 +53,7 @@ NEWEST_TESTS = [
     "test_lab_two_host.py::test_two_host_inventory",
     "test_lab_two_host.py::test_two_host_forwarding",
     "test_kmod_two_host.py::test_burst_fills_the_tx_ring_on_socket_link",
+    "test_kmod_two_host.py::test_flows_spread_the_dut_over_its_cpus",
     "test_lab_two_host.py::test_down_leaves_no_qemu",
 ]
 

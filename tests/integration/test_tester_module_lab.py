@@ -280,57 +280,6 @@ def test_compare_in_tree_refuses_a_module_that_could_not_be_loaded_again(tester)
     assert tester.generator_name == "rfc2544_pktgen"
 
 
-SOFTNET = "cat /proc/net/softnet_stat"
-
-
-def softnet_processed(text):
-    """Frames each CPU's receive path took (softnet_stat's first column,
-    one line per CPU)."""
-    return [int(line.split()[0], 16) for line in text.splitlines() if line.strip()]
-
-
-def test_flows_spread_the_dut_over_its_cpus(tlab, module_loaded):  # noqa: F811
-    """Issue 31: with RPS on the DUT's ingress (dut0: both vCPUs) the DUT
-    steers each flow to one CPU by its hash. A trial of one flow puts the
-    DUT's receive work on one CPU, a trial of 256 flows (its UDP source
-    port stepped over 256 ports) on both, each at least 30 %. The per-CPU
-    counters are read by the DUT's trial hooks, so the trial's record says
-    which. (Single lab: the DUT is a namespace of the tester VM, and rx0
-    receives on the CPU that forwarded, so both counts move together.)
-
-      tester: tx0 ==veth== dut0 [netns dut: RPS 0,1; forwards] dut1 ==veth== rx0
-    """
-    host = tlab.connect("tester")
-    try:
-        if int(host.run("nproc")[1]) < 2:
-            pytest.skip("needs 2 vCPUs")
-        rps = "/sys/class/net/dut0/queues/rx-0/rps_cpus"
-        host.run(tlab.dut_cmd(f"sh -c 'echo 3 > {rps}'"), check=True)
-        inv = inventory.load(tlab.inventory_path)
-        inv.hosts["dut"].trial_hooks = {"pre": [SOFTNET], "post": [SOFTNET]}
-        tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3)
-        shares = {}
-        try:
-            for flows in (1, 256):
-                r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.5, flows=flows))
-                assert r.tx_frames == 3000 and r.rx_frames > 0.9 * 3000, r.notes
-                pre, post = ([h for h in r.hooks if h.phase == phase] for phase in ("pre", "post"))
-                assert len(pre) == len(post) == 1 and pre[0].exit_status == post[0].exit_status == 0, r.hooks
-                work = [b - a for a, b in zip(softnet_processed(pre[0].stdout), softnet_processed(post[0].stdout))]
-                shares[flows] = [w / sum(work) for w in work]
-                # both the DUT's and rx0's receive: at least twice the frames received
-                assert sum(work) >= 2 * r.rx_frames, work
-        finally:
-            tester.stop_all()
-            tester.close()
-            host.run(tlab.dut_cmd(f"sh -c 'echo 0 > {rps}'"), check=False)
-        print("per-CPU share of the receive work", shares)
-        assert max(shares[1]) >= 0.9, shares
-        assert min(shares[256]) >= 0.3, shares
-    finally:
-        host.close()
-
-
 def route_check(inv, ipv6=False):
     """doctor's check of the DUT's routes to 256 networks (/24s, or /64s)
     for the lab's stream."""
