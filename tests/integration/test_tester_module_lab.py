@@ -334,37 +334,69 @@ def test_256_destination_networks_are_routed_by_the_dut(tlab, module_loaded, ipv
         host.close()
 
 
+# What the DUT's ingress sees of the QinQ stream's bits: the outer tag's
+# PCP by flower (the kernel moves the outer tag out of the frame; tc then
+# classifies by the outer tag's protocol), the inner TCI whole by u32 at the
+# network header (the inner tag once the outer is out): PCP 5, DEI 1, VID
+# 100 = 0xb064. The first continues to the second.
+WIRE_FILTERS = ("protocol 802.1ad pref 1 flower vlan_id 200 vlan_prio 3 vlan_ethtype 802.1q "
+                "cvlan_id 100 cvlan_prio 5 action continue",
+                "protocol 802.1ad pref 2 u32 match u16 0xb064 0xffff at 0 action pass")
+
+
+def filter_hits(text):
+    """Packets each of `tc -s -j filter show`'s filters passed, by pref."""
+    import json
+    hits = {}
+    for f in json.loads(text):
+        for a in f.get("options", {}).get("actions", []):
+            hits[f["pref"]] = a["stats"]["packets"]
+    return hits
+
+
 def test_a_qinq_stream_is_sent_and_counted_with_its_tags(tlab, module_loaded):  # noqa: F811
-    """A stream with `vlan: 100, svlan: 200` (issue 31 item 6): the frames
-    leave tagged, the DUT forwards them between its QinQ devices, and the
-    suite's trial counts every one at the size it states, 64 B asked sent
-    as 70 B (pgrx checks the length, tags included, through the VLAN
-    devices the run adds on rx0 and removes at close).
+    """A stream with `vlan: 100, svlan: 200` (issue 31 item 6), the inner
+    tag's PCP 5 and DEI 1 and the outer's PCP 3: the frames leave tagged
+    with those bits (counted by filters on the DUT's ingress), the DUT
+    forwards them between its QinQ devices, and the suite's trial counts
+    every one at the size it states, 64 B asked sent as 70 B (pgrx checks
+    the length, tags included, through the VLAN devices the run adds on rx0
+    and removes at close).
 
       tester: tx0 =[200/100]= dut0.200.100 [netns dut] dut1.200.100 =[200/100]= rx0 (rfs/rfv devices)
     """
     host = tlab.connect("tester")
     inv = inventory.load(tlab.inventory_path)
-    inv.streams[0].vlan, inv.streams[0].svlan = 100, 200
+    s = inv.streams[0]
+    s.vlan, s.svlan, s.vlan_pcp, s.vlan_dei, s.svlan_pcp = 100, 200, 5, 1, 3
     tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3)
     try:
         with dut_vlan(KmodVM(tlab, host, None), 100, svlan=200):
+            host.run(tlab.dut_cmd("tc qdisc add dev dut0 clsact"), check=True)
+            for f in WIRE_FILTERS:
+                host.run(tlab.dut_cmd(f"tc filter add dev dut0 ingress {f}"), check=True)
             size = frame.wire_frame_size(64, False, tester.frame_tags)
             r = tester.run_trial(TrialSpec(frame_size=size, load_fps=1000, duration_s=2))
+            hits = filter_hits(host.run(tlab.dut_cmd("tc -s -j filter show dev dut0 ingress"))[1])
             rx = host.run("cat /proc/net/pktgen/pgrx")[1]
             device = host.run("cat /proc/net/pktgen/tx0")[1]
             made = host.run("ip -o link show | grep -oE ' rf[sv][0-9a-f]{8}@' || true")[1].split()
             tester.close()
             left = host.run("ip -o link show | grep -cE ' rf[sv][0-9a-f]{8}@' || true")[1].strip()
         assert size == 70 and tester.stream_labels[0]["svlan"] == 200
+        assert tester.stream_labels[0]["vlan_pcp"] == 5
         assert (r.tx_frames, r.rx_frames, r.lost_frames) == (2000, 2000, 0), r.notes
+        # the learning run's frame is the stream's too
+        assert hits[1] >= 2000 and hits[1] == hits[2], hits
         assert "pkt_size=66 " in rx and " packets=2000 " in rx and "wrong_size=0" in rx, rx[:800]
-        assert "vlan_id: 100" in device and "svlan_id: 200" in device and "min_pkt_size: 66" in device, device
+        assert "vlan_id: 100  vlan_p: 5  vlan_cfi: 1" in device, device
+        assert "svlan_id: 200  vlan_p: 3  vlan_cfi: 0" in device and "min_pkt_size: 66" in device, device
         # rx0's 802.1ad device and the 802.1Q one on it: only through them do
         # the frames reach pgrx, so all 2000 came in with both tags
         assert len(made) == 2, made
         assert left == "0", "the run's VLAN devices were not removed at close"
     finally:
+        host.run(tlab.dut_cmd("tc qdisc del dev dut0 clsact"), check=False)
         tester.stop_all()
         tester.close()
         host.close()

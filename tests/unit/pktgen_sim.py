@@ -45,7 +45,8 @@ class SimDevice:
                   "src_min": "", "dst_min": "", "src_max": "", "dst_max": "", "src6": "::", "dst6": "::", "dst6_min": "::", "dst6_max": "::",
                   "ipv6": False, "clone_skb": 0, "udp_src_min": 9, "udp_src_max": 9,
                   "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1,
-                  "dst_stride": 1, "stream_id": 0, "vlan_id": 0xffff, "svlan_id": 0xffff}
+                  "dst_stride": 1, "stream_id": 0, "vlan_id": 0xffff, "svlan_id": 0xffff,
+                  "vlan_p": 0, "vlan_cfi": 0, "svlan_p": 0, "svlan_cfi": 0}
         self.extra = {}             # other Params lines (e.g. vlan_id) written behind the tester's back
         self.result = ""
         self.sofar = 0
@@ -86,9 +87,9 @@ class SimDevice:
         if p["stream_id"]:
             lines.append(f"     stream_id: {p['stream_id']}")
         if p["vlan_id"] <= 4095:
-            lines.append(f"     vlan_id: {p['vlan_id']}  vlan_p: 0  vlan_cfi: 0")
-            if p["svlan_id"] <= 4095:
-                lines.append(f"     svlan_id: {p['svlan_id']}  vlan_p: 0  vlan_cfi: 0")
+            lines.append(f"     vlan_id: {p['vlan_id']}  vlan_p: {p['vlan_p']}  vlan_cfi: {p['vlan_cfi']}")
+            if p["svlan_id"] <= 4095:       # upstream names the outer tag's bits vlan_p/vlan_cfi too
+                lines.append(f"     svlan_id: {p['svlan_id']}  vlan_p: {p['svlan_p']}  vlan_cfi: {p['svlan_cfi']}")
         lines += [
             f"     src_mac: 52:54:00:00:00:01 dst_mac: {p['dst_mac']}",
             f"     udp_src_min: {p['udp_src_min']}  udp_src_max: {p['udp_src_max']}  "
@@ -247,6 +248,12 @@ class SimKernel:
             p[word] = int(arg) if int(arg) <= 4095 else 0xffff
             if word == "vlan_id" and int(arg) > 4095:
                 p["svlan_id"] = 0xffff
+        elif word in ("vlan_p", "vlan_cfi", "svlan_p", "svlan_cfi"):
+            # the in-tree pktgen takes them only on a tagged device, in range
+            tag = "svlan_id" if word.startswith("s") else "vlan_id"
+            if p[tag] > 4095 or int(arg) > (7 if word.endswith("_p") else 1):
+                return False, f"Result: ERROR: {word} out of range or no {tag}"
+            p[word] = int(arg)
         elif word == "ratep":
             with self.lock:
                 self._update()

@@ -13,7 +13,7 @@ import pytest
 
 from rfc2544.cli.plan import plan_document, plan_text
 from rfc2544.config import profiles
-from rfc2544.drivers import frame, pktgen
+from rfc2544.drivers import frame, pktgen, vlan
 from rfc2544.drivers.plan import device_configs
 from rfc2544.model import TrialSpec, theoretical_max_fps
 from rfc2544.procedures.runner import build_plan
@@ -48,7 +48,8 @@ def test_the_minimum_sizes_follow_the_modules_header_geometry():
 def test_the_generator_is_asked_for_the_size_sent():
     """With the size sent in the spec, pkt_size holds every header: the module pads nothing."""
     plan = type("P", (), {"device": "tx0", "dst_mac": "02:00:00:00:00:02", "src": lambda s, v: "2001:2::1",
-                          "dst": lambda s, v: "2001:2::2", "tags": 0, "vlan": None, "svlan": None})()
+                          "dst": lambda s, v: "2001:2::2", "tags": 0,
+                          **dict.fromkeys(vlan.TAG_FIELDS)})()
     cfg, = device_configs([plan], TrialSpec(frame_size=82, load_fps=1000, duration_s=1, ipv6=True), [10], [1000])
     assert cfg.pkt_size == 78 == frame.min_frame_size(True) - frame.FCS
     imix, = device_configs([plan], TrialSpec(frame_size=0, load_fps=1000, duration_s=1, ipv6=True), [10], [1000])

@@ -19,7 +19,7 @@ from rfc2544.errors import BadInput
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROLES = ("tx", "rx", "dut")
-STREAM_KEYS = ("tx", "rx", "vlan", "svlan")
+STREAM_KEYS = ("tx", "rx", "vlan", "svlan", "vlan_pcp", "vlan_dei", "svlan_pcp", "svlan_dei")
 VLAN_IDS = (1, 4094)        # 0 is priority-only and 4095 reserved (802.1Q)
 
 
@@ -65,6 +65,12 @@ class Stream:
     # for QinQ; None: untagged. The reverse stream of `direction: bi` keeps them.
     vlan: Optional[int] = None
     svlan: Optional[int] = None
+    # each tag's priority code point (0..7) and drop eligible indicator (0,
+    # 1); None: 0 (drivers/vlan.py TAG_FIELDS)
+    vlan_pcp: Optional[int] = None
+    vlan_dei: Optional[int] = None
+    svlan_pcp: Optional[int] = None
+    svlan_dei: Optional[int] = None
 
     @property
     def tags(self):
@@ -248,7 +254,8 @@ def load(path) -> Inventory:
 
 
 def _tags(path, where, raw):
-    """A stream's (vlan, svlan): QinQ's outer tag needs the inner one."""
+    """A stream's tag fields in drivers/vlan.TAG_FIELDS order: QinQ's outer
+    tag needs the inner one, a tag's PCP and DEI need the tag."""
     tags = []
     for key in ("vlan", "svlan"):
         value = raw.get(key)
@@ -258,6 +265,18 @@ def _tags(path, where, raw):
         tags.append(value)
     if tags[1] is not None and tags[0] is None:
         _fail(path, f"{where}.svlan", "an outer (802.1ad) tag needs the inner one: give 'vlan' too (QinQ)")
+    for tag, tag_id in (("vlan", tags[0]), ("svlan", tags[1])):
+        for field, (low, high) in (("pcp", (0, 7)), ("dei", (0, 1))):
+            key = f"{tag}_{field}"
+            value = raw.get(key)
+            if value is None:
+                tags.append(None)
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                _fail(path, f"{where}.{key}", f"must be {low} to {high}, not {value!r}")
+            if tag_id is None:
+                _fail(path, f"{where}.{key}", f"a {field.upper()} needs the tag it is part of: give '{tag}' too")
+            tags.append(value)
     return tags
 
 

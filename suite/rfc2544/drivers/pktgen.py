@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from rfc2544.errors import BadInput
 
-from rfc2544.drivers import frame, validate
+from rfc2544.drivers import frame, validate, vlan
 from rfc2544.drivers.script import PROC_PKTGEN, Batch
 
 PGCTRL = f"{PROC_PKTGEN}/pgctrl"
@@ -22,7 +22,6 @@ MAX_PKT_SIZE = 9600 - 4    # jumbo frames at most
 FCS_BYTES = 4
 MAX_BURST_FRAMES = 65536    # the module's burst_frames bound
 MAX_STREAM_ID = 65535       # the module's stream_id bound (0: none)
-MAX_VLAN_ID = 4094          # 802.1Q: 4095 is reserved, and the generator drops a tag above it
 MAX_DST_NETWORKS = 65536    # /24 networks a stream's destination spans at most
 MAX_FLOWS = 65535           # the highest udp_src_max: flows take the ports below it
 KNOWN_FLAGS = frozenset({
@@ -91,10 +90,15 @@ class DeviceConfig:
     # not written (the device keeps no id; the source address identifies it).
     stream_id: Optional[int] = None
     # VLAN tags (802.1Q `vlan_id`; QinQ adds the 802.1ad `svlan_id` outside
-    # it). The generator's pkt_size counts them. None: not written (a fresh
-    # device sends untagged).
+    # it), each with its PCP and DEI (drivers/vlan.py). The generator's
+    # pkt_size counts them. None: not written (a fresh device sends
+    # untagged, PCP and DEI 0).
     vlan: Optional[int] = None
     svlan: Optional[int] = None
+    vlan_pcp: Optional[int] = None
+    vlan_dei: Optional[int] = None
+    svlan_pcp: Optional[int] = None
+    svlan_dei: Optional[int] = None
 
     @property
     def dst_max(self):
@@ -176,12 +180,7 @@ class DeviceConfig:
             cmds.append(f"burst_frames {validate.uint(self.frames_per_burst, 'frames per burst', 1, MAX_BURST_FRAMES)}")
         if self.stream_id is not None:
             cmds.append(f"stream_id {validate.uint(self.stream_id, 'stream id', 0, MAX_STREAM_ID)}")
-        if self.svlan is not None and self.vlan is None:
-            raise BadInput("an outer VLAN tag (svlan) needs the inner one (vlan)")
-        if self.vlan is not None:       # the inner tag first: the generator sends svlan only under it
-            cmds.append(f"vlan_id {validate.uint(self.vlan, 'VLAN id', 1, MAX_VLAN_ID)}")
-        if self.svlan is not None:
-            cmds.append(f"svlan_id {validate.uint(self.svlan, 'outer VLAN id', 1, MAX_VLAN_ID)}")
+        cmds += vlan.generator_commands(self)
         cmds.append("clear_counters")
         return cmds
 
@@ -251,10 +250,7 @@ def expected_params(cfg: "DeviceConfig"):
         exp["dst_stride"] = "256" if cfg.dst_networks > 1 else ""
     if cfg.stream_id is not None:
         exp["stream_id"] = str(cfg.stream_id) if cfg.stream_id else ""
-    if cfg.vlan is not None:
-        exp["vlan_id"] = str(cfg.vlan)
-    if cfg.svlan is not None:
-        exp["svlan_id"] = str(cfg.svlan)
+    exp.update(vlan.readback(cfg))
     if cfg.ipv6:
         exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed
         exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed
@@ -440,6 +436,11 @@ def parse_device(text) -> DeviceState:
             result_lines.append(line)
         elif section == "params" and line.startswith("Flags:"):
             state.flags = line[len("Flags:"):].split()
+        elif section == "params" and line.startswith("svlan_id:"):
+            # the outer tag's line names its priority and DEI like the
+            # inner one's (upstream): keep them apart as svlan_p/svlan_cfi
+            state.params.update({("s" + k if k in ("vlan_p", "vlan_cfi") else k): v
+                                 for k, v in _pairs(line).items()})
         elif section == "params":
             state.params.update(_pairs(line))
         elif section == "current":

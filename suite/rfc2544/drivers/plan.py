@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 
 from rfc2544.errors import BadInput
 
-from rfc2544.drivers import pktgen, validate
+from rfc2544.drivers import pktgen, validate, vlan
 
 
 @dataclass
@@ -31,6 +31,10 @@ class StreamPlan:
     dst6: Optional[str]
     vlan: Optional[int] = None      # 802.1Q tag (inventory.Stream)
     svlan: Optional[int] = None     # 802.1ad outer tag (QinQ)
+    vlan_pcp: Optional[int] = None  # each tag's PCP and DEI (vlan.TAG_FIELDS)
+    vlan_dei: Optional[int] = None
+    svlan_pcp: Optional[int] = None
+    svlan_dei: Optional[int] = None
 
     @property
     def tags(self):
@@ -96,7 +100,7 @@ def plan_streams(inventory, bidirectional=False) -> List[StreamPlan]:
             dst4=validate.ipv4(rx.ipv4) if rx.ipv4 else None,
             src6=validate.ipv6(tx.ipv6) if tx.ipv6 else None,
             dst6=validate.ipv6(rx.ipv6) if rx.ipv6 else None,
-            vlan=s.vlan, svlan=s.svlan,
+            **vlan.tag_fields(s),
         ))
     return plans
 
@@ -156,6 +160,6 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             dst_networks=networks if extended else None,
             frames_per_burst=spec.frames_per_burst if extended else None,
             stream_id=p.stream_id if stream_ids else None,
-            vlan=p.vlan, svlan=p.svlan,
+            **vlan.tag_fields(p),
         ))
     return configs

@@ -17,12 +17,74 @@ import zlib
 from typing import List, Optional, Tuple
 
 from rfc2544.drivers import validate
+from rfc2544.errors import BadInput
 
 PREFIXES = ("rfv", "rfs")     # 802.1Q (inner) and 802.1ad (outer) devices
+# A stream's tags as every layer carries them (inventory.Stream, StreamPlan,
+# ModifierPlan, pktgen.DeviceConfig): the ids, and each tag's priority code
+# point (802.1p, 0..7) and drop eligible indicator (0 or 1); None: not set
+# (untagged; a PCP or DEI not written is 0).
+PRIORITY_FIELDS = ("vlan_pcp", "vlan_dei", "svlan_pcp", "svlan_dei")
+TAG_FIELDS = ("vlan", "svlan") + PRIORITY_FIELDS
+PRIORITY_RANGES = {"pcp": (0, 7), "dei": (0, 1)}
+VLAN_IDS = (1, 4094)        # 0 is priority-only, 4095 reserved (802.1Q); the generator drops a tag above
 # net.ipv6.conf.<port>.* set to 0 on every test port, the lab's too
 # (lab/topology.py): no router solicitations, autoconf or DAD frames that a
 # receiver would count and a DUT would answer
 QUIET_IPV6 = ("accept_ra", "autoconf", "dad_transmits", "router_solicitations", "accept_dad")
+
+
+def tag_fields(obj) -> dict:
+    """obj's TAG_FIELDS, to copy a stream's tags to the next layer."""
+    return {k: getattr(obj, k) for k in TAG_FIELDS}
+
+
+def describe(obj) -> str:
+    """'VLAN 100' or 'QinQ 200/100', with ' PCP 5 DEI 1' (per tag, outer
+    first) when set: the report's and the messages' wording."""
+    def prio(tag):
+        pcp, dei = getattr(obj, f"{tag}_pcp"), getattr(obj, f"{tag}_dei")
+        return (f" PCP {pcp}" if pcp is not None else "") + (f" DEI {dei}" if dei is not None else "")
+    if obj.vlan is None:
+        return ""
+    if obj.svlan is None:
+        return f"VLAN {obj.vlan}{prio('vlan')}"
+    return f"QinQ {obj.svlan}{prio('svlan')}/{obj.vlan}{prio('vlan')}"
+
+
+def generator_commands(cfg) -> List[str]:
+    """A pktgen device's tag writes for cfg (a DeviceConfig), validated:
+    the inner tag first (the generator sends svlan only under it), each
+    tag's vlan_p/vlan_cfi after it (the in-tree pktgen takes them only
+    then)."""
+    if cfg.svlan is not None and cfg.vlan is None:
+        raise BadInput("an outer VLAN tag (svlan) needs the inner one (vlan)")
+    cmds = []
+    for tag, what in (("vlan", "VLAN id"), ("svlan", "outer VLAN id")):
+        tag_id = getattr(cfg, tag)
+        if tag_id is not None:
+            cmds.append(f"{tag}_id {validate.uint(tag_id, what, *VLAN_IDS)}")
+        for field, word in (("pcp", "p"), ("dei", "cfi")):
+            value = getattr(cfg, f"{tag}_{field}")
+            if value is None:
+                continue
+            if tag_id is None:
+                raise BadInput(f"a {field.upper()} needs its tag: {tag}_{field} without {tag}")
+            cmds.append(f"{tag}_{word} {validate.uint(value, f'{tag} {field.upper()}', *PRIORITY_RANGES[field])}")
+    return cmds
+
+
+def readback(cfg) -> dict:
+    """What the device file shows for cfg's tags (pktgen.parse_device names
+    the outer tag's bits svlan_p/svlan_cfi)."""
+    exp = {}
+    for tag in ("vlan", "svlan"):
+        if getattr(cfg, tag) is not None:
+            exp[f"{tag}_id"] = str(getattr(cfg, tag))
+        for field, word in (("pcp", "p"), ("dei", "cfi")):
+            if getattr(cfg, f"{tag}_{field}") is not None:
+                exp[f"{tag}_{word}"] = str(getattr(cfg, f"{tag}_{field}"))
+    return exp
 
 
 def _name(prefix, *parts):
@@ -34,10 +96,10 @@ def devices(port, vlan, svlan=None, dotted=False) -> List[Tuple[str, str, str, i
     `dotted`: the names people give them (PORT.VLAN, PORT.SVLAN and
     PORT.SVLAN.VLAN: a DUT's, the lab tests'), not the suite's own."""
     port = validate.ifname(port)
-    vlan = validate.uint(vlan, "VLAN id", 1, 4094)
+    vlan = validate.uint(vlan, "VLAN id", *VLAN_IDS)
     if svlan is None:
         return [(f"{port}.{vlan}" if dotted else _name("rfv", port, vlan), port, "802.1Q", vlan)]
-    svlan = validate.uint(svlan, "outer VLAN id", 1, 4094)
+    svlan = validate.uint(svlan, "outer VLAN id", *VLAN_IDS)
     outer = f"{port}.{svlan}" if dotted else _name("rfs", port, svlan)
     inner = f"{outer}.{vlan}" if dotted else _name("rfv", port, svlan, vlan)
     return [(outer, port, "802.1ad", svlan), (validate.ifname(inner), outer, "802.1Q", vlan)]

@@ -24,6 +24,7 @@ from rfc2544.drivers.hooks import hooks_of
 from rfc2544.drivers.modifiers import plan_modifiers
 from rfc2544.drivers.plan import frame_tags, plan_streams
 from rfc2544.drivers.readings import pktgen_sent
+from rfc2544.drivers import vlan
 from rfc2544.engine.schedule import RateSchedule, segments_of
 from rfc2544.engine.transport import Transport
 from rfc2544.engine.trial_engine import TrialEngine, TrialSettings
@@ -126,7 +127,7 @@ class SSHTester:
     @property
     def stream_labels(self):
         return [{"tx": f"{p.tx_host}:{p.tx_port}", "rx": f"{p.rx_host}:{p.rx_port}",
-                 **{k: getattr(p, k) for k in ("vlan", "svlan") if getattr(p, k) is not None}}
+                 **{k: v for k, v in vlan.tag_fields(p).items() if v is not None}}
                 for p in self.plans]
 
     @property

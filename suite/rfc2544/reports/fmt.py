@@ -80,6 +80,15 @@ def _undefined_as_none(func):
     return wrapper
 
 
+def tag_text(stream):
+    """A conditions.streams entry's tags: 'VLAN 100 PCP 5', 'QinQ 200/100'."""
+    from types import SimpleNamespace
+
+    from rfc2544.drivers.vlan import TAG_FIELDS, describe
+    return describe(SimpleNamespace(**{k: stream.get(k) for k in TAG_FIELDS}))
+
+
 FILTERS = {name: _undefined_as_none(func) for name, func in {
     "num": num, "fps": fps, "mbps": mbps, "pct": pct, "signed_pct": signed_pct, "us": us,
-    "seconds": seconds, "ms": ms, "duration": duration, "text": text}.items()}
+    "seconds": seconds, "ms": ms, "duration": duration, "text": text,
+    "tag_text": tag_text}.items()}

@@ -28,7 +28,9 @@ SCHEMA_VERSION = 2
 # 5 = `vlan` and `svlan` on tagged conditions.streams (frame sizes count the tags).
 # 6 = the profile's `modifiers` (RFC 2544 section 11: broadcast and management
 # frames), `modifiers` in the conditions and `modifier_frames` on trials, when on.
-SCHEMA_MINOR = 6
+# 7 = `vlan_pcp`, `vlan_dei`, `svlan_pcp`, `svlan_dei` on conditions.streams
+# whose inventory stream sets them.
+SCHEMA_MINOR = 7
 SECTIONS = tuple(SUMMARY_TYPES)
 
 
