@@ -127,6 +127,7 @@ class TrialResult:
     spacing: Optional[Spacing] = None
     tester_bursty: bool = False     # failed, and the generator's micro-bursts explain the loss (pacing.py)
     modifier_frames: Dict[str, int] = field(default_factory=dict)  # broadcast/management frames sent (modifiers.py)
+    foreign_frames: int = 0     # test frames of streams the trial does not declare (pgrx v5): no loss
 
     @property
     def lost_frames(self):

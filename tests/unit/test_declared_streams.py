@@ -42,7 +42,7 @@ def test_a_trial_declares_its_streams_once_and_foreign_frames_are_no_loss(tmp_pa
     tester = ssh_tester(kernel, tmp_path)
     for _ in range(2):
         r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=0.2))
-        assert (r.tx_frames, r.rx_frames, r.lost_frames) == (400, 400, 0), r.notes
+        assert (r.tx_frames, r.rx_frames, r.lost_frames, r.foreign_frames) == (400, 400, 0, 57), r.notes
         assert any("57 test frames of streams the trial does not declare (foreign" in n for n in r.notes), \
             r.notes
         assert not any("unknown streams" in n for n in r.notes)

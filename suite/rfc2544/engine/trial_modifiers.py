@@ -4,15 +4,9 @@ records what they sent.
 
 A mixin of TrialEngine, whose state it uses: modifiers, modifier_settings,
 control_counts, _generator_features()."""
-import re
-
 from rfc2544.drivers import modifiers as modifiers_mod
 from rfc2544.drivers import pktgen
 from rfc2544.drivers.script import Batch
-
-
-# trial_result._pgrx_readings' note on frames of undeclared streams
-FOREIGN_NOTE = re.compile(r"pgrx saw (\d+) test frames of streams the trial does not declare")
 
 
 class ModifierDevices:
@@ -61,7 +55,7 @@ class ModifierDevices:
         result.modifier_frames = sent
         # a DUT that floods broadcasts (a bridge) passes them to the receiver:
         # say that the foreign frames can be those, not another stream's
-        foreign = sum(int(m.group(1)) for m in (FOREIGN_NOTE.search(n) for n in result.notes) if m)
+        foreign = result.foreign_frames
         if foreign and foreign <= sum(sent.values()):
             result.notes.append(f"the {foreign} foreign frames can be modifier frames ({sum(sent.values())} sent): "
                                 "a DUT that floods broadcasts passes them on")

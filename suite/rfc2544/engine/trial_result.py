@@ -33,6 +33,8 @@ def build_result(spec, plans, detection, schedule, readings_in, changes, rate_to
             notes.append("latency needs the rfc2544_pktgen receiver (pgrx); not measured")
     result = judge(spec, readings, ReceiverTotals(rx_total), latency=latency,
                    rate_tolerance=rate_tolerance, notes=notes, **kw)
+    result.foreign_frames = sum(state.foreign for state in rx.values()) \
+        if detection["receiver"] == RECEIVER_PGRX else 0
     if missed:
         result.tester_limited = True   # the planned rate profile was not offered
     result.spacing = spacing_of([tx.get(p.index) for p in plans], rates)
