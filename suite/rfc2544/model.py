@@ -37,8 +37,9 @@ class TrialSpec:
     # Flows per stream (RFC 2544 section 12's second step, or a DUT with
     # RSS/RPS): UDP source ports that vary per frame (pktgen.DeviceConfig).
     flows: int = 1
-    # What the flows vary: "udp_ports" (source ports) or "dst_networks" (the
-    # destination address over `flows` /24 networks, RFC 2544 section 12).
+    # What the flows vary: "udp_ports" (source ports), "dst_networks" (the
+    # destination address over `flows` /24 networks, RFC 2544 section 12) or
+    # "src_addresses" (`flows` consecutive IPv4 sources, pktgen.DeviceConfig).
     flow_spread: str = "udp_ports"
     # Bursty traffic (RFC 2544 section 21): frames leave in bursts of this
     # many back to back, the bursts spaced so the mean rate is load_fps

@@ -91,7 +91,8 @@ class Display:
         size = step["frame_size"] or "IMIX"
         # a size the headers do not fit in is sent larger (drivers/frame.py): say both
         asked = f" ({step['requested_frame_size']} B asked)" if step.get("requested_frame_size") else ""
-        spread = "destination networks" if self._profile.model.flow_spread == "dst_networks" else "flows"
+        spread = {"dst_networks": "destination networks",
+                  "src_addresses": "source addresses"}.get(self._profile.model.flow_spread, "flows")
         flows = f", {step['flows']} {spread} per stream" if step.get("flows", 1) != 1 else ""
         self._out(f"== {step['test']} {size} B{asked} IPv{step['ip_version']}{flows}")
 

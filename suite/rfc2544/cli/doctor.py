@@ -13,7 +13,10 @@ from rfc2544.errors import InfraError
                    "(profile flow_spread: dst_networks; RFC 2544 section 12: 256).")
 @click.option("--ipv6", is_flag=True,
               help="With --networks: check the destination /64 networks over IPv6 too.")
-def doctor(inventory_path, networks, ipv6):
+@click.option("--sources", type=click.IntRange(1, 65535), default=1, show_default=True,
+              help="Also check that the DUT routes this many source addresses per stream back toward "
+                   "the tester (profile flow_spread: src_addresses).")
+def doctor(inventory_path, networks, ipv6, sources):
     """Check the hosts: SSH, module, links, MACs, clock sync (and DUT routes)."""
     if ipv6 and networks == 1:
         raise click.UsageError("--ipv6 checks destination networks: give --networks N (N > 1) with it")
@@ -24,7 +27,7 @@ def doctor(inventory_path, networks, ipv6):
         raise InfraError(f"doctor is not available in this build ({exc})")
     from rfc2544.engine.playbooks import find_tool
     click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
-    checks = check_hosts(inventory, networks=networks, ipv6=ipv6)
+    checks = check_hosts(inventory, networks=networks, ipv6=ipv6, sources=sources)
     for name, ok, detail in checks:
         click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")
     failed = [name for name, ok, _ in checks if not ok]

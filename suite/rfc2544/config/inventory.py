@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Tuple
 import yaml
 
 from rfc2544.drivers.validate import ifname_problem
+from rfc2544.drivers.vlan import PRIORITY_RANGES
 from rfc2544.errors import BadInput
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
@@ -266,8 +267,8 @@ def _tags(path, where, raw):
     if tags[1] is not None and tags[0] is None:
         _fail(path, f"{where}.svlan", "an outer (802.1ad) tag needs the inner one: give 'vlan' too (QinQ)")
     for tag, tag_id in (("vlan", tags[0]), ("svlan", tags[1])):
-        for field, (low, high) in (("pcp", (0, 7)), ("dei", (0, 1))):
-            key = f"{tag}_{field}"
+        for bit, (low, high) in PRIORITY_RANGES.items():
+            key = f"{tag}_{bit}"
             value = raw.get(key)
             if value is None:
                 tags.append(None)
@@ -275,7 +276,7 @@ def _tags(path, where, raw):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 _fail(path, f"{where}.{key}", f"must be {low} to {high}, not {value!r}")
             if tag_id is None:
-                _fail(path, f"{where}.{key}", f"a {field.upper()} needs the tag it is part of: give '{tag}' too")
+                _fail(path, f"{where}.{key}", f"a {bit.upper()} needs the tag it is part of: give '{tag}' too")
             tags.append(value)
     return tags
 

@@ -105,7 +105,7 @@ class ProfileModel:
     ip_versions: List[int]
     flows: List[int]                    # flows per stream, each count its own steps
     direction: str                      # uni | bi: every stream also sent back (RFC 2544 section 14)
-    flow_spread: str                    # udp_ports | dst_networks: what a stream's flows vary
+    flow_spread: str                    # udp_ports | dst_networks | src_addresses: what a stream's flows vary
     link_mbps: Optional[float]
     trial_duration_s: float
     waits: Waits

@@ -26,9 +26,10 @@ SCHEMA = {
         "name": ("str", "custom"), "description": ("str", ""),
         "tests": ("tests", ["throughput"]), "frame_sizes": ("sizes", list(RFC_FRAME_SIZES)),
         "ip_versions": ("ipv", [4]), "flows": ("flows", [1]), "direction": (("uni", "bi"), "uni"),
-        # what a stream's flows vary: UDP source ports, or destination
-        # networks (RFC 2544 section 12's 256 networks: /24s, IPv6 /64s)
-        "flow_spread": (("udp_ports", "dst_networks"), "udp_ports"),
+        # what a stream's flows vary: UDP source ports, destination
+        # networks (RFC 2544 section 12's 256 networks: /24s, IPv6 /64s), or
+        # IPv4 source addresses (the ones after the tx port's, a /24 up)
+        "flow_spread": (("udp_ports", "dst_networks", "src_addresses"), "udp_ports"),
         "link_mbps": ("opt_pos", None),
         "trial_duration_s": ("pos", 60.0),
     },

@@ -2,19 +2,21 @@
 
 Both speak the same /proc/net/pktgen command language, so one driver serves
 both. This module builds validated device commands, the batches that set up
-devices and configure a trial, the command that starts traffic, and parses
-the device files (Params / Current / Result, pktgen-interface.md section B).
-Everything here is pure: no I/O.
+devices and configure a trial, the command that starts traffic, and what a
+configured device must read back; the device files' parser
+(pktgen_state.py) is re-exported here. Everything here is pure: no I/O.
 """
 import ipaddress
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from rfc2544.errors import BadInput
 
 from rfc2544.drivers import frame, validate, vlan
 from rfc2544.drivers.script import PROC_PKTGEN, Batch
+# the device and thread files, parsed (re-exported: callers use pktgen.*)
+from rfc2544.drivers.pktgen_state import (  # noqa: F401 (the API)
+    RunResult, DeviceState, parse_device, ThreadState, parse_thread, parse_banner)
 
 PGCTRL = f"{PROC_PKTGEN}/pgctrl"
 MIN_PKT_SIZE = 42          # pktgen raises anything smaller to 42
@@ -46,6 +48,20 @@ def imix_pkt_sizes(ipv6, tags=0):
     (with `tags` VLAN tags) fit in (frame.imix_mix): what the generator
     would pad to anyway."""
     return tuple((size - FCS_BYTES, weight) for size, weight in frame.imix_mix(ipv6, tags))
+
+
+def source_range(src_ip, n):
+    """(first, last) IPv4 source of a stream of `n` source-address flows
+    from a port of address src_ip: src_ip itself for one, else the n
+    consecutive addresses from src_ip + 256 (the same host part a /24 up:
+    not the port's own link, where the DUT's own address is)."""
+    if n == 1:
+        return src_ip, src_ip
+    first = int(ipaddress.IPv4Address(src_ip)) + 256
+    last = first + n - 1
+    if last > 0xFFFFFFFF:
+        raise BadInput(f"{n} source addresses after {src_ip} pass 255.255.255.255")
+    return str(ipaddress.IPv4Address(first)), str(ipaddress.IPv4Address(last))
 
 
 def pkt_size_for_frame(frame_size):
@@ -85,6 +101,11 @@ class DeviceConfig:
     # consecutive /24s, the stream's own destination the first. IPv4. None:
     # dst_stride is not written (a generator without it: one destination).
     dst_networks: Optional[int] = None
+    # Source-address flows (IPv4): each frame's source steps through N
+    # consecutive addresses starting at src_ip + 256 (the same host part a
+    # /24 up: addresses the DUT routes back toward the tx port, not the
+    # tx port's own link, where the DUT's own address is). None: src_ip only.
+    src_addresses: Optional[int] = None
     # The stream id in every test header (rfc2544_pktgen 1.3's stream_id,
     # 1..65535): pgrx counts the stream by it, whatever its addresses. None:
     # not written (the device keeps no id; the source address identifies it).
@@ -107,6 +128,11 @@ class DeviceConfig:
         if last > int(ipaddress.IPv4Address("255.255.255.255")):
             raise BadInput(f"{self.dst_networks} destination networks from {self.dst_ip} pass 255.255.255.255")
         return str(ipaddress.IPv4Address(last))
+
+    @property
+    def src_range(self):
+        """(src_min, src_max) of the IPv4 source range (source_range)."""
+        return source_range(self.src_ip, self.src_addresses or 1)
 
     @property
     def dst6_max(self):
@@ -161,8 +187,14 @@ class DeviceConfig:
                 cmds += [f"dst6_min {ipaddress.IPv6Address(self.dst_ip).compressed}", f"dst6_max {self.dst6_max}",
                          "flag IPDST_RND" if networks > 1 else "flag !IPDST_RND"]
         else:
-            src, dst = validate.ipv4(self.src_ip, "source IPv4"), validate.ipv4(self.dst_ip, "destination IPv4")
-            cmds += ["flag !IPV6", f"src_min {src}", f"src_max {src}", f"dst_min {dst}", f"dst_max {self.dst_max}"]
+            validate.ipv4(self.src_ip, "source IPv4")
+            dst = validate.ipv4(self.dst_ip, "destination IPv4")
+            if self.src_addresses is not None:
+                validate.uint(self.src_addresses, "source addresses", 1, MAX_FLOWS)
+            src_min, src_max = self.src_range
+            # stepped in turn (a fresh device's default): every source its share
+            cmds += ["flag !IPV6", f"src_min {src_min}", f"src_max {src_max}",
+                     f"dst_min {dst}", f"dst_max {self.dst_max}"]
             if self.dst_networks is not None:
                 networks = validate.uint(self.dst_networks, "destination networks", 1, MAX_DST_NETWORKS)
                 cmds += [f"dst_stride {256 if networks > 1 else 1}",
@@ -257,7 +289,7 @@ def expected_params(cfg: "DeviceConfig"):
         if cfg.dst_networks is not None:
             exp["min_daddr"], exp["max_daddr"] = exp["daddr"], cfg.dst6_max
     else:
-        exp.update(dst_min=cfg.dst_ip, dst_max=cfg.dst_max, src_min=cfg.src_ip, src_max=cfg.src_ip)
+        exp.update(dst_min=cfg.dst_ip, dst_max=cfg.dst_max, src_min=cfg.src_range[0], src_max=cfg.src_range[1])
     return exp
 
 
@@ -302,194 +334,3 @@ def verify_device(cfg, state, reference=None):
         if (ref_flags - set_by_cfg) != (flags - set_by_cfg):
             problems.append(f"flags {' '.join(sorted(flags))} (were {' '.join(sorted(ref_flags))})")
     return problems
-
-
-# ---------------------------------------------------------------- parsing
-
-@dataclass
-class RunResult:
-    """The device's `Result: OK: ...` after a run."""
-
-    usec: int              # elapsed sending time
-    c_usec: int
-    d_usec: int
-    packets: int
-    pkt_bytes: int
-    frags: int
-    pps: int
-    mbps: int
-    bps: int
-    errors: int
-    # rfc2544_pktgen only: frames our own driver/qdisc dropped (in errors,
-    # not in packets); > 0 means the tester limited the trial, not the DUT
-    tx_dropped: int = 0
-
-    @property
-    def elapsed_s(self):
-        return self.usec / 1e6
-
-
-@dataclass
-class DeviceState:
-    params: Dict[str, str] = field(default_factory=dict)
-    flags: List[str] = field(default_factory=list)
-    current: Dict[str, str] = field(default_factory=dict)
-    result_text: str = ""
-    run: Optional[RunResult] = None
-    # rfc2544_pktgen's departure spacing (None with the in-tree pktgen):
-    # the `Departures:` fields as ints, and "gap_hist_ns" as [(low, high, count)]
-    departures: Optional[Dict[str, object]] = None
-
-    @property
-    def pkts_sofar(self):
-        return _int(self.current.get("pkts-sofar"))
-
-    @property
-    def errors(self):
-        return _int(self.current.get("errors"))
-
-    @property
-    def tx_dropped(self):
-        """rfc2544_pktgen's driver/qdisc drops (None with the in-tree pktgen)."""
-        return _int(self.current.get("tx_dropped"))
-
-    @property
-    def finished(self):
-        return self.run is not None
-
-    @property
-    def elapsed_s(self):
-        """Sending time: the Result line's, else Current's stopped - started
-        (any later write replaces the Result line; Current keeps the times,
-        and while running `stopped` is the present)."""
-        if self.run is not None and self.run.usec > 0:
-            return self.run.elapsed_s
-        started, stopped = _int(self.current.get("started")), _int(self.current.get("stopped"))
-        if started and stopped and stopped >= started:
-            return (stopped - started) / 1e6
-        return None
-
-    @property
-    def result_ok(self):
-        return self.result_text.startswith("OK:")
-
-
-_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*:$")
-_RUN_RE = re.compile(
-    r"OK:\s*(\d+)\(c(\d+)\+d(\d+)\)\s*usec,\s*(\d+)\s*\((\d+)byte,(\d+)frags\)\s*"
-    r"(\d+)pps\s+(\d+)Mb/sec\s+\((\d+)bps\)\s+errors:\s*(\d+)"
-    r"(?:\s+tx_dropped:\s*(\d+))?"
-)
-
-
-def _int(value):
-    if value is None:
-        return None
-    m = re.match(r"^(\d+)", value)
-    return int(m.group(1)) if m else None
-
-
-def _pairs(text):
-    """'k1: v1  k2: v2 words' -> {k1: 'v1', k2: 'v2 words'}; empty values kept."""
-    out, key, words = {}, None, []
-    for token in text.split():
-        if _KEY_RE.match(token):
-            if key is not None:
-                out[key] = " ".join(words)
-            key, words = token[:-1], []
-        elif key is not None:
-            words.append(token)
-    if key is not None:
-        out[key] = " ".join(words)
-    return out
-
-
-def parse_device(text) -> DeviceState:
-    """Parse a pktgen device file (pure; unknown lines are ignored)."""
-    state = DeviceState()
-    section = None
-    result_lines = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("Params:"):
-            section = "params"
-            rest = line[len("Params:"):].strip()
-            m = re.match(r"count\s+(\d+)\s*(.*)$", rest)
-            if m:
-                state.params["count"] = m.group(1)
-                rest = m.group(2)
-            state.params.update(_pairs(rest))
-        elif line.startswith("Current:"):
-            section = "current"
-            state.current.update(_pairs(line[len("Current:"):]))
-        elif line.startswith("Departures:"):
-            section = "departures"
-            state.departures = _departure_fields(line[len("Departures:"):], {})
-        elif line.startswith("Result:"):
-            section = "result"
-            result_lines.append(line[len("Result:"):].strip())
-        elif section == "departures":
-            _departure_fields(line, state.departures)
-        elif section == "result":
-            result_lines.append(line)
-        elif section == "params" and line.startswith("Flags:"):
-            state.flags = line[len("Flags:"):].split()
-        elif section == "params" and line.startswith("svlan_id:"):
-            # the outer tag's line names its priority and DEI like the
-            # inner one's (upstream): keep them apart as svlan_p/svlan_cfi
-            state.params.update({("s" + k if k in ("vlan_p", "vlan_cfi") else k): v
-                                 for k, v in _pairs(line).items()})
-        elif section == "params":
-            state.params.update(_pairs(line))
-        elif section == "current":
-            state.current.update(_pairs(line))
-    state.result_text = " ".join(result_lines)
-    m = _RUN_RE.search(state.result_text)
-    if m:
-        state.run = RunResult(*(int(g or 0) for g in m.groups()))
-    return state
-
-
-_HIST_RE = re.compile(r"^(\d+)-(\d+):(\d+)$")
-
-
-def _departure_fields(text, into):
-    """A line of the Departures section: `key: N` pairs, or the gap histogram."""
-    if text.startswith("gap_hist_ns:"):
-        into["gap_hist_ns"] = [tuple(int(g) for g in m.groups()) for m in map(_HIST_RE.match, text.split()[1:]) if m]
-        return into
-    for key, value in _pairs(text).items():
-        number = _int(value)
-        if number is not None:
-            into[key] = number
-    return into
-
-
-@dataclass
-class ThreadState:
-    running: List[str]
-    stopped: List[str]
-    result: str
-
-
-def parse_thread(text) -> ThreadState:
-    """Parse a kpktgend_N file: 'Running: a b', 'Stopped: c', 'Result: ...'."""
-    running, stopped, result = [], [], ""
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("Running:"):
-            running = [w for w in line[len("Running:"):].split()]
-        elif line.startswith("Stopped:"):
-            stopped = [w for w in line[len("Stopped:"):].split()]
-        elif line.startswith("Result:"):
-            result = line[len("Result:"):].strip()
-    return ThreadState(running, stopped, result)
-
-
-def parse_banner(text):
-    """pgctrl's banner -> (banner line, version string or None)."""
-    first = next((l.strip() for l in text.splitlines() if l.strip()), "")
-    m = re.search(r"[Vv]ersion:?\s*([0-9][0-9A-Za-z.+_-]*)", first)
-    return first, (m.group(1) if m else None)

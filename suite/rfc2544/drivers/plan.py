@@ -146,6 +146,13 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
     if networks > 1 and spec.ipv6 and not ipv6_networks:
         raise BadInput("IPv6 destination networks need the rfc2544_pktgen module 1.5 or later on every tester "
                        "host (its IPv6 ranges over /64 networks): run 'rfc2544 setup'")
+    sources = spec.flows if spec.flow_spread == "src_addresses" else 1
+    if sources > 1 and spec.ipv6:
+        raise BadInput("source-address flows are IPv4 only (the generator varies no IPv6 source): "
+                       "use flow_spread udp_ports or dst_networks for IPv6")
+    if sources > 1 and not stream_ids:
+        raise BadInput("source-address flows need the rfc2544_pktgen module 1.3 or later on every tester host "
+                       "(its stream ids keep a stream one stream whatever its source): run 'rfc2544 setup'")
     configs = []
     tags = frame_tags(plans)
     for p, count, rate in zip(plans, count_per_stream, rate_per_stream):
@@ -156,8 +163,9 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             src_ip=p.src(spec.ipv6), dst_ip=p.dst(spec.ipv6), ipv6=spec.ipv6,
             pkt_size=None if imix else pktgen.pkt_size_for_frame(spec.frame_size),
             imix=imix, ratep=rate,
-            flows=spec.flows if networks == 1 else 1,
+            flows=spec.flows if networks == 1 and sources == 1 else 1,
             dst_networks=networks if extended else None,
+            src_addresses=sources if sources > 1 else None,
             frames_per_burst=spec.frames_per_burst if extended else None,
             stream_id=p.stream_id if stream_ids else None,
             **vlan.tag_fields(p),

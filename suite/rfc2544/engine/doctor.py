@@ -15,7 +15,7 @@ import re
 from rfc2544.errors import Rfc2544Error
 from rfc2544.drivers.ssh import SSHHost, quote
 
-from rfc2544.drivers import validate
+from rfc2544.drivers import pktgen, validate
 from rfc2544.drivers.session import HostSession
 
 HOST_SCRIPT = r"""p=/proc/net/pktgen
@@ -73,13 +73,15 @@ def _synced(facts):
     return facts["clock"] == "yes" or (facts["chrony"] or "").lower() == "normal"
 
 
-def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=False):
+def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=False, sources=1):
     """Check every host of `inventory`; returns [(check, ok, detail)].
 
     `sessions`: host name -> session with `.run(cmd)` (tests only).
     `networks`: check that the DUT routes this many destination /24s per
     stream (RFC 2544 section 12) like the stream's own destination;
-    `ipv6`: the destination /64s too (flow_spread dst_networks over IPv6)."""
+    `ipv6`: the destination /64s too (flow_spread dst_networks over IPv6).
+    `sources`: check that the DUT routes this many source addresses per
+    stream (flow_spread src_addresses) back out of the stream's ingress."""
     results = []
     sessions = dict(sessions or {})
     connections = {}
@@ -111,6 +113,8 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=F
             results += _route_checks(inventory, sessions, facts, networks)
             if ipv6:
                 results += _route_checks(inventory, sessions, facts, networks, ipv6=True)
+        if sources > 1:
+            results += _source_checks(inventory, sessions, facts, sources)
     finally:
         for c in connections.values():
             c.close()
@@ -263,4 +267,41 @@ def _route_checks(inventory, sessions, facts, networks, ipv6=False):
                                       f"{addresses[0]}: {', '.join(astray[:4])}{' ...' if len(astray) > 4 else ''}"))
         else:
             out.append((label, True, f"{dut} routes {addresses[0]} .. {addresses[-1]} ({networks} {size}) out of {way}"))
+    return out
+
+
+def _source_checks(inventory, sessions, facts, sources):
+    """Each stream's `sources` source addresses (pktgen.source_range) must
+    route back out of the DUT port the stream comes in on (the owner of the
+    tx port's peer MAC): a DUT that filters by reverse path drops the
+    frames of any other."""
+    owners = port_owners(inventory)
+    out = []
+    for s in inventory.streams:
+        label = f"routes back to {sources} sources {s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}"
+        tx_port = inventory.hosts[s.tx_host].ports[s.tx_port]
+        dut, dut_port = owners.get((tx_port.peer_mac or "").lower(), (None, None))
+        if dut is None or dut not in facts:
+            out.append((label, False, "the DUT is not in the inventory or did not answer (the tx port's "
+                                      "peer_mac names no port of a reachable host)"))
+            continue
+        if not tx_port.ipv4:
+            out.append((label, False, f"{s.tx_host}:{s.tx_port} has no IPv4 address"))
+            continue
+        try:
+            first, _ = pktgen.source_range(validate.ipv4(tx_port.ipv4), sources)
+            start = int(ipaddress.IPv4Address(first))
+            addresses = [str(ipaddress.IPv4Address(start + k)) for k in range(sources)]
+            routes = parse_routes(sessions[dut].run(_route_script(addresses), timeout=60)[1])
+        except Rfc2544Error as exc:
+            out.append((label, False, str(exc)))
+            continue
+        ingress = inventory.hosts[dut].ports[dut_port].name
+        astray = [a for a in addresses if routes.get(a) != ingress]
+        if astray:
+            out.append((label, False, f"{len(astray)} of {sources} sources not routed back out of {dut}:{ingress}, "
+                                      f"where the stream comes in: {', '.join(astray[:4])}"
+                                      f"{' ...' if len(astray) > 4 else ''}"))
+        else:
+            out.append((label, True, f"{dut} routes {addresses[0]} .. {addresses[-1]} back out of {ingress}"))
     return out

@@ -48,8 +48,9 @@ def key_of(results, entry):
 def labeller(results):
     """Frame size label, with the IP version only when the run mixed versions."""
     mixed = len(ip_versions(results)) > 1
-    # a stream's flows are destination networks (RFC 2544 section 12) or UDP ports
-    unit = "networks" if (results.get("profile") or {}).get("flow_spread") == "dst_networks" else "flows"
+    # a stream's flows are destination networks (RFC 2544 section 12), source addresses or UDP ports
+    unit = {"dst_networks": "networks", "src_addresses": "sources"}.get(
+        (results.get("profile") or {}).get("flow_spread"), "flows")
 
     def label(entry):
         text = frame_label(entry.get("frame_size"))      # the size sent

@@ -28,8 +28,8 @@ SCHEMA_VERSION = 2
 # 5 = `vlan` and `svlan` on tagged conditions.streams (frame sizes count the tags).
 # 6 = the profile's `modifiers` (RFC 2544 section 11: broadcast and management
 # frames), `modifiers` in the conditions and `modifier_frames` on trials, when on.
-# 7 = `vlan_pcp`, `vlan_dei`, `svlan_pcp`, `svlan_dei` on conditions.streams
-# whose inventory stream sets them.
+# 7 = `flow_spread: src_addresses` (profile, trial specs), and `vlan_pcp`,
+# `vlan_dei`, `svlan_pcp`, `svlan_dei` on conditions.streams that set them.
 SCHEMA_MINOR = 7
 SECTIONS = tuple(SUMMARY_TYPES)
 
