@@ -1,4 +1,5 @@
-"""Compare two runs: per frame size, throughput and latency, NEW vs OLD.
+"""Compare two runs: per frame size, throughput and latency (and the
+bursty traffic throughput per burst size), NEW vs OLD.
 
 A row regresses when NEW is worse than OLD by more than the allowed
 percentage: lower throughput, or higher latency (mean, median, 99.9th
@@ -19,6 +20,8 @@ METRICS = {
     "latency min (µs)": ("latency", "min_ns", False, False),
     "latency max (µs)": ("latency", "max_ns", False, False),
 }
+# RFC 2544 section 21: the bursty traffic throughput per frame size and burst size
+BURSTY_METRIC = "bursty throughput (frames/s)"
 CONDITION_FIELDS = ("link_speed_mbps", "ip_version", "generator", "receiver", "fidelity")
 
 
@@ -40,6 +43,13 @@ def _index(results, section, field):
     return {key_of(results, r): r.get(field) for r in results[section] if r.get("throughput_pct") in (None, 100)}
 
 
+def _bursty_index(results):
+    """{(ip, flows, size, frames per burst): the burst rate found} of the
+    bursty section (0 where no rate passed: a regression from any)."""
+    return {(*key_of(results, e), b["frames_per_burst"]): b.get("fps")
+            for e in results.get("bursty") or [] for b in e.get("bursts") or []}
+
+
 def compare(old, new, threshold_pct):
     """Rows (one per frame size and metric), notes on differing conditions, failures."""
     rows = []
@@ -51,6 +61,12 @@ def compare(old, new, threshold_pct):
             if a is None and b is None:
                 continue
             rows.append(_row(metric, key, a, b, higher_better, gated, threshold_pct, label_ip))
+    before, after = _bursty_index(old), _bursty_index(new)
+    for key in sorted(set(before) | set(after)):
+        row = _row(BURSTY_METRIC, key[:3], before.get(key), after.get(key), True, True, threshold_pct, label_ip)
+        row["frames_per_burst"] = key[3]
+        row["label"] += f", bursts of {key[3]}"
+        rows.append(row)
     if not rows:
         raise BadInput(f"{new['source']}: nothing to compare with {old['source']}: "
                        "neither file has throughput or latency results")

@@ -177,10 +177,12 @@ def bursty_svg(rows):
 
 def compare_svg(rows, threshold_pct):
     """Change per frame size, NEW vs OLD, in % (positive = better), with the gate."""
+    def series(row):        # a bursty row's burst size is a series of its own
+        return row["metric"] + (f", bursts of {row['frames_per_burst']}" if "frames_per_burst" in row else "")
     metrics = []
     for row in rows:
-        if row["metric"] not in metrics:
-            metrics.append(row["metric"])
+        if series(row) not in metrics:
+            metrics.append(series(row))
     sizes = sorted({row["frame_size"] for row in rows})
     if not rows or not sizes:
         return None
@@ -191,7 +193,7 @@ def compare_svg(rows, threshold_pct):
         for m_index, metric in enumerate(metrics):
             xs, ys = [], []
             for s_index, size in enumerate(sizes):
-                row = next((r for r in rows if r["metric"] == metric and r["frame_size"] == size), None)
+                row = next((r for r in rows if series(r) == metric and r["frame_size"] == size), None)
                 if row is None or row["better_pct"] is None:
                     continue
                 xs.append(s_index - 0.4 + width * (m_index + 0.5))

@@ -179,8 +179,11 @@ class Results:
         cols = ["id", "unit", "test", "frame_size", "requested_frame_size", "ip_version", "load_fps", "load_pct",
                 "duration_s", "traffic_s", "tx_frames", "rx_frames", "lost_frames", "loss_ratio", "achieved_fps",
                 "verdict", "aborted_early", "saved_traffic_s", "started"]
-        rows = [{c: t.get(c) for c in cols} | _latency_cols(t.get("latency")) for t in self.data["trials"]]
-        table = pd.DataFrame(rows, columns=cols + list(_latency_cols(None)))
+        # what a trial sent besides its size and load: flows per stream, frames per burst
+        spec_cols = {"flows": 1, "frames_per_burst": 1}
+        rows = [{c: t.get(c) for c in cols} | {k: (t.get("spec") or {}).get(k) or d for k, d in spec_cols.items()}
+                | _latency_cols(t.get("latency")) for t in self.data["trials"]]
+        table = pd.DataFrame(rows, columns=cols + list(spec_cols) + list(_latency_cols(None)))
         # a size, or empty where the size sent is the size asked (not 64.0 beside NaN)
         table["requested_frame_size"] = table["requested_frame_size"].astype("Int64")
         table.to_csv(path, index=False)
@@ -192,6 +195,14 @@ class Results:
             rows = [{"tester_bound": False, "tester_bursty": False, **t} for t in self.data["throughput"]]
             pd.DataFrame(rows).to_csv(tp, index=False)
             written.append(tp)
+        if self.data.get("bursty"):
+            # RFC 2544 section 21: a row per frame size and burst size
+            bp = path.with_name("bursty.csv")
+            rows = [{"frame_size": e["frame_size"], **b, "largest_passing_burst": e.get("largest_passing_burst"),
+                     "throughput_fps": e.get("throughput_fps")}
+                    for e in self.data["bursty"] for b in e.get("bursts") or []]
+            pd.DataFrame(rows).to_csv(bp, index=False)
+            written.append(bp)
         return written
 
 

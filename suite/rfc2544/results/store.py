@@ -257,6 +257,17 @@ def figures_of(results):
             yield {"test": test, "metric": metric, "frame_size": row["frame_size"], "ip_version": ip,
                    "better": better, "value": float(value),
                    "conditions": {**base, **marks.get((ip, flows, row["frame_size"]), {"tester_limited": False})}}
+    # RFC 2544 section 21: a series per burst size (in the test's name),
+    # the rate found; a burst size no rate passed gives no figure
+    for entry in results.get("bursty") or []:
+        ip, flows = entry.get("ip_version") or default_ip, entry.get("flows") or 1
+        for burst in entry.get("bursts") or []:
+            value = burst.get("fps")
+            if value is None or isinstance(value, bool) or value <= 0:
+                continue
+            test = f"bursty, {burst['frames_per_burst']} frames per burst" + (f", {flows} flows" if flows != 1 else "")
+            yield {"test": test, "metric": "fps", "frame_size": entry["frame_size"], "ip_version": ip,
+                   "better": "higher", "value": float(value), "conditions": {**base, "tester_limited": False}}
 
 
 def find_runs(paths):
