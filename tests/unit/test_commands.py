@@ -152,7 +152,7 @@ def test_calibrate_saves_and_run_uses_the_ceiling(setup, monkeypatch, capsys):
 def test_doctor_failures_exit_3(setup, monkeypatch, capsys):
     import rfc2544.engine.doctor as doc
     _, inv, _, _ = setup
-    monkeypatch.setattr(doc, "doctor", lambda inventory, networks=1, ipv6=False, sources=1: [("ssh t", True, "ok"), ("link tx0", False, "down")])
+    monkeypatch.setattr(doc, "doctor", lambda inventory, networks=1, ipv6=False, sources=1, bidirectional=False: [("ssh t", True, "ok"), ("link tx0", False, "down")])
     assert main("doctor", "-i", str(inv)) == 3
     captured = capsys.readouterr()
     assert "FAIL  link tx0: down" in captured.out

@@ -2,12 +2,27 @@
 import click
 
 from rfc2544.config import inventory as inventory_mod
+from rfc2544.config import profiles as profiles_mod
 from rfc2544.errors import InfraError
+
+
+def profile_needs(profile):
+    """(networks, ipv6, sources, bidirectional) that a run of `profile`
+    needs checked: its largest flow count as destination networks or
+    source addresses, IPv6 networks when it sends IPv6, its direction."""
+    m = profile.model
+    flows = max(m.flows)
+    networks = flows if m.flow_spread == "dst_networks" else 1
+    sources = flows if m.flow_spread == "src_addresses" else 1
+    return networks, networks > 1 and 6 in m.ip_versions, sources, m.direction == "bi"
 
 
 @click.command("doctor")
 @click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
               help="Ansible inventory (default: the local lab's).")
+@click.option("-p", "--profile", "profile_name", default=None,
+              help="Check what a run of this profile needs (its destination networks or source addresses, "
+                   "IPv6 networks, both directions), besides the options below.")
 @click.option("--networks", type=click.IntRange(1, 65536), default=1, show_default=True,
               help="Also check that the DUT routes this many destination /24 networks per stream "
                    "(profile flow_spread: dst_networks; RFC 2544 section 12: 256).")
@@ -16,10 +31,16 @@ from rfc2544.errors import InfraError
 @click.option("--sources", type=click.IntRange(1, 65535), default=1, show_default=True,
               help="Also check that the DUT routes this many source addresses per stream back toward "
                    "the tester (profile flow_spread: src_addresses).")
-def doctor(inventory_path, networks, ipv6, sources):
+@click.option("--bidirectional", is_flag=True,
+              help="Check the reverse streams too (profile direction: bi): their rx ports send.")
+def doctor(inventory_path, profile_name, networks, ipv6, sources, bidirectional):
     """Check the hosts: SSH, module, links, MACs, clock sync (and DUT routes)."""
     if ipv6 and networks == 1:
         raise click.UsageError("--ipv6 checks destination networks: give --networks N (N > 1) with it")
+    if profile_name:
+        p_networks, p_ipv6, p_sources, p_bi = profile_needs(profiles_mod.load(profile_name))
+        networks, sources = max(networks, p_networks), max(sources, p_sources)
+        ipv6, bidirectional = ipv6 or p_ipv6, bidirectional or p_bi
     inventory = inventory_mod.resolve(inventory_path)
     try:
         from rfc2544.engine.doctor import doctor as check_hosts
@@ -27,7 +48,7 @@ def doctor(inventory_path, networks, ipv6, sources):
         raise InfraError(f"doctor is not available in this build ({exc})")
     from rfc2544.engine.playbooks import find_tool
     click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
-    checks = check_hosts(inventory, networks=networks, ipv6=ipv6, sources=sources)
+    checks = check_hosts(inventory, networks=networks, ipv6=ipv6, sources=sources, bidirectional=bidirectional)
     for name, ok, detail in checks:
         click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")
     failed = [name for name, ok, _ in checks if not ok]

@@ -11,11 +11,13 @@ to a peer creates.
 """
 import ipaddress
 import re
+from dataclasses import replace
 
 from rfc2544.errors import Rfc2544Error
 from rfc2544.drivers.ssh import SSHHost, quote
 
 from rfc2544.drivers import pktgen, validate
+from rfc2544.drivers.plan import stream_ends
 from rfc2544.drivers.session import HostSession
 
 HOST_SCRIPT = r"""p=/proc/net/pktgen
@@ -73,7 +75,8 @@ def _synced(facts):
     return facts["clock"] == "yes" or (facts["chrony"] or "").lower() == "normal"
 
 
-def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=False, sources=1):
+def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=False, sources=1,
+           bidirectional=False):
     """Check every host of `inventory`; returns [(check, ok, detail)].
 
     `sessions`: host name -> session with `.run(cmd)` (tests only).
@@ -81,7 +84,10 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=F
     stream (RFC 2544 section 12) like the stream's own destination;
     `ipv6`: the destination /64s too (flow_spread dst_networks over IPv6).
     `sources`: check that the DUT routes this many source addresses per
-    stream (flow_spread src_addresses) back out of the stream's ingress."""
+    stream (flow_spread src_addresses) back out of the stream's ingress.
+    `bidirectional`: every check covers the reverse streams too (profile
+    direction: bi; plan.stream_ends), whose rx ports send."""
+    inventory = replace(inventory, streams=stream_ends(inventory, bidirectional))
     results = []
     sessions = dict(sessions or {})
     connections = {}
@@ -163,9 +169,13 @@ def _peer_checks(inventory, sessions, facts):
     for s in inventory.streams:
         host = inventory.hosts[s.tx_host]
         port = host.ports[s.tx_port]
-        if s.tx_host not in facts or not port.peer_mac:
-            continue
         label = f"peer of {s.tx_host}:{s.tx_port}"
+        if s.tx_host not in facts:
+            continue
+        if not port.peer_mac:
+            out.append((label, False, "no peer_mac: a port that sends needs the DUT's MAC on its link "
+                                      "(with direction bi the rx ports send too)"))
+            continue
         want = port.peer_mac.lower()
         if port.peer_ipv4 or port.peer_ipv6:
             peer_ip = validate.ipv4(port.peer_ipv4) if port.peer_ipv4 else validate.ipv6(port.peer_ipv6)
