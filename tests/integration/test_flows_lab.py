@@ -4,12 +4,10 @@ sees every source, and `doctor --sources 256` reads the DUT's routes back.
 
   tester: tx0 ==veth== dut0 [netns dut: routes 198.18.1.0/24 .. back via tx0] dut1 ==veth== rx0
 """
-import json
-
 import pytest
 
 from test_tester_lab import QUICK, tlab  # noqa: F401  (fixture: the lab to use)
-from test_tester_module_lab import module_loaded  # noqa: F401  (fixture: our module on the tester)
+from test_tester_module_lab import filter_hits, module_loaded  # noqa: F401  (module_loaded: a fixture)
 
 from rfc2544.config import inventory
 from rfc2544.engine.doctor import doctor
@@ -22,14 +20,6 @@ pytestmark = pytest.mark.lab
 # of every 256 frames, the last address the 256th
 SOURCE_FILTERS = ("protocol ip pref 1 flower src_ip 198.18.1.0/24 action pass",
                   "protocol ip pref 2 flower src_ip 198.18.2.0/32 action pass")
-
-
-def filter_hits(text):
-    hits = {}
-    for f in json.loads(text):
-        for a in f.get("options", {}).get("actions", []):
-            hits[f["pref"]] = a["stats"]["packets"]
-    return hits
 
 
 def source_check(inv):
