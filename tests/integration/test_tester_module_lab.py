@@ -344,6 +344,13 @@ WIRE_FILTERS = ("protocol 802.1ad pref 1 flower vlan_id 200 vlan_prio 3 vlan_eth
                 "protocol 802.1ad pref 2 u32 match u16 0xb064 0xffff at 0 action pass")
 
 
+def vlan_check(inv):
+    """doctor's check of the DUT's VLAN devices for the lab's stream."""
+    from rfc2544.engine.doctor import doctor
+    (check,) = [(ok, detail) for name, ok, detail in doctor(inv) if name.startswith("VLAN tags at the DUT")]
+    return check
+
+
 def filter_hits(text):
     """Packets each of `tc -s -j filter show`'s filters passed, by pref."""
     import json
@@ -371,7 +378,9 @@ def test_a_qinq_stream_is_sent_and_counted_with_its_tags(tlab, module_loaded):  
     s.vlan, s.svlan, s.vlan_pcp, s.vlan_dei, s.svlan_pcp = 100, 200, 5, 1, 3
     tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3)
     try:
+        before = vlan_check(inv)
         with dut_vlan(KmodVM(tlab, host, None), 100, svlan=200):
+            during = vlan_check(inv)
             host.run(tlab.dut_cmd("tc qdisc add dev dut0 clsact"), check=True)
             for f in WIRE_FILTERS:
                 host.run(tlab.dut_cmd(f"tc filter add dev dut0 ingress {f}"), check=True)
@@ -385,6 +394,10 @@ def test_a_qinq_stream_is_sent_and_counted_with_its_tags(tlab, module_loaded):  
             left = host.run("ip -o link show | grep -cE ' rf[sv][0-9a-f]{8}@' || true")[1].strip()
         assert size == 70 and tester.stream_labels[0]["svlan"] == 200
         assert tester.stream_labels[0]["vlan_pcp"] == 5
+        # doctor reads the DUT's VLAN devices: none before, the QinQ stack during
+        assert before == (False, "dut has no 802.1Q device of VLAN 100 on an 802.1ad device of VLAN 200 on dut0: "
+                                 "it drops the stream's tagged frames (inventory/README.md, VLAN and QinQ tags)")
+        assert during == (True, "dut takes the tags on dut0.200.100"), during
         assert (r.tx_frames, r.rx_frames, r.lost_frames) == (2000, 2000, 0), r.notes
         # the learning run's frame is the stream's too
         assert hits[1] >= 2000 and hits[1] == hits[2], hits

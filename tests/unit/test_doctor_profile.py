@@ -52,3 +52,49 @@ def test_a_profile_sets_what_doctor_checks(tmp_path, monkeypatch):
 def test_profile_needs_reads_the_built_in_profiles():
     from rfc2544.cli.doctor import profile_needs
     assert profile_needs(profiles.load("quick")) == (1, False, 1, False)
+
+
+class VlanDut(Canned):
+    """The DUT's canned facts, and `ip -d -j link show` answered with
+    these VLAN devices: (name, link, protocol, id)."""
+
+    def __init__(self, vlans):
+        from test_tester_doctor import DUT
+        super().__init__(DUT)
+        self.vlans = vlans
+
+    def run(self, command, timeout=None, check=False):
+        if command.startswith("ip -d -j link show"):
+            import json
+            self.commands.append(command)
+            links = [{"ifname": "dut0", "linkinfo": {"info_kind": "veth"}}] + [
+                {"ifname": n, "link": link, "linkinfo": {"info_kind": "vlan", "info_data": {"protocol": p, "id": i}}}
+                for n, link, p, i in self.vlans]
+            return 0, json.dumps(links), ""
+        return super().run(command, timeout, check)
+
+
+def tagged_inventory(tmp_path, fields):
+    from test_vlan_priority import load
+    return load(tmp_path, f'{{tx: "tester:tx0", rx: "tester:rx0", {fields}}}')
+
+
+def test_doctor_says_when_the_dut_cannot_take_a_streams_tags(tmp_path):
+    inv = tagged_inventory(tmp_path, "vlan: 100")
+    label = "VLAN tags at the DUT tester:tx0->tester:rx0"
+    dut = VlanDut([("dut0.100", "dut0", "802.1Q", 100)])
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": dut}))
+    assert r[label] == (True, "dut takes the tags on dut0.100") and dut.commands[-1] == "ip -d -j link show"
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": VlanDut([("dut0.200", "dut0", "802.1Q", 200)])}))
+    assert r[label] == (False, "dut has no 802.1Q device of VLAN 100 on dut0: it drops the stream's tagged "
+                               "frames (inventory/README.md, VLAN and QinQ tags)")
+    qinq = tagged_inventory(tmp_path, "vlan: 100, svlan: 200")
+    stack = [("dut0.200", "dut0", "802.1ad", 200), ("dut0.200.100", "dut0.200", "802.1Q", 100)]
+    r = as_dict(doctor(qinq, sessions={"tester": Canned(GOOD), "dut": VlanDut(stack)}))
+    assert r[label] == (True, "dut takes the tags on dut0.200.100")
+    r = as_dict(doctor(qinq, sessions={"tester": Canned(GOOD), "dut": VlanDut(stack[1:])}))
+    assert not r[label][0] and "on an 802.1ad device of VLAN 200 on dut0" in r[label][1]
+    # untagged streams: no such check, no such command
+    dut = VlanDut([])
+    assert not [c for c in as_dict(doctor(make_inventory(tmp_path), sessions={"tester": Canned(GOOD), "dut": dut}))
+                if "VLAN" in c] and not [c for c in dut.commands if "link show" in c]

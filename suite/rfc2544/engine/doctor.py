@@ -10,6 +10,7 @@ networks (profile flow_spread: dst_networks). Nothing is changed on the hosts ex
 to a peer creates.
 """
 import ipaddress
+import json
 import re
 from dataclasses import replace
 
@@ -121,6 +122,7 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=F
                 results += _route_checks(inventory, sessions, facts, networks, ipv6=True)
         if sources > 1:
             results += _source_checks(inventory, sessions, facts, sources)
+        results += _vlan_checks(inventory, sessions, facts)
     finally:
         for c in connections.values():
             c.close()
@@ -314,4 +316,57 @@ def _source_checks(inventory, sessions, facts, sources):
                                       f"{' ...' if len(astray) > 4 else ''}"))
         else:
             out.append((label, True, f"{dut} routes {addresses[0]} .. {addresses[-1]} back out of {ingress}"))
+    return out
+
+
+def parse_vlan_devices(text):
+    """Pure: `ip -d -j link show` -> {(link, protocol, id): name} of the
+    host's VLAN devices, protocol in capitals ("802.1Q", "802.1AD")."""
+    out = {}
+    try:
+        links = json.loads(text or "[]")
+    except ValueError:
+        return out
+    for link in links if isinstance(links, list) else []:
+        info = link.get("linkinfo") or {}
+        data = info.get("info_data") or {}
+        if info.get("info_kind") == "vlan" and link.get("link") and "id" in data:
+            out[(link["link"], str(data.get("protocol", "802.1Q")).upper(), int(data["id"]))] = link.get("ifname")
+    return out
+
+
+def _vlan_checks(inventory, sessions, facts):
+    """A tagged stream needs the DUT (the owner of the tx port's peer MAC)
+    to take its tags on the port it comes in on: an 802.1Q device of its
+    `vlan` there, on an 802.1ad device of its `svlan` for QinQ (a Linux
+    DUT; a DUT that bridges tags is not a host of the inventory)."""
+    owners = port_owners(inventory)
+    tagged = [s for s in inventory.streams if s.vlan is not None]
+    out, devices = [], {}
+    for s in tagged:
+        tx_port = inventory.hosts[s.tx_host].ports[s.tx_port]
+        dut, dut_port = owners.get((tx_port.peer_mac or "").lower(), (None, None))
+        label = f"VLAN tags at the DUT {s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}"
+        if dut is None or dut not in facts:
+            continue        # not a host of the inventory (or unreachable: said above)
+        if dut not in devices:
+            try:
+                devices[dut] = parse_vlan_devices(sessions[dut].run("ip -d -j link show", timeout=30)[1])
+            except Rfc2544Error as exc:
+                out.append((label, False, str(exc)))
+                continue
+        ingress = inventory.hosts[dut].ports[dut_port].name
+        have = devices[dut]
+        if s.svlan is None:
+            name = have.get((ingress, "802.1Q", s.vlan))
+            want = f"802.1Q device of VLAN {s.vlan} on {ingress}"
+        else:
+            outer = have.get((ingress, "802.1AD", s.svlan))
+            name = outer and have.get((outer, "802.1Q", s.vlan))
+            want = f"802.1Q device of VLAN {s.vlan} on an 802.1ad device of VLAN {s.svlan} on {ingress}"
+        if name:
+            out.append((label, True, f"{dut} takes the tags on {name}"))
+        else:
+            out.append((label, False, f"{dut} has no {want}: it drops the stream's tagged frames "
+                                      "(inventory/README.md, VLAN and QinQ tags)"))
     return out
