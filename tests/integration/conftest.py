@@ -526,6 +526,29 @@ def pytest_terminal_summary(terminalreporter):
                                         f"from {started - t0:.0f} s to {ended - t0:.0f} s after collection; "
                                         "slowest: " + ", ".join(f"{name} {sec:.0f} s"
                                                                 for sec, name in _CHILD_SLOWEST.get(step, ())))
+    _write_cpu_use(terminalreporter, t0)
+
+
+def _write_cpu_use(terminalreporter, t0):
+    """Where the host's CPU went: each session lab's QEMUs and the host's own
+    processes (this pytest and every child it waited for: the child pytests,
+    Ansible, ssh, compilers). On a 2-core host CI's wall time is this sum
+    over two once the labs keep both cores busy."""
+    from rfc2544.lab import Lab
+    if t0 is None:
+        return
+    parts, total = [], 0.0
+    for step in ("single", "two", "background", "newest1", "newest2"):
+        lab = Lab(_session_lab_name(step))
+        vms = {vm: s for vm, s in lab.cpu_seconds().items() if s is not None}
+        if vms:
+            total += sum(vms.values())
+            parts.append(f"{step} " + "+".join(f"{vm} {s:.0f}" for vm, s in vms.items()))
+    host = sum(os.times()[:4])
+    wall = time.time() - t0
+    terminalreporter.write_line(
+        f"CPU seconds: lab VMs {total:.0f} ({'; '.join(parts) or 'none'}), host processes {host:.0f}; "
+        f"wall {wall:.0f} s x {os.cpu_count()} cores = {wall * (os.cpu_count() or 1):.0f}")
 
 
 def pytest_sessionfinish(session):

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -344,6 +345,28 @@ def test_down_never_kills_a_pid_that_is_not_our_qemu(tmp_path):
         assert not lab.is_up()
         assert lab.down(log=lambda m: None) == []
         assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_down_keeps_what_each_vm_cost(tmp_path, monkeypatch):
+    """Simulated: a recorded VM whose pid passes as our QEMU (a busy python
+    here). Its CPU time is read while it runs and kept once it is stopped."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                             "while time.process_time() - t < 0.3: pass\ntime.sleep(30)"])
+    try:
+        lab = Lab("unit")
+        lab.dir.mkdir(parents=True)
+        lab._save({"topology": "single", "vms": {"tester": {"pid": proc.pid, "ssh_port": 1}}})
+        monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: proc.poll() is None)
+        monkeypatch.setattr(qemu, "stop", lambda pid, name: proc.kill() or proc.wait() is not None)
+        time.sleep(1)
+        running = lab.cpu_seconds()["tester"]
+        assert running >= 0.25
+        assert lab.down(log=lambda m: None) == ["tester"]
+        assert proc.poll() is not None
+        assert lab.cpu_seconds()["tester"] >= running
     finally:
         proc.kill()
         proc.wait()

@@ -355,6 +355,8 @@ class Lab:
     def _stop_all(self, state):
         stopped = []
         for vm, info in state.get("vms", {}).items():
+            if info.get("pid") and qemu.is_our_qemu(info["pid"], self._qemu_name(vm)):
+                info["cpu_seconds"] = qemu.cpu_seconds(info["pid"])    # what the VM cost, kept (cpu_seconds())
             if info.get("pid") and qemu.stop(info["pid"], self._qemu_name(vm)):
                 stopped.append(vm)
             info["pid"] = None
@@ -364,6 +366,14 @@ class Lab:
         state["stopped"] = time.time()
         self._save(state)
         return stopped
+
+    def cpu_seconds(self):
+        """{vm: host CPU seconds its QEMU has used}: running VMs' so far,
+        stopped ones' as recorded when the lab went down (None if unknown)."""
+        state = self._state() or {}
+        running = self.running_vms()
+        return {vm: qemu.cpu_seconds(running[vm]) if vm in running else info.get("cpu_seconds")
+                for vm, info in state.get("vms", {}).items()}
 
     def status(self):
         state = self._state()
