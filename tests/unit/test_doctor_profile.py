@@ -98,3 +98,15 @@ def test_doctor_says_when_the_dut_cannot_take_a_streams_tags(tmp_path):
     dut = VlanDut([])
     assert not [c for c in as_dict(doctor(make_inventory(tmp_path), sessions={"tester": Canned(GOOD), "dut": dut}))
                 if "VLAN" in c] and not [c for c in dut.commands if "link show" in c]
+
+
+def test_a_stream_whose_dut_is_unknown_is_named_by_every_check(tmp_path):
+    """The reverse stream leaves rx0, which names no peer: the route and
+    source checks say the DUT is unknown instead of asking a host."""
+    from rfc2544.engine.doctor import NO_DUT
+    inv = make_inventory(tmp_path)
+    sessions = {"tester": Canned(GOOD), "dut": RoutingDut({})}
+    both = as_dict(doctor(inv, sessions=sessions, bidirectional=True, networks=4, sources=4))
+    assert both["routes to 4 networks tester:rx0->tester:tx0"] == (False, NO_DUT)
+    assert both["routes back to 4 sources tester:rx0->tester:tx0"] == (False, NO_DUT)
+    assert both["routes to 4 networks tester:tx0->tester:rx0"][1] != NO_DUT

@@ -165,6 +165,17 @@ def port_owners(inventory):
             for hname, host in inventory.hosts.items() for pname, port in host.ports.items()}
 
 
+NO_DUT = ("the DUT is not in the inventory or did not answer (the tx port's "
+          "peer_mac names no port of a reachable host)")
+
+
+def _dut_of(inventory, owners, stream):
+    """(host, port) where `stream` enters the DUT: the owner of its tx
+    port's peer MAC (owners: port_owners), or (None, None)."""
+    tx_port = inventory.hosts[stream.tx_host].ports[stream.tx_port]
+    return owners.get((tx_port.peer_mac or "").lower(), (None, None))
+
+
 def _peer_checks(inventory, sessions, facts):
     out = []
     dut_macs = port_owners(inventory)
@@ -252,13 +263,11 @@ def _route_checks(inventory, sessions, facts, networks, ipv6=False):
     for s in inventory.streams:
         label = (f"routes to {networks} {'IPv6 ' if ipv6 else ''}networks "
                  f"{s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}")
-        tx_port = inventory.hosts[s.tx_host].ports[s.tx_port]
-        dut = owners.get((tx_port.peer_mac or "").lower(), (None,))[0]
+        dut, _ = _dut_of(inventory, owners, s)
         rx = inventory.hosts[s.rx_host].ports[s.rx_port]
         rx_ip = rx.ipv6 if ipv6 else rx.ipv4
         if dut is None or dut not in facts:
-            out.append((label, False, "the DUT is not in the inventory or did not answer (the tx port's "
-                                      "peer_mac names no port of a reachable host)"))
+            out.append((label, False, NO_DUT))
             continue
         if not rx_ip:
             out.append((label, False, f"{s.rx_host}:{s.rx_port} has no {family} address"))
@@ -292,10 +301,9 @@ def _source_checks(inventory, sessions, facts, sources):
     for s in inventory.streams:
         label = f"routes back to {sources} sources {s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}"
         tx_port = inventory.hosts[s.tx_host].ports[s.tx_port]
-        dut, dut_port = owners.get((tx_port.peer_mac or "").lower(), (None, None))
+        dut, dut_port = _dut_of(inventory, owners, s)
         if dut is None or dut not in facts:
-            out.append((label, False, "the DUT is not in the inventory or did not answer (the tx port's "
-                                      "peer_mac names no port of a reachable host)"))
+            out.append((label, False, NO_DUT))
             continue
         if not tx_port.ipv4:
             out.append((label, False, f"{s.tx_host}:{s.tx_port} has no IPv4 address"))
@@ -344,8 +352,7 @@ def _vlan_checks(inventory, sessions, facts):
     tagged = [s for s in inventory.streams if s.vlan is not None]
     out, devices = [], {}
     for s in tagged:
-        tx_port = inventory.hosts[s.tx_host].ports[s.tx_port]
-        dut, dut_port = owners.get((tx_port.peer_mac or "").lower(), (None, None))
+        dut, dut_port = _dut_of(inventory, owners, s)
         label = f"VLAN tags at the DUT {s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}"
         if dut is None or dut not in facts:
             continue        # not a host of the inventory (or unreachable: said above)
