@@ -14,6 +14,7 @@ solicitations, DAD or autoconf), as the lab's test ports do.
 Pure: builds shell commands, every value validated.
 """
 import zlib
+from collections.abc import Mapping
 from typing import List, Optional, Tuple
 
 from rfc2544.drivers import validate
@@ -41,15 +42,21 @@ def tag_fields(obj) -> dict:
 
 def describe(obj) -> str:
     """'VLAN 100' or 'QinQ 200/100', with ' PCP 5 DEI 1' (per tag, outer
-    first) when set: the report's and the messages' wording."""
+    first) when set: the report's and the messages' wording. obj: anything
+    with the TAG_FIELDS as attributes, or a mapping of them (results.json's
+    conditions.streams entries)."""
+    def field(name):
+        return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name)
+
     def prio(tag):
-        pcp, dei = getattr(obj, f"{tag}_pcp"), getattr(obj, f"{tag}_dei")
+        pcp, dei = field(f"{tag}_pcp"), field(f"{tag}_dei")
         return (f" PCP {pcp}" if pcp is not None else "") + (f" DEI {dei}" if dei is not None else "")
-    if obj.vlan is None:
+    vlan, svlan = field("vlan"), field("svlan")
+    if vlan is None:
         return ""
-    if obj.svlan is None:
-        return f"VLAN {obj.vlan}{prio('vlan')}"
-    return f"QinQ {obj.svlan}{prio('svlan')}/{obj.vlan}{prio('vlan')}"
+    if svlan is None:
+        return f"VLAN {vlan}{prio('vlan')}"
+    return f"QinQ {svlan}{prio('svlan')}/{vlan}{prio('vlan')}"
 
 
 def generator_commands(cfg) -> List[str]:

@@ -82,10 +82,8 @@ def _undefined_as_none(func):
 
 def tag_text(stream):
     """A conditions.streams entry's tags: 'VLAN 100 PCP 5', 'QinQ 200/100'."""
-    from types import SimpleNamespace
-
-    from rfc2544.drivers.vlan import TAG_FIELDS, describe
-    return describe(SimpleNamespace(**{k: stream.get(k) for k in TAG_FIELDS}))
+    from rfc2544.drivers.vlan import describe
+    return describe(stream)
 
 
 FILTERS = {name: _undefined_as_none(func) for name, func in {
