@@ -100,7 +100,7 @@ def test_doctor_says_when_the_dut_cannot_take_a_streams_tags(tmp_path):
                 if "VLAN" in c] and not [c for c in dut.commands if "link show" in c]
 
 
-def test_a_stream_whose_dut_is_unknown_is_named_by_every_check(tmp_path):
+def test_a_stream_whose_dut_is_unknown_is_named_by_the_route_and_source_checks(tmp_path):
     """The reverse stream leaves rx0, which names no peer: the route and
     source checks say the DUT is unknown instead of asking a host."""
     from rfc2544.engine.doctor import NO_DUT
