@@ -459,3 +459,97 @@ def test_boot_crash_reads_the_first_oops_or_panic(tmp_path):
     log.write_text("[    1.0] Linux version 7.2\n[    2.0] rfc2544-seed: network ready\n")
     assert qemu.boot_crash(log) is None
     assert qemu.boot_crash(tmp_path / "missing.log") is None
+
+
+# Kernel log lines of real lab boots (CI's sid tester under load; an idle 6.1 tester).
+TSC_SKEWED = """[    0.044000] tsc: PIT calibration deviates from HPET: 304025 2596131
+[    0.044000] tsc: Using PIT calibration value
+[    0.044000] tsc: Detected 304.025 MHz processor
+[    8.119430] clocksource: tsc: mask: 0xffffffffffffffff max_cycles: 0x461e131b1c, max_idle_ns: 440795217003 ns
+"""
+TSC_GOOD = """[    0.000000] tsc: Fast TSC calibration using PIT
+[    0.000000] tsc: Detected 2596.137 MHz processor
+[    2.438026] tsc: Refined TSC clocksource calibration: 2596.141 MHz
+[    2.439044] clocksource: tsc: mask: 0xffffffffffffffff max_cycles: 0x256bfea584d, max_idle_ns: 440795253219 ns
+"""
+
+
+def test_tsc_calibration_reads_whether_the_hpet_confirmed_the_rate():
+    assert qemu.tsc_calibration(TSC_GOOD) == ("good", None)
+    assert qemu.tsc_calibration(TSC_SKEWED) == ("bad", (304025, 2596131))
+    # the refinement has not run yet: wait for it
+    assert qemu.tsc_calibration(TSC_GOOD.splitlines()[1]) == ("pending", None)
+    # refined work done, no refinement accepted, no reference printed
+    assert qemu.tsc_calibration("tsc: Detected 900.000 MHz processor\nclocksource: tsc: mask: 0xff\n") == \
+        ("bad", (900000, None))
+    assert qemu.tsc_calibration("kvm-clock: Using msrs 4b564d01\n") == ("none", None)
+
+
+class _ReadyHost:
+    """Simulated SSH to a ready guest whose `dmesg` has `kernel_log`."""
+
+    def __init__(self, kernel_log):
+        self.kernel_log = kernel_log
+
+    def run(self, cmd, timeout=None, check=True):
+        assert "dmesg" in cmd
+        return 0, "ready\n" + self.kernel_log, ""
+
+    def close(self):
+        pass
+
+
+def test_a_guest_whose_clock_runs_fast_is_booted_again_with_the_hpets_rate(monkeypatch, tmp_path):
+    """Simulated (no QEMU, no SSH): the first 'boot' of the tester logs CI's
+    skewed calibration (8.5x fast), the second a good one. _wait_ready reads
+    the guest's kernel log once it is ready and raises ClockFault; up() boots
+    the VM again with tsc_early_khz set to the HPET's figure and keeps it.
+    A second bad clock fails with the kernel's lines; under KVM nothing is
+    checked."""
+    from rfc2544.lab import lab as lab_mod
+    from rfc2544.lab import seed
+    lab = Lab("unit")
+    img = type("Img", (), {"rootfs": tmp_path / "rootfs.raw", "kernel": tmp_path / "vmlinuz",
+                           "initrd": tmp_path / "initrd", "dir": tmp_path, "kernel_release": "7.2.13"})()
+    accel = {"name": "tcg"}
+    monkeypatch.setattr(lab_mod.image_mod, "ensure_image", lambda release: img)
+    monkeypatch.setattr(qemu, "accel", lambda kernel: accel["name"])
+    monkeypatch.setattr(qemu, "qemu_binary", lambda: "qemu-system-x86_64")
+    monkeypatch.setattr(qemu, "make_overlay", lambda base, overlay: None)
+    monkeypatch.setattr(seed, "keygen", lambda *a: None)
+    monkeypatch.setattr(seed, "make_seed", lambda *a: None)
+    monkeypatch.setattr(seed, "host_public_key", lambda vm_dir: "ssh-ed25519 AAAA")
+    logs, starts = [TSC_SKEWED, TSC_GOOD], []
+
+    def start(cmd, vm_dir, nice=0):
+        starts.append(" ".join(cmd))
+        (vm_dir / "console.log").write_text("[    1.0] Linux version 7.2.13\n")
+        return 100 + len(starts)
+
+    monkeypatch.setattr(qemu, "start", start)
+    monkeypatch.setattr(qemu, "stop", lambda pid, name: True)
+    # only the newest 'QEMU' runs (the one an earlier up() left is gone)
+    monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: pid == 100 + len(starts))
+    monkeypatch.setattr(lab_mod, "_banner", lambda port: True)
+    monkeypatch.setattr(Lab, "_ssh", lambda self, vm, port, timeout=10: _ReadyHost(logs[len(starts) - 1]))
+    monkeypatch.setattr(Lab, "_stop_all", lambda self, state: [])
+    monkeypatch.setattr(lab_mod.inventory_file, "write", lambda *a: None)
+    monkeypatch.setattr(lab_mod.inventory_file, "build", lambda *a, **k: None)
+    said = []
+    lab.up("single", log=said.append, release="sid")
+    assert len(starts) == 2
+    assert "tsc_early_khz" not in starts[0]
+    assert starts[1].endswith("kfence.sample_interval=5 tsc_early_khz=2596131") or \
+        " tsc_early_khz=2596131 " in starts[1], starts[1]
+    assert "tsc_early_khz=2596131" in (lab.dir / "tester" / "qemu.cmdline").read_text()
+    assert any("tester's clock is wrong" in m and "304.025 MHz against the HPET's 2596.131 MHz" in m
+               and "8.5 times too fast" in m and "booting it again with tsc_early_khz=2596131" in m
+               for m in said), said
+    # skewed twice: the lab fails and shows the kernel's own lines
+    logs[:], starts[:] = [TSC_SKEWED, TSC_SKEWED], []
+    with pytest.raises(InfraError, match=r"(?s)tester: its kernel calibrated the TSC.*deviates from HPET"):
+        lab.up("single", log=said.append, release="sid")
+    # KVM guests keep kvm-clock: their TSC lines are not read
+    accel["name"], logs[:], starts[:] = "kvm", [TSC_SKEWED], []
+    lab.up("single", log=said.append, release="sid")
+    assert len(starts) == 1

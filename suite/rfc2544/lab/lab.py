@@ -50,11 +50,39 @@ CONNECT_TIMEOUT_S = 30.0
 
 
 class BootCrash(InfraError):
-    """A lab VM's kernel oopsed, panicked or hung before it was ready."""
+    """A lab VM's kernel oopsed, panicked or hung before it was ready, or
+    kept a clock rate it should not have: boot it again, with kernel_args
+    added to its command line."""
 
-    def __init__(self, first_line):
+    def __init__(self, first_line, kernel_args=()):
         super().__init__(first_line)
         self.first_line = first_line
+        self.kernel_args = tuple(kernel_args)
+
+
+class ClockFault(BootCrash):
+    """A TCG guest kept a TSC rate its HPET did not confirm: its clock, and
+    every timeout, rate and latency measured in it, would be off."""
+
+
+def _clock_fault(kernel_log, accel):
+    """A BootCrash if a TCG guest kept a TSC rate its HPET did not confirm
+    (qemu.tsc_calibration), None if its clock is good; "pending" while the
+    kernel has not refined it yet. The next boot is told the HPET's rate
+    (tsc_early_khz), which skips the PIT calibration the load skewed."""
+    if accel != "tcg":
+        return None
+    verdict, detail = qemu.tsc_calibration(kernel_log)
+    if verdict == "pending":
+        return verdict
+    if verdict != "bad":
+        return None
+    used, reference = detail
+    if reference is None:
+        return ClockFault(f"its kernel kept a TSC rate of {used / 1000:.3f} MHz that the HPET did not confirm")
+    return ClockFault(f"its kernel calibrated the TSC at {used / 1000:.3f} MHz against the HPET's "
+                     f"{reference / 1000:.3f} MHz (a clock {reference / used:.1f} times too fast)",
+                     kernel_args=(f"tsc_early_khz={reference}",))
 
 
 class Lab:
@@ -200,16 +228,21 @@ class Lab:
                 qemu.make_overlay(img.rootfs, vm_dir / "overlay.qcow2")
             self.known_hosts.write_text("\n".join(known) + "\n")
             os.chmod(self.known_hosts, 0o644)
+
+            def vm_command(vm, extra_args=()):
+                vm_dir = self.dir / vm.name
+                cmd = qemu.command(
+                    name=self._qemu_name(vm.name), vm_dir=vm_dir, kernel=img.kernel,
+                    initrd=img.initrd, accel_name=accel, ssh_port=ports[vm.name],
+                    mgmt_mac=vm.mgmt_mac, links=udp.get(vm.name, ()),
+                    kernel_args=kernel_args + tuple(extra_args), nic=nic)
+                (vm_dir / "qemu.cmdline").write_text(" ".join(cmd) + "\n")
+                return cmd
+
             cmds = {}
             try:
                 for vm in topo.vms:
-                    vm_dir = self.dir / vm.name
-                    cmds[vm.name] = qemu.command(
-                        name=self._qemu_name(vm.name), vm_dir=vm_dir, kernel=img.kernel,
-                        initrd=img.initrd, accel_name=accel, ssh_port=ports[vm.name],
-                        mgmt_mac=vm.mgmt_mac, links=udp.get(vm.name, ()), kernel_args=kernel_args,
-                        nic=nic)
-                    (vm_dir / "qemu.cmdline").write_text(" ".join(cmds[vm.name]) + "\n")
+                    cmds[vm.name] = vm_command(vm)
                     self._start_vm(state, vm.name, cmds[vm.name], ports[vm.name], nice)
                 # A niced VM yields the host to everything else: CI saw a
                 # niced sid VM ready 296 s after its start under load.
@@ -224,15 +257,23 @@ class Lab:
                         # live-patching (an int3 of text_poke_bp the kernel no
                         # longer expects): an emulator race, not the guest's
                         # bug. Boot that VM once more from a fresh overlay; a
-                        # second crash (or hang) fails.
-                        log(f"lab {self.name}: {vm.name} crashed while booting ({crash.first_line}); "
-                            f"booting it again (its console kept as console.crash.log)")
+                        # second crash (or hang) fails. A clock the kernel
+                        # mis-measured under load (ClockFault): the same, the
+                        # next boot told the HPET's rate.
+                        what = (f"{vm.name}'s clock is wrong: {crash.first_line}"
+                                if isinstance(crash, ClockFault) else
+                                f"{vm.name} crashed while booting ({crash.first_line})")
+                        log(f"lab {self.name}: {what}; booting it again"
+                            f"{''.join(' with ' + a for a in crash.kernel_args)} "
+                            f"(its console kept as console.crash.log)")
                         pid = state["vms"][vm.name]["pid"]
                         if pid:     # a hung VM still runs
                             qemu.stop(pid, self._qemu_name(vm.name))
                         vm_dir = self.dir / vm.name
                         shutil.copyfile(vm_dir / "console.log", vm_dir / "console.crash.log")
                         qemu.make_overlay(img.rootfs, vm_dir / "overlay.qcow2")
+                        if crash.kernel_args:
+                            cmds[vm.name] = vm_command(vm, crash.kernel_args)
                         self._start_vm(state, vm.name, cmds[vm.name], ports[vm.name], nice)
                         self._wait_ready(vm.name, ports[vm.name], time.monotonic(), nice, retry=False)
             except BaseException:
@@ -311,13 +352,23 @@ class Lab:
                 else:
                     try:
                         status, out, _ = host.run(
-                            "test -e /run/rfc2544-ready && echo ready || "
+                            "test -e /run/rfc2544-ready && { echo ready; dmesg | grep -E 'tsc: |clocksource: tsc: '; } || "
                             "{ systemctl is-active rfc2544-seed; tail -n 5 /run/rfc2544-network.log; }",
                             timeout=30, check=False)
                     finally:
                         host.close()
-                    if "ready" == out.strip():
-                        return
+                    if out.split("\n", 1)[0].strip() == "ready":
+                        fault = _clock_fault(out, self._state().get("accel"))
+                        if fault is None:
+                            return
+                        if fault != "pending":
+                            if retry:
+                                raise fault
+                            raise InfraError(f"lab {self.name}: VM {vm}: {fault.first_line}; its kernel log:\n"
+                                             + out.split("\n", 1)[-1].strip())
+                        last_err = "the guest has not refined its TSC calibration yet"
+                        time.sleep(2)
+                        continue
                     if "failed" in out or "inactive" in out.split("\n")[0]:
                         raise InfraError(f"lab {self.name}: {vm}: network setup failed: "
                                          + " | ".join(out.strip().splitlines()[-3:]))
