@@ -277,7 +277,7 @@ def test_ratep_accuracy(kmod, ratep):
 def test_receiver_counts_exactly_what_crosses_the_dut(kmod, ipv6):
     count = 20000
     setup_stream(kmod, count, ratep=10000, ipv6=ipv6)
-    src, dst = ("2001:2::1", "2001:2:0:1::1") if ipv6 else ("198.18.0.1", "198.19.0.1")
+    src, dst = ("2001:2::1", "2001:2:0:100::1") if ipv6 else ("198.18.0.1", "198.19.0.1")
     with FlowCounter(kmod.host, "rx0", src, dst) as crossed:
         kmod.start()
         time.sleep(0.5)                  # let the last packets arrive

@@ -510,7 +510,7 @@ def test_source_address_defaults_to_the_device(kmod):
                 "ratep 1000")
         v4 = kmod.start_captured()
         kmod.pg("kpktgend_0", "rem_device_all", "add_device tx0")
-        kmod.pg("tx0", "count 5", "pkt_size 80", f"dst_mac {dmac}", "dst6 2001:2:0:1::1",
+        kmod.pg("tx0", "count 5", "pkt_size 80", f"dst_mac {dmac}", "dst6 2001:2:0:100::1",
                 "ratep 1000")
         v6 = kmod.start_captured()
     finally:
@@ -666,12 +666,12 @@ def test_ipv6_src_readout(kmod):
     its (unset: there is no src6_min/max command) min/max_saddr."""
     _only(kmod, "kpktgend_0", "tx0")
     try:
-        kmod.pg("tx0", "src6 2001:2::1", "dst6_min 2001:2:0:1::1", "dst6_max 2001:2:0:1::9")
+        kmod.pg("tx0", "src6 2001:2::1", "dst6_min 2001:2:0:100::1", "dst6_max 2001:2:0:100::9")
         text = kmod.read("tx0")
     finally:
         kmod.pg("kpktgend_0", "rem_device_all")
     assert "     saddr: 2001:2::1  min_saddr: ::  max_saddr: ::" in text, text
-    assert "min_daddr: 2001:2:0:1::1  max_daddr: 2001:2:0:1::9" in text, text
+    assert "min_daddr: 2001:2:0:100::1  max_daddr: 2001:2:0:100::9" in text, text
 
 
 def test_renamed_device_file_follows(kmod):

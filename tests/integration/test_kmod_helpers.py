@@ -538,7 +538,7 @@ def add_vlan_stack(run, port, vlan, svlan=None, top_reorder_hdr=True):
 def dut_vlan(vm, vlan, svlan=None):
     """The DUT (netns `dut` of the single lab) forwards the test stream
     tagged: VLAN devices on dut0 and dut1 (802.1Q `vlan`, on an 802.1ad
-    `svlan` for QinQ), and 198.19.0.1 / 2001:2:0:1::1 routed out of dut1's
+    `svlan` for QinQ), and 198.19.0.1 / 2001:2:0:100::1 routed out of dut1's
     tagged device to rx0's MAC; no reverse-path filter on the tagged
     ingress. Removed on exit, also on failure: the routes and neighbours go
     with the devices, rp_filter is restored.
@@ -563,8 +563,8 @@ def dut_vlan(vm, vlan, svlan=None):
             vm.dut("sysctl -qw net.ipv4.conf.all.rp_filter=0")
         vm.dut(f"ip route replace 198.19.0.1/32 dev {tagged_out}")
         vm.dut(f"ip neigh replace 198.19.0.1 lladdr {rx_mac} dev {tagged_out} nud permanent")
-        vm.dut(f"ip -6 route replace 2001:2:0:1::1/128 dev {tagged_out}")
-        vm.dut(f"ip -6 neigh replace 2001:2:0:1::1 lladdr {rx_mac} dev {tagged_out} nud permanent")
+        vm.dut(f"ip -6 route replace 2001:2:0:100::1/128 dev {tagged_out}")
+        vm.dut(f"ip -6 neigh replace 2001:2:0:100::1 lladdr {rx_mac} dev {tagged_out} nud permanent")
         yield tagged_in, tagged_out
     finally:
         for port in reversed(made):
@@ -580,7 +580,7 @@ def setup_stream(vm, count, ratep=None, size=64, ipv6=False, thread="kpktgend_0"
     vm.pg(thread, "add_device tx0")
     cmds = [f"count {count}", f"pkt_size {size}", f"dst_mac {vm.mac('dut0', netns=True)}"]
     if ipv6:
-        cmds += ["dst6 2001:2:0:1::1", "src6 2001:2::1"]
+        cmds += ["dst6 2001:2:0:100::1", "src6 2001:2::1"]
     else:
         cmds += ["dst 198.19.0.1", "src_min 198.18.0.1"]
     if ratep:

@@ -90,19 +90,19 @@ def test_vlan_svlan_mpls(kmod):
 
 
 def test_ipv6_and_traffic_class(kmod):
-    _, pkts = send(kmod, 10, "dst6 2001:2:0:1::1", "src6 2001:2::1", "traffic_class b8",
+    _, pkts = send(kmod, 10, "dst6 2001:2:0:100::1", "src6 2001:2::1", "traffic_class b8",
                    "pkt_size 100")
     for p in pkts:
         assert p["ip"] == 6 and p["tc"] == 0xb8 and p["ttl"] == 32
-        assert p["src"] == "2001:2::1" and p["dst"] == "2001:2:0:1::1" and p["len"] == 100
-    _, pkts = send(kmod, 10, "dst6_min 2001:2:0:1::10", "dst6_max 2001:2:0:1::12",
+        assert p["src"] == "2001:2::1" and p["dst"] == "2001:2:0:100::1" and p["len"] == 100
+    _, pkts = send(kmod, 10, "dst6_min 2001:2:0:100::10", "dst6_max 2001:2:0:100::12",
                    "src6 2001:2::1")
-    assert [p["dst"] for p in pkts[:4]] == ["2001:2:0:1::10", "2001:2:0:1::11",
-                                            "2001:2:0:1::12", "2001:2:0:1::10"]
+    assert [p["dst"] for p in pkts[:4]] == ["2001:2:0:100::10", "2001:2:0:100::11",
+                                            "2001:2:0:100::12", "2001:2:0:100::10"]
 
 
 def test_udp_checksum(kmod):
-    for fam in (["dst 198.19.0.1"], ["dst6 2001:2:0:1::1", "src6 2001:2::1"]):
+    for fam in (["dst 198.19.0.1"], ["dst6 2001:2:0:100::1", "src6 2001:2::1"]):
         _, pkts = send(kmod, 10, "flag UDPCSUM", "pkt_size 200", *fam)
         assert len(pkts) == 10 and all(p["ucsum"] and p["ucsum_ok"] for p in pkts), pkts[:1]
 

@@ -51,7 +51,7 @@ pytestmark = pytest.mark.lab
 REMOTE_INJECTOR = "/root/kmod_inject.py"
 GENUINE = ("198.18.0.1", "198.19.0.1")
 DST = "198.19.0.1"
-DST6 = "2001:2:0:1::1"
+DST6 = "2001:2:0:100::1"
 MAX_STREAMS = 1024
 CHAIN_MAX = 8         # streams per hash chain (rx.c PG_CHAIN_MAX)
 # sources that share one chain under the seed 0: what an outsider sends

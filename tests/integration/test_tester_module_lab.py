@@ -280,12 +280,17 @@ def test_compare_in_tree_refuses_a_module_that_could_not_be_loaded_again(tester)
     assert tester.generator_name == "rfc2544_pktgen"
 
 
-def route_check(inv, ipv6=False):
+def route_check(inv, ipv6=False, bidirectional=False):
     """doctor's check of the DUT's routes to 256 networks (/24s, or /64s)
-    for the lab's stream."""
+    for the lab's stream (and its reverse: a list of both checks)."""
     from rfc2544.engine.doctor import doctor
     prefix = "routes to 256 IPv6 networks" if ipv6 else "routes to 256 networks"
-    (check,) = [(ok, detail) for name, ok, detail in doctor(inv, networks=256, ipv6=ipv6) if name.startswith(prefix)]
+    checks = [(name, ok, detail) for name, ok, detail in doctor(inv, networks=256, ipv6=ipv6,
+                                                                 bidirectional=bidirectional)
+              if name.startswith(prefix)]
+    if bidirectional:
+        return checks
+    (check,) = [(ok, detail) for _, ok, detail in checks]
     return check
 
 
@@ -294,11 +299,13 @@ def test_256_destination_networks_are_routed_by_the_dut(tlab, module_loaded, ipv
     """RFC 2544 section 12 (issue 31 item 2): a stream of 256 flows spread
     over destination networks sends each frame to the rx port's host part
     in a random one of 198.19.0.0/24 .. 198.19.255.0/24, or over IPv6 of
-    2001:2:0:1::/64 .. 2001:2:0:100::/64 (module 1.5); the lab DUT routes
+    2001:2:0:100::/64 .. 2001:2:0:1ff::/64 (module 1.5); the lab DUT routes
     all 256 toward rx0 (topology.network_routes), so nothing is lost and
     pgrx counts the stream exactly. With one of the 255 routes taken away,
     the frames to that network are lost, about 1/256 of them: the
     destinations did vary, and doctor --networks 256 (--ipv6) names it.
+    The reverse stream's 256 networks (tx0's, 2001:2::/64 .. 2001:2:0:ff::/64)
+    are routed too: doctor --bidirectional passes both directions.
 
       tester: tx0 ==veth== dut0 [netns dut: 198.19.K.0/24, 2001:2:0:K::/64 via rx0] dut1 ==veth== rx0
     """
@@ -307,15 +314,19 @@ def test_256_destination_networks_are_routed_by_the_dut(tlab, module_loaded, ipv
     tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3)
     size = 86 if ipv6 else 64
     spec = TrialSpec(frame_size=size, load_fps=2000, duration_s=2, flows=256, flow_spread="dst_networks", ipv6=ipv6)
-    net, via = ("2001:2:0:4e::/64", "2001:2:0:1::1") if ipv6 else ("198.19.77.0/24", "198.19.0.1")
+    net, via = ("2001:2:0:14e::/64", "2001:2:0:100::1") if ipv6 else ("198.19.77.0/24", "198.19.0.1")
     checks = {}
     try:
         r = tester.run_trial(spec)
         assert (r.tx_frames, r.rx_frames, r.lost_frames) == (4000, 4000, 0), r.notes
         if ipv6:
             device = host.run("cat /proc/net/pktgen/tx0")[1]
-            assert "max_daddr: 2001:2:0:100::1" in device and "IPDST_RND" in device, device
+            assert "max_daddr: 2001:2:0:1ff::1" in device and "IPDST_RND" in device, device
         checks["all routed"] = route_check(inv, ipv6)
+        # both ways (direction: bi): each tester port's 256 networks are its own
+        both = route_check(inv, ipv6, bidirectional=True)
+        assert [name.rsplit(" ", 1)[-1] for name, _, _ in both] == \
+            ["tester:tx0->tester:rx0", "tester:rx0->tester:tx0"] and all(ok for _, ok, _ in both), both
         host.run(tlab.dut_cmd(f"ip route del {net}"), check=True)
         try:
             checks["one missing"] = route_check(inv, ipv6)
@@ -326,7 +337,7 @@ def test_256_destination_networks_are_routed_by_the_dut(tlab, module_loaded, ipv
         assert r.tx_frames == 4000 and 1 <= r.lost_frames <= 5 * 4000 / 256, r.notes
         # doctor --networks 256 (--ipv6) saw the routes, then named the missing one
         assert checks["all routed"][0] and "out of dut1" in checks["all routed"][1], checks
-        missing = "2001:2:0:4e::1" if ipv6 else "198.19.77.1"
+        missing = "2001:2:0:14e::1" if ipv6 else "198.19.77.1"
         assert not checks["one missing"][0] and missing in checks["one missing"][1], checks
     finally:
         tester.stop_all()

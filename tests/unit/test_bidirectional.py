@@ -30,7 +30,7 @@ from schema_check import assert_valid
 from test_tester_sim import FAST, INVENTORY as TESTER_INVENTORY
 
 # the simulated host's inventory, its rx port given a peer (the DUT's dut1) so that it may send
-RX0 = 'ipv6: "2001:2:0:1::1/64"}}'
+RX0 = 'ipv6: "2001:2:0:100::1/64"}}'
 assert RX0 in TESTER_INVENTORY
 INVENTORY = TESTER_INVENTORY.replace(RX0, RX0[:-2] + ", {rx_peer}}}")
 
@@ -101,7 +101,7 @@ def test_the_reverse_stream_sends_from_the_rx_port_to_the_tx_port(tmp_path):
     assert [p.label for p in bi] == ["tester:tx0->tester:rx0", "tester:rx0->tester:tx0"]
     back = bi[1]
     assert (back.device, back.dst_mac, back.src4, back.dst4, back.src6, back.dst6) == (
-        "rx0", "52:54:00:00:00:04", "198.19.0.1", "198.18.0.1", "2001:2:0:1::1", "2001:2::1")
+        "rx0", "52:54:00:00:00:04", "198.19.0.1", "198.18.0.1", "2001:2:0:100::1", "2001:2::1")
 
 
 def test_an_inventory_may_list_the_reverse_stream_itself(tmp_path):

@@ -176,14 +176,14 @@ def test_destination_networks_span_as_many_24s_drawn_per_frame():
     assert pktgen.expected_params(cfg(256))["dst_stride"] == "256" and pktgen.expected_params(cfg(1))["dst_stride"] == ""
     # IPv6 (module 1.5): the same interface id in 256 /64s, drawn per frame
     v6 = pktgen.DeviceConfig(device="tx0", count=10, dst_mac="02:00:00:00:00:01", src_ip="2001:2::1",
-                             dst_ip="2001:2:0:1::1", pkt_size=78, ipv6=True, dst_networks=256)
-    assert {"dst6 2001:2:0:1::1", "dst6_min 2001:2:0:1::1", "dst6_max 2001:2:0:100::1",
+                             dst_ip="2001:2:0:100::1", pkt_size=78, ipv6=True, dst_networks=256)
+    assert {"dst6 2001:2:0:100::1", "dst6_min 2001:2:0:100::1", "dst6_max 2001:2:0:1ff::1",
             "flag IPDST_RND"} <= set(v6.commands())
     assert not [c for c in v6.commands() if c.startswith(("dst_min", "dst_stride"))]
-    assert pktgen.expected_params(v6)["max_daddr"] == "2001:2:0:100::1"
+    assert pktgen.expected_params(v6)["max_daddr"] == "2001:2:0:1ff::1"
     one6 = pktgen.DeviceConfig(device="tx0", count=10, dst_mac="02:00:00:00:00:01", src_ip="2001:2::1",
-                               dst_ip="2001:2:0:1::1", pkt_size=78, ipv6=True, dst_networks=1).commands()
-    assert {"dst6_max 2001:2:0:1::1", "flag !IPDST_RND"} <= set(one6)
+                               dst_ip="2001:2:0:100::1", pkt_size=78, ipv6=True, dst_networks=1).commands()
+    assert {"dst6_max 2001:2:0:100::1", "flag !IPDST_RND"} <= set(one6)
     with pytest.raises(BadInput, match="pass the end of its /32"):
         pktgen.DeviceConfig(device="tx0", count=10, dst_mac="02:00:00:00:00:01", src_ip="2001:2::1",
                             dst_ip="2001:2:ffff:ffff::1", pkt_size=78, ipv6=True, dst_networks=2).commands()

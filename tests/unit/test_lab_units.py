@@ -85,7 +85,7 @@ def test_written_inventory_loads_with_the_project_schema(name, tmp_path):
     assert tester.key_file == str(tmp_path / "key") and tester.known_hosts == str(tmp_path / "kh")
     assert tester.ports["tx0"].peer_mac == "02:00:00:18:00:02"
     assert tester.ports["tx0"].peer_ipv4 == "198.18.0.2"
-    assert tester.ports["rx0"].ipv6 == "2001:2:0:1::1/64"
+    assert tester.ports["rx0"].ipv6 == "2001:2:0:100::1/64"
     assert dut.netns == ("dut" if name == "single" else None)
     assert dut.port == (tester.port if name == "single" else 20002)
     # wired (cal0-cal1) but not named: the tests that want it name it

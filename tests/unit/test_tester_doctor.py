@@ -136,17 +136,17 @@ def test_the_duts_ipv6_routes_are_checked_with_ipv6(tmp_path):
     """`--networks 256 --ipv6`: the same interface id in the rx port's /64
     and the next 255 (module 1.5's IPv6 destination networks)."""
     inv = make_inventory(tmp_path)
-    v6 = {f"2001:2:0:{1 + k:x}::1": "dut1" for k in range(256) if k != 77}
+    v6 = {f"2001:2:0:{0x100 + k:x}::1": "dut1" for k in range(256) if k != 0x4e}
     dut = RoutingDut({**routed(256), **v6})
     r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": dut}, networks=256))
     assert "routes to 256 IPv6 networks tester:tx0->tester:rx0" not in r       # asked for IPv4 only
     r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD), "dut": dut}, networks=256, ipv6=True))
     assert r["routes to 256 networks tester:tx0->tester:rx0"][0]
     assert r["routes to 256 IPv6 networks tester:tx0->tester:rx0"] == (
-        False, "1 of 256 networks not routed out of dut:dut1 like 2001:2:0:1::1: 2001:2:0:4e::1")
-    assert "ip -force -6 -o -batch" in dut.commands[-1] and "route get 2001:2:0:100::1" in dut.commands[-1]
-    assert parse_routes("2001:2:0:4e::1 from :: via 2001:2:0:1::1 dev dut1 proto static src 2001:2:0:1::2 "
-                        "metric 1024 pref medium\n") == {"2001:2:0:4e::1": "dut1"}
+        False, "1 of 256 networks not routed out of dut:dut1 like 2001:2:0:100::1: 2001:2:0:14e::1")
+    assert "ip -force -6 -o -batch" in dut.commands[-1] and "route get 2001:2:0:1ff::1" in dut.commands[-1]
+    assert parse_routes("2001:2:0:14e::1 from :: via 2001:2:0:100::1 dev dut1 proto static src 2001:2:0:100::2 "
+                        "metric 1024 pref medium\n") == {"2001:2:0:14e::1": "dut1"}
 
 
 def test_ipv6_without_networks_is_a_usage_error():

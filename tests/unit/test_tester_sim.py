@@ -29,7 +29,7 @@ all:
           rfc2544_ports:
             - {{name: tx0, role: tx, mac: "52:54:00:00:00:01", ipv4: 198.18.0.1/24, ipv6: "2001:2::1/64", peer_mac: "52:54:00:00:00:02"}}
             - {{name: tx1, role: tx, mac: "52:54:00:00:00:05", ipv4: 198.18.1.1/24, peer_mac: "52:54:00:00:00:06"}}
-            - {{name: rx0, role: rx, mac: "52:54:00:00:00:03", ipv4: 198.19.0.1/24, ipv6: "2001:2:0:1::1/64"}}
+            - {{name: rx0, role: rx, mac: "52:54:00:00:00:03", ipv4: 198.19.0.1/24, ipv6: "2001:2:0:100::1/64"}}
     duts:
       hosts:
         dut:
@@ -233,7 +233,7 @@ def test_ipv6_trial_uses_the_ipv6_addresses(tmp_path):
     r = tester.run_trial(spec(ipv6=True))
     assert r.rx_frames == r.tx_frames == 400
     writes = kernel.devices["tx0"].writes
-    assert "src6 2001:2::1" in writes and "dst6 2001:2:0:1::1" in writes and "flag IPV6" in writes
+    assert "src6 2001:2::1" in writes and "dst6 2001:2:0:100::1" in writes and "flag IPV6" in writes
 
 
 def test_ipv6_without_addresses_is_bad_input(tmp_path):

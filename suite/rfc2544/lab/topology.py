@@ -2,7 +2,7 @@
 
 Addressing (RFC 2544 appendix C: 198.18.0.0/15; RFC 5180: 2001:2::/48):
   link A  tester:tx0 198.18.0.1/24 2001:2::1/64  <->  dut:dut0 198.18.0.2/24 2001:2::2/64
-  link B  tester:rx0 198.19.0.1/24 2001:2:0:1::1/64  <->  dut:dut1 198.19.0.2/24 2001:2:0:1::2/64
+  link B  tester:rx0 198.19.0.1/24 2001:2:0:100::1/64  <->  dut:dut1 198.19.0.2/24 2001:2:0:100::2/64
 Fixed, locally administered MACs 02:00:00:<18|19>:00:<01 tester|02 dut>.
 The DUT routes between the links; every neighbour entry is static so no
 ARP/ND runs and the test ports stay quiet (IPv6 autoconf, DAD and router
@@ -44,8 +44,8 @@ class TestPort:
 PORTS = {p.name: p for p in (
     TestPort("tx0", "tx", "02:00:00:18:00:01", "198.18.0.1/24", "2001:2::1/64", "dut0"),
     TestPort("dut0", "dut", "02:00:00:18:00:02", "198.18.0.2/24", "2001:2::2/64", "tx0"),
-    TestPort("rx0", "rx", "02:00:00:19:00:01", "198.19.0.1/24", "2001:2:0:1::1/64", "dut1"),
-    TestPort("dut1", "dut", "02:00:00:19:00:02", "198.19.0.2/24", "2001:2:0:1::2/64", "rx0"),
+    TestPort("rx0", "rx", "02:00:00:19:00:01", "198.19.0.1/24", "2001:2:0:100::1/64", "dut1"),
+    TestPort("dut1", "dut", "02:00:00:19:00:02", "198.19.0.2/24", "2001:2:0:100::2/64", "rx0"),
 )}
 TESTER_PORTS = ("tx0", "rx0")
 DUT_PORTS = ("dut0", "dut1")
@@ -204,9 +204,9 @@ LAB_NETWORKS = 256      # RFC 2544 section 12: the DUT routes 256 networks towar
 def network_routes(dut_ports):
     """The DUT's routes for a stream's destination networks (flow_spread:
     dst_networks): behind each DUT port, the tester port's /24 and the
-    LAB_NETWORKS - 1 /24s after it, via the tester port's address; over
-    IPv6 the rx port's /64 and the LAB_NETWORKS - 1 /64s after it (tx0's
-    /64s after its own would be rx0's network: not routed)."""
+    LAB_NETWORKS - 1 /24s after it, via the tester port's address, and over
+    IPv6 its /64 and the LAB_NETWORKS - 1 /64s after it (each tester port's
+    /64 is 256 /64s after the other's: tx0 2001:2::, rx0 2001:2:0:100::)."""
     routes = []
     for name in dut_ports:
         peer = PORTS[PORTS[name].peer]
@@ -214,11 +214,10 @@ def network_routes(dut_ports):
         for k in range(1, LAB_NETWORKS):
             net = ipaddress.IPv4Network((int(first.network_address) + k * 256, 24))
             routes.append(f"route add {net} via {addr(peer.ipv4)} dev {name}")
-        if peer.role == "rx":
-            first6 = ipaddress.IPv6Network(peer.ipv6, strict=False)
-            for k in range(1, LAB_NETWORKS):
-                net = ipaddress.IPv6Network((int(first6.network_address) + (k << 64), 64))
-                routes.append(f"route add {net} via {addr(peer.ipv6)} dev {name}")
+        first6 = ipaddress.IPv6Network(peer.ipv6, strict=False)
+        for k in range(1, LAB_NETWORKS):
+            net = ipaddress.IPv6Network((int(first6.network_address) + (k << 64), 64))
+            routes.append(f"route add {net} via {addr(peer.ipv6)} dev {name}")
     return routes
 
 
