@@ -18,7 +18,7 @@ import yaml
 
 from rfc2544.config import inventory
 from rfc2544.errors import BadInput, InfraError
-from rfc2544.lab import cap, flow_counter, image, inventory_file, kernel_pktgen, qemu, topology
+from rfc2544.lab import boot_faults, cap, flow_counter, image, inventory_file, kernel_pktgen, qemu, topology
 from rfc2544.lab.lab import Lab
 
 
@@ -475,14 +475,14 @@ TSC_GOOD = """[    0.000000] tsc: Fast TSC calibration using PIT
 
 
 def test_tsc_calibration_reads_whether_the_hpet_confirmed_the_rate():
-    assert qemu.tsc_calibration(TSC_GOOD) == ("good", None)
-    assert qemu.tsc_calibration(TSC_SKEWED) == ("bad", (304025, 2596131))
+    assert boot_faults.tsc_calibration(TSC_GOOD) == ("good", None)
+    assert boot_faults.tsc_calibration(TSC_SKEWED) == ("bad", (304025, 2596131))
     # the refinement has not run yet: wait for it
-    assert qemu.tsc_calibration(TSC_GOOD.splitlines()[1]) == ("pending", None)
+    assert boot_faults.tsc_calibration(TSC_GOOD.splitlines()[1]) == ("pending", None)
     # refined work done, no refinement accepted, no reference printed
-    assert qemu.tsc_calibration("tsc: Detected 900.000 MHz processor\nclocksource: tsc: mask: 0xff\n") == \
+    assert boot_faults.tsc_calibration("tsc: Detected 900.000 MHz processor\nclocksource: tsc: mask: 0xff\n") == \
         ("bad", (900000, None))
-    assert qemu.tsc_calibration("kvm-clock: Using msrs 4b564d01\n") == ("none", None)
+    assert boot_faults.tsc_calibration("kvm-clock: Using msrs 4b564d01\n") == ("none", None)
 
 
 class _ReadyHost:

@@ -12,6 +12,7 @@ from pathlib import Path
 from rfc2544.errors import BadInput, HostKeyError, InfraError
 from rfc2544.lab import image as image_mod
 from rfc2544.lab import inventory_file, paths, qemu, seed, topology
+from rfc2544.lab.boot_faults import BootCrash, ClockFault, clock_fault
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 # one guest kernel command-line word: name or name=value, nothing a shell or QEMU would split
@@ -47,42 +48,6 @@ STARVED_CAP = 3
 # reading SSH protocol banner" from a niced guest); a refused host key is final.
 CONNECT_ATTEMPTS = 3
 CONNECT_TIMEOUT_S = 30.0
-
-
-class BootCrash(InfraError):
-    """A lab VM's kernel oopsed, panicked or hung before it was ready, or
-    kept a clock rate it should not have: boot it again, with kernel_args
-    added to its command line."""
-
-    def __init__(self, first_line, kernel_args=()):
-        super().__init__(first_line)
-        self.first_line = first_line
-        self.kernel_args = tuple(kernel_args)
-
-
-class ClockFault(BootCrash):
-    """A TCG guest kept a TSC rate its HPET did not confirm: its clock, and
-    every timeout, rate and latency measured in it, would be off."""
-
-
-def _clock_fault(kernel_log, accel):
-    """A BootCrash if a TCG guest kept a TSC rate its HPET did not confirm
-    (qemu.tsc_calibration), None if its clock is good; "pending" while the
-    kernel has not refined it yet. The next boot is told the HPET's rate
-    (tsc_early_khz), which skips the PIT calibration the load skewed."""
-    if accel != "tcg":
-        return None
-    verdict, detail = qemu.tsc_calibration(kernel_log)
-    if verdict == "pending":
-        return verdict
-    if verdict != "bad":
-        return None
-    used, reference = detail
-    if reference is None:
-        return ClockFault(f"its kernel kept a TSC rate of {used / 1000:.3f} MHz that the HPET did not confirm")
-    return ClockFault(f"its kernel calibrated the TSC at {used / 1000:.3f} MHz against the HPET's "
-                     f"{reference / 1000:.3f} MHz (a clock {reference / used:.1f} times too fast)",
-                     kernel_args=(f"tsc_early_khz={reference}",))
 
 
 class Lab:
@@ -358,7 +323,7 @@ class Lab:
                     finally:
                         host.close()
                     if out.split("\n", 1)[0].strip() == "ready":
-                        fault = _clock_fault(out, self._state().get("accel"))
+                        fault = clock_fault(out, self._state().get("accel"))
                         if fault is None:
                             return
                         if fault != "pending":

@@ -233,37 +233,6 @@ def boot_crash(path: Path):
     return None
 
 
-# Under TCG the guest's TSC is the host's counter, and the guest measures its
-# rate at boot against the emulated PIT, then refines it against the HPET. A
-# starved vCPU can skew the PIT figure, and the kernel keeps it when the two
-# disagree by more than 10 %: CI's sid guest logged "PIT calibration deviates
-# from HPET: 304025 2596131", "Using PIT calibration value", and its clock ran
-# 8.5 times fast (kselftest cases "terminated by timeout" after 3.5 real
-# seconds; pacing and latencies off by as much). A refinement the kernel
-# accepted ("Refined TSC clocksource calibration") agrees with the HPET to 1 %.
-TSC_REFINED = re.compile(r"tsc: Refined TSC clocksource calibration: ")
-TSC_DEVIATES = re.compile(r"tsc: PIT calibration deviates from (?:HPET|PMTIMER): (\d+) (\d+)")
-TSC_DETECTED = re.compile(r"tsc: Detected (\d+)\.(\d+) MHz")
-TSC_REGISTERED = re.compile(r"clocksource: tsc: mask:")    # the refinement has run (or given up)
-
-
-def tsc_calibration(kernel_log: str):
-    """How a TCG guest calibrated its TSC, from its kernel log: ("good",
-    None); ("pending", None) while the refinement has not run; ("bad",
-    (used_khz, reference_khz or None)) when the kernel kept a rate the HPET
-    did not confirm; ("none", None) when the log says nothing of a TSC."""
-    if TSC_REFINED.search(kernel_log):
-        return "good", None
-    detected = TSC_DETECTED.search(kernel_log)
-    if not detected:
-        return "none", None
-    if not TSC_REGISTERED.search(kernel_log):
-        return "pending", None
-    used = int(detected.group(1)) * 1000 + int(detected.group(2))
-    deviates = TSC_DEVIATES.search(kernel_log)
-    return "bad", (used, int(deviates.group(2)) if deviates else None)
-
-
 def console_tail(path: Path, lines=15) -> str:
     try:
         text = path.read_bytes().decode(errors="replace")
