@@ -146,12 +146,9 @@ static void pg_show_addrs(struct seq_file *m, const struct pg_dev *pd)
 	const u8 *src_mac;
 
 	if (pg_dev_has_flag(pd, PGF_IPV6)) {
-		/*
-		 * As upstream: there is no src6_min/src6_max command (src6 is one
-		 * address), so min/max_saddr are unset (::), not src6 again.
-		 */
+		/* min/max_saddr: ours (src6_min/src6_max); :: until written, as upstream */
 		seq_printf(m, "     saddr: %pI6c  min_saddr: %pI6c  max_saddr: %pI6c\n",
-			   &pd->in6_saddr, &in6addr_any, &in6addr_any);
+			   &pd->in6_saddr, &pd->min_in6_saddr, &pd->max_in6_saddr);
 		seq_printf(m, "     daddr: %pI6c  min_daddr: %pI6c  max_daddr: %pI6c\n",
 			   &pd->in6_daddr, &pd->min_in6_daddr, &pd->max_in6_daddr);
 	} else {
@@ -668,6 +665,10 @@ static int pg_cmd_ip6(struct pg_dev *pd, int argc, char **argv)
 		pd->cur_in6_daddr = a;
 	} else if (!strcmp(argv[0], "dst6_max")) {
 		pd->max_in6_daddr = a;
+	} else if (!strcmp(argv[0], "src6_min")) {
+		pd->min_in6_saddr = a;
+	} else if (!strcmp(argv[0], "src6_max")) {
+		pd->max_in6_saddr = a;
 	} else {
 		pd->in6_saddr = a;
 		pd->cur_in6_saddr = a;
@@ -880,6 +881,8 @@ static const struct pg_cmd pg_cmds[] = {
 	{ "src6", 1, 0, pg_cmd_ip6 },
 	{ "dst6_min", 1, 0, pg_cmd_ip6 },
 	{ "dst6_max", 1, 0, pg_cmd_ip6 },
+	{ "src6_min", 1, 0, pg_cmd_ip6 },
+	{ "src6_max", 1, 0, pg_cmd_ip6 },
 	{ "dst_mac", 1, 0, pg_cmd_mac },
 	{ "src_mac", 1, 0, pg_cmd_mac },
 	{ "src_mac_count", 1, 0, pg_cmd_mac_count },

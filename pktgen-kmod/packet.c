@@ -95,6 +95,32 @@ static void pg_dev_ip6(struct net_device *dev, struct in6_addr *a)
 	in6_dev_put(idev);
 }
 
+/*
+ * IPv6 ranges (dst6_min/dst6_max, and ours src6_min/src6_max): the one
+ * 32-bit word in which min and max differ varies between them, the other
+ * three as in both. The last word steps hosts; the second steps /64
+ * networks with the same interface id (RFC 2544 section 12's networks, as
+ * dst_stride 256 does for IPv4). Addresses that differ in more than one
+ * word are no range (-1).
+ */
+static int pg_range6_word(const struct in6_addr *lo, const struct in6_addr *hi)
+{
+	int i, word = -1;
+
+	if (ipv6_addr_any(lo))
+		return -1;
+	for (i = 0; i < 4; i++) {
+		if (lo->s6_addr32[i] == hi->s6_addr32[i])
+			continue;
+		if (word >= 0)
+			return -1;
+		word = i;
+	}
+	if (word >= 0 && ntohl(lo->s6_addr32[word]) >= ntohl(hi->s6_addr32[word]))
+		return -1;
+	return word;
+}
+
 int pg_dev_prepare(struct pg_dev *pd)
 {
 	pg_dev_release_run(pd);
@@ -124,6 +150,8 @@ int pg_dev_prepare(struct pg_dev *pd)
 	pd->cur_in6_saddr = pd->in6_saddr;
 	if (ipv6_addr_any(&pd->in6_saddr))
 		pg_dev_ip6(pd->odev, &pd->cur_in6_saddr);
+	if (pg_range6_word(&pd->min_in6_saddr, &pd->max_in6_saddr) >= 0)
+		pd->cur_in6_saddr = pd->max_in6_saddr;	/* the first is min */
 	pd->cur_in6_daddr = pd->max_in6_daddr;	/* a valid range starts at min */
 	pd->cur_flow = 0;
 	pd->cur_imix = 0;
@@ -210,49 +238,32 @@ static u32 pg_next_daddr(struct pg_thread *t, struct pg_dev *pd)
 	return f->daddr;
 }
 
-/*
- * IPv6 destination range: the one 32-bit word in which dst6_min and
- * dst6_max differ varies between them, the other three as in both. The
- * last word steps hosts; the second steps /64 networks with the same
- * interface id (RFC 2544 section 12's networks, as dst_stride 256 does for
- * IPv4). Addresses that differ in more than one word are no range.
- */
-static int pg_daddr6_word(const struct pg_dev *pd)
+/* The next address of the range lo..hi after *cur; false if it is no range. */
+static bool pg_next_in_range6(struct pg_thread *t, struct in6_addr *cur,
+			      const struct in6_addr *lo, const struct in6_addr *hi,
+			      bool rnd)
 {
-	const struct in6_addr *lo = &pd->min_in6_daddr, *hi = &pd->max_in6_daddr;
-	int i, word = -1;
+	int w = pg_range6_word(lo, hi);
+	u32 last;
 
-	if (ipv6_addr_any(lo))
-		return -1;
-	for (i = 0; i < 4; i++) {
-		if (lo->s6_addr32[i] == hi->s6_addr32[i])
-			continue;
-		if (word >= 0)
-			return -1;
-		word = i;
-	}
-	if (word >= 0 && ntohl(lo->s6_addr32[word]) >= ntohl(hi->s6_addr32[word]))
-		return -1;
-	return word;
+	if (w < 0)
+		return false;
+	last = ntohl(cur->s6_addr32[w]);
+	*cur = *lo;
+	cur->s6_addr32[w] = htonl(pg_next(t, last, ntohl(lo->s6_addr32[w]),
+					  ntohl(hi->s6_addr32[w]), rnd));
+	return true;
 }
 
 static void pg_next_daddr6(struct pg_thread *t, struct pg_dev *pd)
 {
-	int w = pg_daddr6_word(pd);
-	u32 cur;
-
-	if (w >= 0) {
-		cur = ntohl(pd->cur_in6_daddr.s6_addr32[w]);
-		pd->cur_in6_daddr = pd->min_in6_daddr;
-		pd->cur_in6_daddr.s6_addr32[w] =
-			htonl(pg_next(t, cur, ntohl(pd->min_in6_daddr.s6_addr32[w]),
-				      ntohl(pd->max_in6_daddr.s6_addr32[w]),
-				      pg_dev_has_flag(pd, PGF_IPDST_RND)));
-	} else if (!ipv6_addr_any(&pd->in6_daddr)) {
+	if (pg_next_in_range6(t, &pd->cur_in6_daddr, &pd->min_in6_daddr,
+			      &pd->max_in6_daddr, pg_dev_has_flag(pd, PGF_IPDST_RND)))
+		return;
+	if (!ipv6_addr_any(&pd->in6_daddr))
 		pd->cur_in6_daddr = pd->in6_daddr;
-	} else {
+	else
 		pd->cur_in6_daddr = pd->min_in6_daddr;
-	}
 }
 
 static u16 pg_next_queue(struct pg_thread *t, struct pg_dev *pd)
@@ -354,6 +365,9 @@ static void pg_pkt_vary(struct pg_thread *t, struct pg_dev *pd, struct pg_pkt *p
 	pd->cur_dst_mac_offset = pg_next_offset(t, pd->cur_dst_mac_offset, pd->dst_mac_count,
 						pg_dev_has_flag(pd, PGF_MACDST_RND));
 	if (pk->ipv6) {
+		/* no source range: src6, or the device's address (set at start) */
+		pg_next_in_range6(t, &pd->cur_in6_saddr, &pd->min_in6_saddr,
+				  &pd->max_in6_saddr, pg_dev_has_flag(pd, PGF_IPSRC_RND));
 		pg_next_daddr6(t, pd);
 	} else {
 		if (!pd->auto_saddr)

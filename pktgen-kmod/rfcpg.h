@@ -22,7 +22,7 @@
 #include "departures.h"
 
 #define PG_MODNAME		"rfc2544_pktgen"
-#define PG_VERSION		"1.5"
+#define PG_VERSION		"1.6"
 #define PG_PROC_DIR		"pktgen"
 #define PG_CTRL_NAME		"pgctrl"
 #define PG_RX_NAME		"pgrx"
@@ -136,6 +136,7 @@ struct pg_dev {
 	u16 stream_id;			/* in each test header (PG_MAGIC_SID); 0: none */
 	bool have_src_min, have_src_max, have_dst_min, have_dst_max;
 	struct in6_addr in6_saddr, in6_daddr, min_in6_daddr, max_in6_daddr;
+	struct in6_addr min_in6_saddr, max_in6_saddr;	/* ours, 1.6 */
 	u8 dst_mac[ETH_ALEN], src_mac[ETH_ALEN];
 	bool src_mac_set;
 	u32 src_mac_count, dst_mac_count;

@@ -663,15 +663,19 @@ def test_flag_flow_rnd(kmod):
 
 def test_ipv6_src_readout(kmod):
     """The IPv6 read-out printed src6 three times; upstream prints src6 and
-    its (unset: there is no src6_min/max command) min/max_saddr."""
+    its (unset: upstream has no src6_min/max command) min/max_saddr. Ours
+    (1.6) has src6_min/src6_max, shown there once written."""
     _only(kmod, "kpktgend_0", "tx0")
     try:
         kmod.pg("tx0", "src6 2001:2::1", "dst6_min 2001:2:0:100::1", "dst6_max 2001:2:0:100::9")
         text = kmod.read("tx0")
+        kmod.pg("tx0", "src6_min 2001:2:0:1::1", "src6_max 2001:2:0:1::4")
+        ranged = kmod.read("tx0")
     finally:
         kmod.pg("kpktgend_0", "rem_device_all")
     assert "     saddr: 2001:2::1  min_saddr: ::  max_saddr: ::" in text, text
     assert "min_daddr: 2001:2:0:100::1  max_daddr: 2001:2:0:100::9" in text, text
+    assert "     saddr: 2001:2::1  min_saddr: 2001:2:0:1::1  max_saddr: 2001:2:0:1::4" in ranged, ranged
 
 
 def test_renamed_device_file_follows(kmod):

@@ -43,6 +43,7 @@ class SimDevice:
         self.clock = clock
         self.p = {"count": 1000, "pkt_size": 60, "delay": 0, "dst_mac": "00:00:00:00:00:00",
                   "src_min": "", "dst_min": "", "src_max": "", "dst_max": "", "src6": "::", "dst6": "::", "dst6_min": "::", "dst6_max": "::",
+                  "src6_min": "::", "src6_max": "::",
                   "ipv6": False, "clone_skb": 0, "udp_src_min": 9, "udp_src_max": 9,
                   "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1,
                   "dst_stride": 1, "stream_id": 0, "vlan_id": 0xffff, "svlan_id": 0xffff,
@@ -73,9 +74,9 @@ class SimDevice:
             "     queue_map_min: 0  queue_map_max: 0",
         ]
         if p["ipv6"]:
-            src6, dst6, lo, hi = (ipaddress.IPv6Address(p[k]).compressed
-                                  for k in ("src6", "dst6", "dst6_min", "dst6_max"))
-            lines += [f"     saddr: {src6}  min_saddr: {src6}  max_saddr: {src6}",
+            src6, dst6, lo, hi, slo, shi = (ipaddress.IPv6Address(p[k]).compressed
+                                            for k in ("src6", "dst6", "dst6_min", "dst6_max", "src6_min", "src6_max"))
+            lines += [f"     saddr: {src6}  min_saddr: {slo}  max_saddr: {shi}",
                       f"     daddr: {dst6}  min_daddr: {lo}  max_daddr: {hi}"]
         else:
             lines += [f"     dst_min: {p['dst_min']}  dst_max: {p['dst_max']}",
@@ -244,6 +245,8 @@ class SimKernel:
             p[word] = max(int(arg), 1)
         elif word == "stream_id" and self.module_version >= "1.3":
             p[word] = int(arg)
+        elif word in ("src6_min", "src6_max") and self.module_version >= "1.6":
+            p[word] = arg
         elif word in ("vlan_id", "svlan_id"):     # both generators; above 4095 removes the tag
             p[word] = int(arg) if int(arg) <= 4095 else 0xffff
             if word == "vlan_id" and int(arg) > 4095:

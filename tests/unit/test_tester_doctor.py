@@ -153,4 +153,4 @@ def test_ipv6_without_networks_is_a_usage_error():
     from click.testing import CliRunner
     from rfc2544.cli.doctor import doctor as doctor_cmd
     r = CliRunner().invoke(doctor_cmd, ["--ipv6"])
-    assert r.exit_code == 2 and "give --networks N (N > 1) with it" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "give --networks N or --sources N (N > 1) with it" in r.output and "Traceback" not in r.output

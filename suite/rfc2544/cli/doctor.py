@@ -9,12 +9,13 @@ from rfc2544.errors import InfraError
 def profile_needs(profile):
     """(networks, ipv6, sources, bidirectional) that a run of `profile`
     needs checked: its largest flow count as destination networks or
-    source addresses, IPv6 networks when it sends IPv6, its direction."""
+    source addresses, IPv6 networks or sources when it sends IPv6, its
+    direction."""
     m = profile.model
     flows = max(m.flows)
     networks = flows if m.flow_spread == "dst_networks" else 1
     sources = flows if m.flow_spread == "src_addresses" else 1
-    return networks, networks > 1 and 6 in m.ip_versions, sources, m.direction == "bi"
+    return networks, max(networks, sources) > 1 and 6 in m.ip_versions, sources, m.direction == "bi"
 
 
 @click.command("doctor")
@@ -27,7 +28,7 @@ def profile_needs(profile):
               help="Also check that the DUT routes this many destination /24 networks per stream "
                    "(profile flow_spread: dst_networks; RFC 2544 section 12: 256).")
 @click.option("--ipv6", is_flag=True,
-              help="With --networks: check the destination /64 networks over IPv6 too.")
+              help="With --networks or --sources: check the IPv6 destination /64 networks or sources too.")
 @click.option("--sources", type=click.IntRange(1, 65535), default=1, show_default=True,
               help="Also check that the DUT routes this many source addresses per stream back toward "
                    "the tester (profile flow_spread: src_addresses).")
@@ -35,8 +36,9 @@ def profile_needs(profile):
               help="Check the reverse streams too (profile direction: bi): their rx ports send.")
 def doctor(inventory_path, profile_name, networks, ipv6, sources, bidirectional):
     """Check the hosts: SSH, module, links, MACs, clock sync (and DUT routes)."""
-    if ipv6 and networks == 1:
-        raise click.UsageError("--ipv6 checks destination networks: give --networks N (N > 1) with it")
+    if ipv6 and networks == 1 and sources == 1:
+        raise click.UsageError("--ipv6 checks destination networks or sources: give --networks N or "
+                               "--sources N (N > 1) with it")
     if profile_name:
         p_networks, p_ipv6, p_sources, p_bi = profile_needs(profiles_mod.load(profile_name))
         networks, sources = max(networks, p_networks), max(sources, p_sources)

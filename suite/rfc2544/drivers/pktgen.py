@@ -64,6 +64,21 @@ def source_range(src_ip, n):
     return str(ipaddress.IPv4Address(first)), str(ipaddress.IPv4Address(last))
 
 
+def source_range6(src_ip, n):
+    """(first, last) IPv6 source of a stream of `n` source-address flows:
+    src_ip itself for one, else the n consecutive addresses from src_ip's
+    interface id in the next /64 (as source_range: not the port's own link;
+    the module varies the one 32-bit word in which first and last differ,
+    so the range may not carry out of the last word)."""
+    src = ipaddress.IPv6Address(src_ip)
+    if n == 1:
+        return src.compressed, src.compressed
+    first = int(src) + (1 << 64)
+    if (first & 0xFFFFFFFF) + n - 1 > 0xFFFFFFFF or first >> 128:
+        raise BadInput(f"{n} source addresses after {src_ip} pass the end of a 32-bit word of the address")
+    return ipaddress.IPv6Address(first).compressed, ipaddress.IPv6Address(first + n - 1).compressed
+
+
 def pkt_size_for_frame(frame_size):
     """pktgen's pkt_size for an Ethernet frame size that includes the FCS."""
     frame_size = validate.uint(frame_size, "frame size", MIN_PKT_SIZE + FCS_BYTES, MAX_PKT_SIZE + FCS_BYTES)
@@ -101,10 +116,12 @@ class DeviceConfig:
     # consecutive /24s, the stream's own destination the first. IPv4. None:
     # dst_stride is not written (a generator without it: one destination).
     dst_networks: Optional[int] = None
-    # Source-address flows (IPv4): each frame's source steps through N
-    # consecutive addresses starting at src_ip + 256 (the same host part a
-    # /24 up: addresses the DUT routes back toward the tx port, not the
-    # tx port's own link, where the DUT's own address is). None: src_ip only.
+    # Source-address flows: each frame's source steps through N consecutive
+    # addresses starting at src_ip + 256 (the same host part a /24 up:
+    # addresses the DUT routes back toward the tx port, not the tx port's
+    # own link, where the DUT's own address is); over IPv6 from src_ip's
+    # interface id in the next /64 (rfc2544_pktgen 1.6's src6_min/src6_max).
+    # None: src_ip only (over IPv6 no range is written).
     src_addresses: Optional[int] = None
     # The stream id in every test header (rfc2544_pktgen 1.3's stream_id,
     # 1..65535): pgrx counts the stream by it, whatever its addresses. None:
@@ -133,6 +150,11 @@ class DeviceConfig:
     def src_range(self):
         """(src_min, src_max) of the IPv4 source range (source_range)."""
         return source_range(self.src_ip, self.src_addresses or 1)
+
+    @property
+    def src6_range(self):
+        """(src6_min, src6_max) of the IPv6 source range (source_range6)."""
+        return source_range6(self.src_ip, self.src_addresses or 1)
 
     @property
     def dst6_max(self):
@@ -186,6 +208,11 @@ class DeviceConfig:
                 networks = validate.uint(self.dst_networks, "destination networks", 1, MAX_DST_NETWORKS)
                 cmds += [f"dst6_min {ipaddress.IPv6Address(self.dst_ip).compressed}", f"dst6_max {self.dst6_max}",
                          "flag IPDST_RND" if networks > 1 else "flag !IPDST_RND"]
+            if self.src_addresses is not None:
+                validate.uint(self.src_addresses, "source addresses", 1, MAX_FLOWS)
+                # stepped in turn, as over IPv4; min = max: no range, src6 alone
+                src_min, src_max = self.src6_range
+                cmds += [f"src6_min {src_min}", f"src6_max {src_max}"]
         else:
             validate.ipv4(self.src_ip, "source IPv4")
             dst = validate.ipv4(self.dst_ip, "destination IPv4")
@@ -288,6 +315,8 @@ def expected_params(cfg: "DeviceConfig"):
         exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed
         if cfg.dst_networks is not None:
             exp["min_daddr"], exp["max_daddr"] = exp["daddr"], cfg.dst6_max
+        if cfg.src_addresses is not None:
+            exp["min_saddr"], exp["max_saddr"] = cfg.src6_range
     else:
         exp.update(dst_min=cfg.dst_ip, dst_max=cfg.dst_max, src_min=cfg.src_range[0], src_max=cfg.src_range[1])
     return exp

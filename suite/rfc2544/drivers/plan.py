@@ -128,14 +128,17 @@ def split_evenly(total, parts):
 
 
 def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_override=None,
-                   extended=False, stream_ids=False, ipv6_networks=False):
+                   extended=False, stream_ids=False, ipv6_networks=False, ipv6_sources=False):
     """DeviceConfig per stream for one run (trial, learning or calibration).
     `extended`: the generator is rfc2544_pktgen 1.2 or later, whose
     burst_frames and dst_stride are then written on every run (a device
     keeps them), else never (and a spec that needs them is refused).
     `stream_ids`: every tester host has rfc2544_pktgen 1.3 or later: each
     stream's frames carry its id (StreamPlan.stream_id). `ipv6_networks`:
-    every tester host has 1.5 or later, whose IPv6 ranges span /64 networks."""
+    every tester host has 1.5 or later, whose IPv6 ranges span /64 networks.
+    `ipv6_sources`: every tester host has 1.6 or later (an IPv6 source
+    range): its range is written on every IPv6 run (one address for one
+    source), so a device keeps no range from an earlier run."""
     if spec.frames_per_burst > 1 and not extended:
         raise BadInput("bursty traffic needs the rfc2544_pktgen module 1.2 or later on every tester host "
                        "(its burst_frames): run 'rfc2544 setup'")
@@ -147,9 +150,10 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
         raise BadInput("IPv6 destination networks need the rfc2544_pktgen module 1.5 or later on every tester "
                        "host (its IPv6 ranges over /64 networks): run 'rfc2544 setup'")
     sources = spec.flows if spec.flow_spread == "src_addresses" else 1
-    if sources > 1 and spec.ipv6:
-        raise BadInput("source-address flows are IPv4 only (the generator varies no IPv6 source): "
-                       "use flow_spread udp_ports or dst_networks for IPv6")
+    if sources > 1 and spec.ipv6 and not ipv6_sources:
+        raise BadInput("IPv6 source-address flows need the rfc2544_pktgen module 1.6 or later on every tester "
+                       "host (its src6_min/src6_max; upstream varies no IPv6 source): run 'rfc2544 setup', "
+                       "or use flow_spread udp_ports or dst_networks")
     if sources > 1 and not stream_ids:
         raise BadInput("source-address flows need the rfc2544_pktgen module 1.3 or later on every tester host "
                        "(its stream ids keep a stream one stream whatever its source): run 'rfc2544 setup'")
@@ -165,7 +169,7 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             imix=imix, ratep=rate,
             flows=spec.flows if networks == 1 and sources == 1 else 1,
             dst_networks=networks if extended else None,
-            src_addresses=sources if sources > 1 else None,
+            src_addresses=sources if sources > 1 or (spec.ipv6 and ipv6_sources) else None,
             frames_per_burst=spec.frames_per_burst if extended else None,
             stream_id=p.stream_id if stream_ids else None,
             **vlan.tag_fields(p),

@@ -18,6 +18,7 @@ PACED_BURSTS_MODULE = (1, 2)  # the first module version with burst_frames (burs
 STREAM_ID_MODULE = (1, 3)     # the first with stream ids (generator's stream_id, pgrx's sid:N)
 VLAN_RX_MODULE = (1, 4)       # the first whose pgrx counts frames that came in through VLAN devices
 IPV6_NETWORKS_MODULE = (1, 5)  # the first whose IPv6 destination range spans /64 networks
+IPV6_SOURCES_MODULE = (1, 6)   # the first with an IPv6 source range (src6_min/src6_max)
 
 
 def module_at_least(host_probe, version):
@@ -76,6 +77,7 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
         "paced_bursts": all(module_at_least(found[h], PACED_BURSTS_MODULE) for h in tx_hosts),
         # every generator sends IPv6 destination networks
         "ipv6_networks": all(module_at_least(found[h], IPV6_NETWORKS_MODULE) for h in tx_hosts),
+        "ipv6_sources": all(module_at_least(found[h], IPV6_SOURCES_MODULE) for h in tx_hosts),
         "receiver": RECEIVER_PGRX if use_pgrx else RECEIVER_COUNTERS,
         # every generator sends, and every pgrx counts, streams by their id
         "stream_ids": module and use_pgrx and all(module_at_least(found[h], STREAM_ID_MODULE)

@@ -122,6 +122,8 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=F
                 results += _route_checks(inventory, sessions, facts, networks, ipv6=True)
         if sources > 1:
             results += _source_checks(inventory, sessions, facts, sources)
+            if ipv6:
+                results += _source_checks(inventory, sessions, facts, sources, ipv6=True)
         results += _vlan_checks(inventory, sessions, facts)
     finally:
         for c in connections.values():
@@ -291,7 +293,7 @@ def _route_checks(inventory, sessions, facts, networks, ipv6=False):
     return out
 
 
-def _source_checks(inventory, sessions, facts, sources):
+def _source_checks(inventory, sessions, facts, sources, ipv6=False):
     """Each stream's `sources` source addresses (pktgen.source_range) must
     route back out of the DUT port the stream comes in on (the owner of the
     tx port's peer MAC): a DUT that filters by reverse path drops the
@@ -299,20 +301,27 @@ def _source_checks(inventory, sessions, facts, sources):
     owners = port_owners(inventory)
     out = []
     for s in inventory.streams:
-        label = f"routes back to {sources} sources {s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}"
+        label = (f"routes back to {sources} {'IPv6 ' if ipv6 else ''}sources "
+                 f"{s.tx_host}:{s.tx_port}->{s.rx_host}:{s.rx_port}")
         tx_port = inventory.hosts[s.tx_host].ports[s.tx_port]
         dut, dut_port = _dut_of(inventory, owners, s)
+        tx_ip = tx_port.ipv6 if ipv6 else tx_port.ipv4
         if dut is None or dut not in facts:
             out.append((label, False, NO_DUT))
             continue
-        if not tx_port.ipv4:
-            out.append((label, False, f"{s.tx_host}:{s.tx_port} has no IPv4 address"))
+        if not tx_ip:
+            out.append((label, False, f"{s.tx_host}:{s.tx_port} has no {'IPv6' if ipv6 else 'IPv4'} address"))
             continue
         try:
-            first, _ = pktgen.source_range(validate.ipv4(tx_port.ipv4), sources)
-            start = int(ipaddress.IPv4Address(first))
-            addresses = [str(ipaddress.IPv4Address(start + k)) for k in range(sources)]
-            routes = parse_routes(sessions[dut].run(_route_script(addresses), timeout=60)[1])
+            if ipv6:
+                first, _ = pktgen.source_range6(validate.ipv6(tx_ip), sources)
+                address = ipaddress.IPv6Address
+            else:
+                first, _ = pktgen.source_range(validate.ipv4(tx_ip), sources)
+                address = ipaddress.IPv4Address
+            start = int(address(first))
+            addresses = [address(start + k).compressed for k in range(sources)]
+            routes = parse_routes(sessions[dut].run(_route_script(addresses, ipv6), timeout=60)[1])
         except Rfc2544Error as exc:
             out.append((label, False, str(exc)))
             continue

@@ -222,7 +222,7 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
         """device_configs' switches for what every tester's module has."""
         d = self.detect()
         return {"extended": d.get("paced_bursts", False), "stream_ids": d.get("stream_ids", False),
-                "ipv6_networks": d.get("ipv6_networks", False)}
+                "ipv6_networks": d.get("ipv6_networks", False), "ipv6_sources": d.get("ipv6_sources", False)}
 
     def _learn(self, spec):
         w = self.settings.waits
