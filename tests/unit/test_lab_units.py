@@ -553,3 +553,24 @@ def test_a_guest_whose_clock_runs_fast_is_booted_again_with_the_hpets_rate(monke
     accel["name"], logs[:], starts[:] = "kvm", [TSC_SKEWED], []
     lab.up("single", log=said.append, release="sid")
     assert len(starts) == 1
+
+
+def test_a_vm_whose_qemu_exits_silently_while_booting_is_booted_again(monkeypatch, tmp_path):
+    """Simulated: a 'VM' whose QEMU is gone (patched process check) and
+    whose console stops without an oops (CI: a sid tester at "sched_clock:
+    Marking stable"; with -no-reboot a guest reset ends QEMU). The first
+    boot raises BootCrash (up() boots it again), the retry InfraError with
+    the console's tail."""
+    from rfc2544.lab import lab as lab_mod
+    lab = Lab("unit")
+    lab.dir.mkdir(parents=True)
+    (lab.dir / "tester").mkdir()
+    (lab.dir / "tester" / "console.log").write_text("[    9.426715] sched_clock: Marking stable\n")
+    lab._save({"vms": {"tester": {"pid": 1, "ssh_port": qemu.free_port()}}})
+    monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: False)
+    port = lab._state()["vms"]["tester"]["ssh_port"]
+    with pytest.raises(lab_mod.BootCrash, match="QEMU exited .* without a kernel message"):
+        lab._wait_ready("tester", port, time.monotonic(), 0)
+    with pytest.raises(InfraError, match="(?s)exited during boot.*Marking stable") as exc:
+        lab._wait_ready("tester", port, time.monotonic(), 0, retry=False)
+    assert not isinstance(exc.value, lab_mod.BootCrash)

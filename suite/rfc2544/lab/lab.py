@@ -293,8 +293,11 @@ class Lab:
             state = self._state()
             pid = state["vms"][vm]["pid"]
             if not qemu.is_our_qemu(pid, self._qemu_name(vm)):
-                crash = qemu.boot_crash(console)
-                if crash and retry:
+                # Without an oops too: with -no-reboot a guest's reset ends
+                # QEMU (CI: a sid tester's console stopped at 9.4 s, "sched_clock:
+                # Marking stable", and its QEMU was gone, having said nothing).
+                crash = qemu.boot_crash(console) or "its QEMU exited (the guest reset) without a kernel message"
+                if retry:
                     raise BootCrash(crash)
                 raise InfraError(f"lab {self.name}: VM {vm} exited during boot; console tail:\n"
                                  + qemu.console_tail(console))
