@@ -52,10 +52,15 @@ def test_the_plan_sends_one_udp_port_and_refuses_what_cannot_count_it(tmp_path):
         profiles.validate({**dict(profiles.load("quick")), "flow_spread": "src_ports"}, "test")
 
 
+def sim_tester(tmp_path, module_version):
+    """(simulated kernel with pgrx and `module_version`, an SSHTester on it)."""
+    kernel = SimKernel(pgrx_version=6, module_version=module_version)
+    return kernel, SSHTester(make_inventory(tmp_path), waits=FAST,
+                             sessions={"tester": SimSession("tester", kernel)}, clock=kernel.clock)
+
+
 def test_a_trial_of_256_sources_is_one_stream_counted_exactly(tmp_path):
-    kernel = SimKernel(pgrx_version=6, module_version="1.4")
-    tester = SSHTester(make_inventory(tmp_path), waits=FAST, sessions={"tester": SimSession("tester", kernel)},
-                       clock=kernel.clock)
+    kernel, tester = sim_tester(tmp_path, "1.4")
     r = tester.run_trial(SPEC)
     assert (r.tx_frames, r.rx_frames, r.lost_frames, r.foreign_frames) == (400, 400, 0, 0), r.notes
     assert len(r.streams) == 1
@@ -114,17 +119,13 @@ def test_ipv6_sources_step_through_the_next_64_with_module_1_6(tmp_path):
 
 def test_a_trial_of_256_ipv6_sources_is_one_stream_counted_exactly(tmp_path):
     """Simulated host (pktgen_sim: module 1.6 takes src6_min/src6_max)."""
-    kernel = SimKernel(pgrx_version=6, module_version="1.6")
-    tester = SSHTester(make_inventory(tmp_path), waits=FAST, sessions={"tester": SimSession("tester", kernel)},
-                       clock=kernel.clock)
+    kernel, tester = sim_tester(tmp_path, "1.6")
     r = tester.run_trial(SPEC6)
     assert (r.tx_frames, r.rx_frames, r.lost_frames, r.foreign_frames) == (400, 400, 0, 0), r.notes
     writes = kernel.devices["tx0"].writes
     assert "src6_min 2001:2:0:1::1" in writes and "src6_max 2001:2:0:1::100" in writes, writes
     tester.close()
-    kernel = SimKernel(pgrx_version=6, module_version="1.5")
-    tester = SSHTester(make_inventory(tmp_path), waits=FAST, sessions={"tester": SimSession("tester", kernel)},
-                       clock=kernel.clock)
+    kernel, tester = sim_tester(tmp_path, "1.5")
     with pytest.raises(BadInput, match="module 1.6"):
         tester.run_trial(SPEC6)
     tester.close()
