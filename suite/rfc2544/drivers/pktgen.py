@@ -198,6 +198,8 @@ class DeviceConfig:
         else:
             cmds.append(f"ratep {validate.uint(self.ratep, 'rate (frames/s)', 1, 10**9)}")
         cmds.append(f"dst_mac {validate.mac(self.dst_mac, 'destination MAC')}")
+        if self.src_addresses is not None:
+            validate.uint(self.src_addresses, "source addresses", 1, MAX_FLOWS)
         if self.ipv6:
             cmds += [f"src6 {validate.ipv6(self.src_ip, 'source IPv6')}",
                      f"dst6 {validate.ipv6(self.dst_ip, 'destination IPv6')}",
@@ -209,15 +211,12 @@ class DeviceConfig:
                 cmds += [f"dst6_min {ipaddress.IPv6Address(self.dst_ip).compressed}", f"dst6_max {self.dst6_max}",
                          "flag IPDST_RND" if networks > 1 else "flag !IPDST_RND"]
             if self.src_addresses is not None:
-                validate.uint(self.src_addresses, "source addresses", 1, MAX_FLOWS)
                 # stepped in turn, as over IPv4; min = max: no range, src6 alone
                 src_min, src_max = self.src6_range
                 cmds += [f"src6_min {src_min}", f"src6_max {src_max}"]
         else:
             validate.ipv4(self.src_ip, "source IPv4")
             dst = validate.ipv4(self.dst_ip, "destination IPv4")
-            if self.src_addresses is not None:
-                validate.uint(self.src_addresses, "source addresses", 1, MAX_FLOWS)
             src_min, src_max = self.src_range
             # stepped in turn (a fresh device's default): every source its share
             cmds += ["flag !IPV6", f"src_min {src_min}", f"src_max {src_max}",

@@ -326,7 +326,7 @@ class Lab:
                     finally:
                         host.close()
                     if out.split("\n", 1)[0].strip() == "ready":
-                        fault = clock_fault(out, self._state().get("accel"))
+                        fault = clock_fault(out, state.get("accel"))
                         if fault is None:
                             return
                         if fault != "pending":
