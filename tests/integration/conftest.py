@@ -302,6 +302,7 @@ def _start_early(steps):
     outcomes."""
     _stop_orphans()
     _BACKGROUND["t0"] = time.time()
+    _BACKGROUND["busy0"] = _machine_busy_seconds()
     tmp = Path(tempfile.mkdtemp(prefix="rfc2544-session-"))
     _TMP.append(tmp)
     for step in steps:
@@ -546,9 +547,20 @@ def _write_cpu_use(terminalreporter, t0):
             parts.append(f"{step} " + "+".join(f"{vm} {s:.0f}" for vm, s in vms.items()))
     host = sum(os.times()[:4])
     wall = time.time() - t0
+    busy = _machine_busy_seconds() - _BACKGROUND.get("busy0", 0.0)
     terminalreporter.write_line(
         f"CPU seconds: lab VMs {total:.0f} ({'; '.join(parts) or 'none'}), host processes {host:.0f}; "
-        f"wall {wall:.0f} s x {os.cpu_count()} cores = {wall * (os.cpu_count() or 1):.0f}")
+        f"wall {wall:.0f} s x {os.cpu_count()} cores = {wall * (os.cpu_count() or 1):.0f}, of which busy "
+        f"{busy:.0f} (/proc/stat: every process, a rebooted VM's and short-lived ones too)")
+
+
+def _machine_busy_seconds():
+    """CPU seconds the whole machine worked since boot (/proc/stat: user,
+    nice, system, irq, softirq; not idle, iowait or steal). The per-lab
+    figures miss a VM that was booted again and processes that ended
+    unwaited; this does not."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:7]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def pytest_sessionfinish(session):
