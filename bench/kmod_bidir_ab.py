@@ -73,8 +73,8 @@ echo $(( $(date +%s%N) - s ))"""
 
 
 def cpu_loops(b, cpus):
-    """Iterations/s of an awk loop on each CPU, all started at once."""
-    b.sh(f"cat > /tmp/bench-loop.sh <<'EOF'\n{LOOP_SCRIPT}\nEOF")
+    """Iterations/s of an awk loop on each CPU, all started at once
+    (/tmp/bench-loop.sh: LOOP_SCRIPT, written once by main)."""
     out = b.sh(" ".join(f"taskset -c {c} sh /tmp/bench-loop.sh > /tmp/bench-loop{c} &" for c in cpus) +
                " wait; cat " + " ".join(f"/tmp/bench-loop{c}" for c in cpus))
     return [LOOP_ITERATIONS * 1e9 / int(ns) for ns in out.split()]
@@ -99,6 +99,7 @@ def main():
                  "CPU loop": (None, [0], [0, 1])}
         b.sh("; ".join(f"ip link del {d} 2>/dev/null; ip link add {d} type dummy && ip link set {d} up"
                        for d in DUMMIES))
+        b.sh(f"cat > /tmp/bench-loop.sh <<'EOF'\n{LOOP_SCRIPT}\nEOF")
         try:
             for r in range(args.rounds):
                 order = ["one", "both"] if r % 4 in (0, 3) else ["both", "one"]

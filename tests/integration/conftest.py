@@ -547,7 +547,7 @@ def _write_cpu_use(terminalreporter, t0):
             parts.append(f"{step} " + "+".join(f"{vm} {s:.0f}" for vm, s in vms.items()))
     host = sum(os.times()[:4])
     wall = time.time() - t0
-    busy = _machine_busy_seconds() - _BACKGROUND.get("busy0", 0.0)
+    busy = _machine_busy_seconds() - _BACKGROUND["busy0"]     # set with t0
     terminalreporter.write_line(
         f"CPU seconds: lab VMs {total:.0f} ({'; '.join(parts) or 'none'}), host processes {host:.0f}; "
         f"wall {wall:.0f} s x {os.cpu_count()} cores = {wall * (os.cpu_count() or 1):.0f}, of which busy "
