@@ -10,7 +10,12 @@ order alternating (ABBA...); reported per case: the median pps of the first
 direction alone, of each direction with both running, and the lower of the
 two as a share of the one-direction figure (median and min..max over
 rounds), and the ratio of the medians (both / one), which the rounds'
-noise moves less than a share taken round by round.
+noise moves less than a share taken round by round. On a host whose cores
+are all busy (two vCPUs and QEMU's own threads on 2 cores) the pps mostly
+show how the host shared its cores out; the last column divides that out:
+each direction's frames per second of host CPU its vCPU's thread got
+(generator i runs on kpktgend_i, pinned to vCPU i; read from QEMU's
+/proc/PID/task), with both running / one alone, the lower direction's.
 
 Cases (64 B frames, no rate limit, one lab VM with 2 vCPUs):
   generator, dummy    each direction into a dummy device of its own: the
@@ -32,8 +37,10 @@ Cases (64 B frames, no rate limit, one lab VM with 2 vCPUs):
 
 Usage: bench/kmod_bidir_ab.py [--lab NAME] [--rounds 6] [--count 100000]
 """
+import os
 import re
 import statistics
+from pathlib import Path
 
 from kmod_common import DUT, INTREE, OURS, PG, lab_session, median, parser, table
 
@@ -64,6 +71,29 @@ def run(b, devices, count):
     return [handed(b, d[0], count) for d in devices]
 
 
+def vcpu_seconds(b):
+    """[host CPU seconds of each vCPU thread] of the lab's tester QEMU
+    (TCG and KVM name their vCPU threads "CPU N/TCG", "CPU N/KVM")."""
+    pid = b.lab.running_vms()["tester"]
+    seconds = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        m = re.fullmatch(r"CPU (\d+)/(TCG|KVM)", (task / "comm").read_text().strip())
+        if m:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            seconds[int(m.group(1))] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return [seconds[c] for c in sorted(seconds)]
+
+
+def per_cpu_second(b, measure, amount):
+    """measure() -> [rate of direction i]; returns it with [amount / host
+    CPU seconds vCPU i's thread used meanwhile] (direction i runs on vCPU
+    i): the work done per CPU second the host gave, whatever its sharing."""
+    before = vcpu_seconds(b)
+    rates = measure()
+    used = [a - c for a, c in zip(vcpu_seconds(b), before)]
+    return rates, [amount / used[i] for i in range(len(rates))]
+
+
 LOOP_ITERATIONS = 3_000_000
 
 
@@ -86,6 +116,7 @@ def main():
     p.add_argument("--count", type=int, default=100_000)
     args = p.parse_args()
     got = {}        # (case, "one"|"both") -> [[pps per direction] per round]
+    eff = {}        # the same, per host CPU second of the direction's vCPU
     with lab_session(args.lab) as b:
         b.use(OURS)
         dut1_mac = b.sh(DUT + "cat /sys/class/net/dut1/address").strip()
@@ -105,8 +136,10 @@ def main():
                 order = ["one", "both"] if r % 4 in (0, 3) else ["both", "one"]
                 modules = [OURS, INTREE] if r % 2 == 0 else [INTREE, OURS]
                 for which in order:
-                    got.setdefault(("CPU loop", which), []).append(
-                        cpu_loops(b, cases["CPU loop"][1 if which == "one" else 2]))
+                    cpus = cases["CPU loop"][1 if which == "one" else 2]
+                    rates, per_s = per_cpu_second(b, lambda: cpu_loops(b, cpus), LOOP_ITERATIONS)
+                    got.setdefault(("CPU loop", which), []).append(rates)
+                    eff.setdefault(("CPU loop", which), []).append(per_s)
                 for module in modules:
                     b.use(module)
                     if module == OURS:
@@ -115,8 +148,10 @@ def main():
                         if case_module != module:
                             continue
                         for which in order:
-                            got.setdefault((name, which), []).append(
-                                run(b, one if which == "one" else both, args.count))
+                            devices = one if which == "one" else both
+                            rates, per_s = per_cpu_second(b, lambda: run(b, devices, args.count), args.count)
+                            got.setdefault((name, which), []).append(rates)
+                            eff.setdefault((name, which), []).append(per_s)
         finally:
             b.use(OURS)
             b.pg("pgrx", "rx_disable")
@@ -127,13 +162,17 @@ def main():
         both = got[name, "both"]
         shares = [min(pair) / alone for pair, alone in zip(both, one)]
         fwd_pps, back_pps = median([r[0] for r in both]), median([r[1] for r in both])
+        eff_one = median([r[0] for r in eff[name, "one"]])
+        eff_both = min(median([r[i] for r in eff[name, "both"]]) for i in range(2))
         rows.append([name, int(median(one)), int(fwd_pps), int(back_pps), f"{statistics.median(shares):.3f}",
-                     f"{min(shares):.2f}..{max(shares):.2f}", f"{min(fwd_pps, back_pps) / median(one):.3f}"])
+                     f"{min(shares):.2f}..{max(shares):.2f}", f"{min(fwd_pps, back_pps) / median(one):.3f}",
+                     f"{eff_both / eff_one:.3f}"])
     print(f"\n64 B frames, no rate limit, {args.rounds} rounds (order ABBA), {args.count} frames per direction, "
           "TCG lab VM with 2 vCPUs; share = the slower direction with both running / one direction alone "
-          "(CPU loop: iterations/s, not pps)")
+          "(CPU loop: iterations/s, not pps); per CPU s = the same ratio of medians for frames (iterations) per host "
+          "CPU second of the direction's vCPU thread")
     table(["case", "one direction pps", "both: forward pps", "both: reverse pps", "median share",
-           "share min..max", "ratio of medians"], rows)
+           "share min..max", "ratio of medians", "per CPU s"], rows)
 
 
 if __name__ == "__main__":

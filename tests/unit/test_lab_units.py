@@ -155,12 +155,31 @@ def test_qemu_command_line(tmp_path):
     assert "hostfwd=tcp:127.0.0.1:2222-:22" in line and "restrict=on" in line
     assert "socket,id=link0,udp=127.0.0.1:4001,localaddr=127.0.0.1:4000" in line
     assert line.index("drive=root") < line.index("drive=seed")   # root is vda
+    assert cmd[cmd.index("-name") + 1] == "rfc2544-unit-tester,debug-threads=on"
     append = cmd[cmd.index("-append") + 1]
     assert append == qemu.APPEND
     cmd = qemu.command(name="rfc2544-unit-tester", vm_dir=tmp_path, kernel="vmlinuz", initrd="initrd",
                        accel_name="tcg", ssh_port=2222, mgmt_mac="52:54:00:25:44:01",
                        kernel_args=("slub_debug=FZP", "nokaslr"))
     assert cmd[cmd.index("-append") + 1] == qemu.APPEND + " slub_debug=FZP nokaslr"
+
+
+def test_our_qemu_is_known_by_its_name_with_or_without_options(tmp_path):
+    """The lab's QEMUs are recognised by `-name NAME,debug-threads=on` and
+    by the bare `-name NAME` of labs booted before that option; a longer
+    name that starts with NAME is another lab's. (A sleeping Python started
+    as qemu-system-x86_64 stands in for QEMU.)"""
+    fake = tmp_path / "qemu-system-x86_64"
+    fake.symlink_to(sys.executable)
+    for arg, ours in (("lab1,debug-threads=on", True), ("lab1", True), ("lab10,debug-threads=on", False),
+                      ("lab10", False)):
+        proc = subprocess.Popen([str(fake), "-c", "import time; time.sleep(30)", "-name", arg])
+        try:
+            time.sleep(0.1)
+            assert qemu.is_our_qemu(proc.pid, "lab1") is ours, arg
+        finally:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.parametrize("word", ["a b", "x;reboot", "init=/bin/sh", "", "=1", "quiet\n", "$(id)"])

@@ -130,7 +130,8 @@ def command(*, name, vm_dir: Path, kernel, initrd, accel_name, ssh_port, mgmt_ma
     kernel command line (e.g. slub_debug=FZP)."""
     device = nic_model(nic)
     cmd = [
-        qemu_binary(), "-name", name, "-nodefaults", "-no-user-config", "-display", "none",
+        # debug-threads: vCPU threads named "CPU N/TCG" (top -H, benchmarks' per-vCPU CPU time)
+        qemu_binary(), "-name", f"{name},debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
         "-daemonize", "-no-reboot", "-pidfile", str(vm_dir / "qemu.pid"),
         "-serial", f"file:{vm_dir / 'console.log'}",
         "-accel", "kvm" if accel_name == "kvm" else "tcg,thread=multi",
@@ -193,14 +194,15 @@ def cpu_seconds(pid: int):
 
 
 def is_our_qemu(pid: int, name: str) -> bool:
-    """True if `pid` is a running QEMU started with `-name name`."""
+    """True if `pid` is a running QEMU started with `-name name[,option...]`."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
     if not argv or b"qemu-system" not in os.path.basename(argv[0]):
         return False
-    return name.encode() in argv
+    prefix = name.encode() + b","
+    return any(a == name.encode() or a.startswith(prefix) for a in argv)
 
 
 def stop(pid: int, name: str, timeout=10.0) -> bool:
