@@ -9,9 +9,10 @@ before. The tests run in file order and share the lab's state.
 Which kernel runs which: the refusals and the check mode (a fresh host; no
 module is built) on the default kernel's lab; setup, its second run,
 `modprobe pktgen` and teardown on the newest kernel's (test_newest_kernel.py),
-where building the module in the guest is what is new. Each Ansible task is
-a Python start in the emulated guest: the whole sequence on both kernels was
-ten minutes of the 2-core CI host's time. Durations go to
+where building the module in the guest is what is new. The plays run
+through Mitogen (playbooks/strategy_plugins), one Python per guest and play:
+with a Python start per task the whole sequence on both kernels was ten
+minutes of the 2-core CI host's time. Durations go to
 results/ansible-lab-timings.json."""
 import json
 import os

@@ -41,7 +41,7 @@ NEWEST_TESTS = [
     # setup builds and loads the module in the guest; the wheel's `run
     # --setup -p quick`; teardown restores every touched value (compared
     # with the fresh host's state). The role's refusals and its check mode
-    # know no kernel (six minutes of Ansible in the emulated guest): the 6.1
+    # know no kernel (six minutes of Ansible in the emulated guest before Mitogen): the 6.1
     # lab runs them.
     "test_ansible_lab.py::test_setup_builds_and_loads_the_module",
     "test_ansible_lab.py::test_modprobe_pktgen_acts_on_the_module",
