@@ -91,7 +91,27 @@ def test_doctor_prints_the_ansible_playbook_it_would_use(tmp_path, monkeypatch, 
     with pytest.raises(SystemExit) as exc:
         cli.main(["doctor", "-i", str(inv)])
     assert exc.value.code == 0
-    assert f"ansible-playbook (setup, run --setup): {VENV_BIN / 'ansible-playbook'}\n" in capsys.readouterr().out
+    assert f"ansible-playbook (setup, run --setup): {VENV_BIN / 'ansible-playbook'}, through Mitogen\n" \
+        in capsys.readouterr().out
+
+
+def test_an_ansible_whose_python_lacks_mitogen_is_named(tmp_path):
+    """An ansible-playbook run by a Python that cannot import Mitogen (a
+    wrapper hides it) is told apart from ours; a script without a #! line
+    cannot be told. (Fake scripts: nothing runs Ansible.)"""
+    from rfc2544.engine import playbooks
+    block = tmp_path / "block" / "ansible_mitogen"
+    block.mkdir(parents=True)
+    (block / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    python = tmp_path / "python-without-mitogen"
+    python.write_text(f"#!/bin/sh\nPYTHONPATH={block.parent} exec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    long_form = f"#!/bin/sh\n'''exec' {sys.executable} \"$0\" \"$@\"\n' '''"    # pip's, for long paths
+    for name, head, expected in (("ours", f"#!{sys.executable}", True), ("theirs", f"#!{python}", False),
+                                 ("ours-long-path", long_form, True), ("no-shebang", "import sys", None)):
+        script = tmp_path / name
+        script.write_text(head + "\n")
+        assert playbooks.runs_through_mitogen(str(script)) is expected, name
 
 
 def test_init_writes_the_example_inventory_once(tmp_path, capsys):

@@ -48,8 +48,12 @@ def doctor(inventory_path, profile_name, networks, ipv6, sources, bidirectional)
         from rfc2544.engine.doctor import doctor as check_hosts
     except ImportError as exc:
         raise InfraError(f"doctor is not available in this build ({exc})")
-    from rfc2544.engine.playbooks import find_tool
-    click.echo(f"ansible-playbook (setup, run --setup): {find_tool('ansible-playbook') or 'not found'}")
+    from rfc2544.engine.playbooks import find_tool, runs_through_mitogen
+    exe = find_tool("ansible-playbook")
+    mitogen = {True: ", through Mitogen", None: "",
+               False: " (its Python lacks Mitogen: plays run one Python per task, slower; "
+                      "pip install mitogen beside it)"}[runs_through_mitogen(exe) if exe else None]
+    click.echo(f"ansible-playbook (setup, run --setup): {exe or 'not found'}{mitogen}")
     checks = check_hosts(inventory, networks=networks, ipv6=ipv6, sources=sources, bidirectional=bidirectional)
     for name, ok, detail in checks:
         click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")

@@ -7,6 +7,7 @@ copies in a wheel), so this works from any working directory and from a
 wheel or pipx install as from a checkout.
 """
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,32 @@ def find_tool(name):
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
     return shutil.which(name)
+
+
+def runs_through_mitogen(exe):
+    """True if the Python that runs the ansible script `exe` (its #! line)
+    imports Mitogen's strategy, so the shipped ansible.cfg's
+    mitogen_or_linear keeps one Python per host; False if it does not
+    (Ansible's linear strategy: slower plays); None if that cannot be told."""
+    try:
+        with open(exe, "rb") as f:
+            first, second = (f.readline(4096).decode(errors="replace") for _ in range(2))
+    except OSError:
+        return None
+    if not first.startswith("#!") or not first[2:].strip():
+        return None
+    interpreter = first[2:]
+    # pip's form where the interpreter's path is too long for a #! line:
+    # /bin/sh, then a line  '''exec' /path/to/python "$0" "$@"
+    exec_line = "'''exec' "
+    if second.startswith(exec_line):
+        interpreter = second[len(exec_line):].split(' "$0"', 1)[0]
+    try:
+        run = subprocess.run([*shlex.split(interpreter), "-c", "import ansible_mitogen.strategy"],
+                             capture_output=True, timeout=120)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    return run.returncode == 0
 
 
 def run_playbook(name, inventory_path, *args, what=None):
