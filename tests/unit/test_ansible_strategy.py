@@ -32,16 +32,21 @@ PLAY = """- hosts: localhost
 """
 
 
+def hide_mitogen(directory):
+    """A directory to put first on PYTHONPATH: its ansible_mitogen package
+    raises ImportError, shadowing the installed one."""
+    fake = directory / "ansible_mitogen"
+    fake.mkdir(parents=True, exist_ok=True)
+    (fake / "__init__.py").write_text("raise ImportError('Mitogen hidden by the test')\n")
+    return directory
+
+
 def env_with(tmp_path, block_mitogen):
     env = dict(os.environ, ANSIBLE_CONFIG=str(PLAYBOOKS / "ansible.cfg"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
                ANSIBLE_NOCOLOR="1")
     env.pop("ANSIBLE_STRATEGY", None)
     if block_mitogen:
-        # a package of that name that cannot be imported shadows the real one
-        fake = tmp_path / "block" / "ansible_mitogen"
-        fake.mkdir(parents=True, exist_ok=True)
-        (fake / "__init__.py").write_text("raise ImportError('Mitogen blocked by the test')\n")
-        env["PYTHONPATH"] = str(fake.parent)
+        env["PYTHONPATH"] = str(hide_mitogen(tmp_path / "block"))
     return env
 
 

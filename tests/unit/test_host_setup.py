@@ -100,11 +100,9 @@ def test_an_ansible_whose_python_lacks_mitogen_is_named(tmp_path):
     wrapper hides it) is told apart from ours; a script without a #! line
     cannot be told. (Fake scripts: nothing runs Ansible.)"""
     from rfc2544.engine import playbooks
-    block = tmp_path / "block" / "ansible_mitogen"
-    block.mkdir(parents=True)
-    (block / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    from test_ansible_strategy import hide_mitogen
     python = tmp_path / "python-without-mitogen"
-    python.write_text(f"#!/bin/sh\nPYTHONPATH={block.parent} exec {sys.executable} \"$@\"\n")
+    python.write_text(f"#!/bin/sh\nPYTHONPATH={hide_mitogen(tmp_path / 'block')} exec {sys.executable} \"$@\"\n")
     python.chmod(0o755)
     long_form = f"#!/bin/sh\n'''exec' {sys.executable} \"$0\" \"$@\"\n' '''"    # pip's, for long paths
     for name, head, expected in (("ours", f"#!{sys.executable}", True), ("theirs", f"#!{python}", False),
