@@ -120,11 +120,17 @@ class Bench:
     def start(self):
         self.sh(f"echo start > {PG}/pgctrl")
 
-    def result(self, dev="tx0"):
-        """(packets, usec, pps) from the device's Result line."""
-        text = self.sh(f"cat {PG}/{dev}")
+    def result(self, dev="tx0", wait_s=120):
+        """(packets, usec, pps) from the device's Result line.
+
+        The in-tree `start` can return before its threads picked the run up
+        (it gives them 125 ms), so wait for the device's run result, not a
+        command's "OK: count=..."."""
         import re
-        m = re.search(r"Result: OK: (\d+)\(c\d+\+d\d+\) usec, (\d+) \(\d+byte,\d+frags\)\s+(\d+)pps", text)
+        pattern = r"Result: OK: (\d+)\(c\d+\+d\d+\) usec, (\d+) \(\d+byte,\d+frags\)\s+(\d+)pps"
+        text = self.sh(f"i=0; while ! grep -q '^Result: OK: [0-9]*(c' {PG}/{dev} && [ $i -lt {wait_s * 10} ]; do "
+                       f"sleep 0.1; i=$((i + 1)); done; cat {PG}/{dev}")
+        m = re.search(pattern, text)
         if not m:
             raise RuntimeError(f"no Result in {dev}: {text[-300:]}")
         return int(m.group(2)), int(m.group(1)), int(m.group(3))

@@ -104,6 +104,29 @@ def test_pktgen_script_rejects_values_that_could_reach_a_shell():
             kernel_pktgen.script(**{**ok, key: bad})
 
 
+def test_pktgen_script_waits_for_the_result_when_start_returns_early(tmp_path):
+    """Simulated: /proc/net/pktgen is a folder, modprobe a stub that plays a
+    thread which only finishes 0.5 s after `start` returned (the in-tree race),
+    the device file meanwhile holding the last command's "OK: src_max=..." result."""
+    proc, bin_ = tmp_path / "pktgen", tmp_path / "bin"
+    proc.mkdir(), bin_.mkdir()
+    done = ("Params: count 10\nCurrent:\n     pkts-sofar: 10  errors: 0\n"
+            "Result: OK: 500(c400+d100) usec, 10 (60byte,0frags)\n")
+    (bin_ / "rmmod").write_text("#!/bin/sh\nexit 1\n")
+    (bin_ / "modprobe").write_text(
+        "#!/bin/sh\n(while ! grep -q start " + str(proc / "pgctrl") + " 2>/dev/null; do sleep 0.05; done;"
+        " printf 'Result: OK: src_max=198.18.0.1\\n' > " + str(proc / "tx0") + "; sleep 0.5;"
+        " printf '" + done.replace("\n", "\\n") + "' > " + str(proc / "tx0") + ") &\n")
+    for stub in bin_.iterdir():
+        stub.chmod(0o755)
+    text = kernel_pktgen.script("tx0", 10, "198.18.0.1", "198.19.0.1", "02:00:00:18:00:02", wait_s=20)
+    out = subprocess.run(["sh", "-s"], input=text.replace("/proc/net/pktgen", str(proc)), text=True,
+                         capture_output=True, timeout=60,
+                         env={**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}"})
+    assert out.returncode == 0, out.stderr
+    assert kernel_pktgen.parse(out.stdout).sent == 10
+
+
 def test_pktgen_result_parsing():
     text = ("Params: count 10000  min_pkt_size: 60  max_pkt_size: 60\nCurrent:\n"
             "     pkts-sofar: 10000  errors: 0\n"

@@ -45,8 +45,14 @@ def _validate(dev, count, pkt_size, src_ip, dst_ip, dst_mac):
     return src, dst
 
 
-def script(dev, count, src_ip, dst_ip, dst_mac, pkt_size=60, ratep=None):
-    """The shell script that configures pktgen, sends, and prints the device file."""
+def script(dev, count, src_ip, dst_ip, dst_mac, pkt_size=60, ratep=None, wait_s=300):
+    """The shell script that configures pktgen, sends, and prints the device file.
+
+    The in-tree `start` gives its threads 125 ms to pick the run up before it
+    waits on them; a loaded TCG guest can miss that, and the write returns
+    with the device still at "Result: Starting". So the script waits for the
+    device's own "Result: OK: N(cN+dN) usec" (at most `wait_s` seconds) before printing it.
+    """
     src, dst = _validate(dev, count, pkt_size, src_ip, dst_ip, dst_mac)
     if ratep is not None and (not isinstance(ratep, int) or ratep <= 0):
         raise BadInput(f"pktgen: ratep must be a positive whole number, not {ratep!r}")
@@ -70,7 +76,11 @@ def script(dev, count, src_ip, dst_ip, dst_mac, pkt_size=60, ratep=None):
         f"echo {quote('add_device ' + dev)} > /proc/net/pktgen/kpktgend_0",
     ]
     lines += [f"echo {quote(s)} > {quote(pg)}" for s in settings]
-    lines += ["echo start > /proc/net/pktgen/pgctrl", f"cat {quote(pg)}"]
+    polls = max(1, int(wait_s * 10))
+    lines += ["echo start > /proc/net/pktgen/pgctrl",
+              f"i=0; while ! grep -q '^Result: OK: [0-9]*(c' {quote(pg)} && [ $i -lt {polls} ]; do"
+              " sleep 0.1; i=$((i + 1)); done",
+              f"cat {quote(pg)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -84,7 +94,8 @@ def parse(text) -> PktgenResult:
 
 def send(host, dev, count, src_ip, dst_ip, dst_mac, pkt_size=60, ratep=None, timeout=300):
     """Send `count` frames out of `dev` on `host` (an SSHHost); blocks until done."""
-    text = host.run("sh -s", stdin=script(dev, count, src_ip, dst_ip, dst_mac, pkt_size, ratep),
+    text = host.run("sh -s", stdin=script(dev, count, src_ip, dst_ip, dst_mac, pkt_size, ratep,
+                                          wait_s=max(1, timeout - 30)),
                     timeout=timeout)[1]
     return parse(text)
 
