@@ -66,9 +66,9 @@ class FakeHost:
         assert argv[0] == "ethtool"
         opt, port, rest = argv[1], argv[2], argv[3:]
         if port in self.virtual:
-            return 95, "", f"Cannot get device settings: Operation not supported\n"
+            return 95, "", "Cannot get device settings: Operation not supported\n"
         if port not in self.nics:
-            return 1, "", f"Cannot get device settings: No such device\n"
+            return 1, "", "Cannot get device settings: No such device\n"
         nic = self.nics[port]
         if opt == "-a":
             return 0, PAUSE.format(p=port, **nic["pause"]), ""

@@ -12,7 +12,8 @@ import textwrap
 
 import pytest
 
-from pktgen_sim import SimKernel, SimSession
+from pktgen_sim import SimKernel
+from sim_session import SimSession
 from rfc2544.config import inventory, profiles
 from rfc2544.drivers import pgrx, probe
 from rfc2544.drivers.plan import plan_streams

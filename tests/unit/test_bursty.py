@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from pktgen_sim import SimKernel, SimSession
+from pktgen_sim import SimKernel
+from sim_session import SimSession
 from rfc2544.config import profiles
 from rfc2544.drivers import pktgen
 from rfc2544.drivers.plan import device_configs

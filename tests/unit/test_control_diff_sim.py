@@ -99,14 +99,14 @@ def test_one_start_shell_serves_every_trial(tmp_path):
 def test_a_start_that_returns_before_the_traffic_ends_is_not_believed(tmp_path):
     """The in-tree pktgen's start write can return before its threads run
     (a loaded host): the trial still waits for the devices to finish."""
-    import pktgen_sim
+    import sim_session
     tester, kernel, _ = make_tester(tmp_path)
-    real_done = pktgen_sim.SimStart.done
-    pktgen_sim.SimStart.done = lambda self: self.triggered or self.closed
+    real_done = sim_session.SimStart.done
+    sim_session.SimStart.done = lambda self: self.triggered or self.closed
     try:
         r = tester.run_trial(spec(load_fps=2000, duration_s=0.5))
     finally:
-        pktgen_sim.SimStart.done = real_done
+        sim_session.SimStart.done = real_done
     assert r.tx_frames == r.rx_frames == r.intended_frames == 1000
 
 

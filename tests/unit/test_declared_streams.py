@@ -8,7 +8,8 @@ the real text format; the module itself is checked in the lab
 (test_kmod_rx.py)."""
 import pytest
 
-from pktgen_sim import STRAY_SOURCE, SimKernel, SimSession
+from pktgen_sim import STRAY_SOURCE, SimKernel
+from sim_session import SimSession
 from rfc2544.drivers import pgrx
 from rfc2544.engine.tester import SSHTester
 from rfc2544.errors import BadInput

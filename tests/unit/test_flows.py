@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from pktgen_sim import SimKernel, SimSession
+from pktgen_sim import SimKernel
+from sim_session import SimSession
 from rfc2544.cli.plan import plan_document, plan_text
 from rfc2544.config import profiles
 from rfc2544.drivers import pktgen

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pktgen_sim import SimKernel, SimSession
+from pktgen_sim import SimKernel
+from sim_session import SimSession
 from rfc2544.config import inventory, profiles
 from rfc2544.config.profile_model import Modifiers
 from rfc2544.drivers import modifiers

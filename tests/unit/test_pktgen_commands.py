@@ -185,7 +185,7 @@ def test_script_stops_at_the_first_failed_write_and_reports_result(tmp_path):
     err = parsed.errors[0]
     assert err.path == "/proc/net/pktgen/tx1" and err.command == "count 6"
     assert err.result == "Result: (none)" and err.error == "Is a directory"
-    assert str(err) == f"writing 'count 6' to /proc/net/pktgen/tx1 failed: Is a directory; Result: (none)"
+    assert str(err) == "writing 'count 6' to /proc/net/pktgen/tx1 failed: Is a directory; Result: (none)"
     assert not (tmp_path / "tx2").exists()     # nothing after the failure ran
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pktgen_sim import SimKernel, SimSession
+from pktgen_sim import SimKernel
+from sim_session import SimSession
 from rfc2544.config import profiles
 from rfc2544.drivers import pktgen, plan
 from rfc2544.engine.doctor import doctor

@@ -4,11 +4,11 @@ so the driver's batch building, parsing and trial logic run for real. The
 tester and the kernel share a simulated clock (SimClock): the times and rates
 asserted here are exact and do not depend on how fast or loaded the machine
 is."""
-import textwrap
 
 import pytest
 
-from pktgen_sim import SimKernel, SimSession
+from pktgen_sim import SimKernel
+from sim_session import SimSession
 from rfc2544.config import inventory
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.model import PROGRESS_KEYS, TrialSpec

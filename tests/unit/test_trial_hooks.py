@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from pktgen_sim import SimKernel, SimSession
+from pktgen_sim import SimKernel
+from sim_session import SimSession
 from rfc2544.config import inventory
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.model import HOOK_OUTPUT_LIMIT

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pktgen_sim import SimKernel, SimSession
+from pktgen_sim import SimKernel
+from sim_session import SimSession
 from rfc2544.config import inventory
 from rfc2544.drivers import frame, pktgen, plan, vlan
 from rfc2544.engine.tester import SSHTester

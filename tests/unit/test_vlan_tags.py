@@ -5,7 +5,8 @@ against the simulated host (pktgen_sim.py, simulated); the module's
 receiving of tagged frames is checked in the lab (test_kmod_rx.py)."""
 import pytest
 
-from pktgen_sim import SimKernel, SimSession
+from pktgen_sim import SimKernel
+from sim_session import SimSession
 from rfc2544.config import inventory, profiles
 from rfc2544.drivers import frame, pktgen, plan, vlan
 from rfc2544.engine.tester import SSHTester
