@@ -535,24 +535,29 @@ def add_vlan_stack(run, port, vlan, svlan=None, top_reorder_hdr=True):
 
 
 @contextlib.contextmanager
-def dut_vlan(vm, vlan, svlan=None):
+def dut_vlan(vm, vlan, svlan=None, out=None):
     """The DUT (netns `dut` of the single lab) forwards the test stream
     tagged: VLAN devices on dut0 and dut1 (802.1Q `vlan`, on an 802.1ad
     `svlan` for QinQ), and 198.19.0.1 / 2001:2:0:100::1 routed out of dut1's
     tagged device to rx0's MAC; no reverse-path filter on the tagged
-    ingress. Removed on exit, also on failure: the routes and neighbours go
-    with the devices, rp_filter is restored.
+    ingress. `out`: dut1's tags where the DUT changes them, (vlan[, svlan]),
+    () for untagged (the lab's own route and neighbour on dut1 then serve).
+    Removed on exit, also on failure: the routes and neighbours go with the
+    devices, rp_filter is restored.
 
-      tx0 =[tags]= dut0.T [netns dut] dut1.T =[tags]= rx0
+      tx0 =[tags]= dut0.T [netns dut] dut1.T' =[tags' (out)]= rx0
     """
     rx_mac = vm.mac("rx0")
     rpf_all = vm.dut("sysctl -n net.ipv4.conf.all.rp_filter").strip()
-    made, tops = [], []
+    out = (vlan, svlan) if out is None else tuple(out) + (None,) * (2 - len(out))
+    made = []
     try:
-        for port in ("dut0", "dut1"):
-            made.append(port)
-            tops.append(add_vlan_stack(lambda cmd: vm.dut(f"sh -c {quote(cmd)}"), port, vlan, svlan))
-        tagged_in, tagged_out = tops
+        made.append(("dut0", vlan, svlan))
+        tagged_in = add_vlan_stack(lambda cmd: vm.dut(f"sh -c {quote(cmd)}"), "dut0", vlan, svlan)
+        tagged_out = "dut1"
+        if out[0] is not None:
+            made.append(("dut1",) + out)
+            tagged_out = add_vlan_stack(lambda cmd: vm.dut(f"sh -c {quote(cmd)}"), "dut1", *out)
         # no reverse-path filter on the tagged ingress: the source is routed
         # via dut0 itself, and a device without an IPv4 address fails even
         # the loose check (fib_validate_source's no_addr case). The kernel
@@ -561,14 +566,15 @@ def dut_vlan(vm, vlan, svlan=None):
         vm.dut(f"sysctl -qw net.ipv4.conf.{tagged_in.replace('.', '/')}.rp_filter=0")
         if rpf_all != "0":
             vm.dut("sysctl -qw net.ipv4.conf.all.rp_filter=0")
-        vm.dut(f"ip route replace 198.19.0.1/32 dev {tagged_out}")
-        vm.dut(f"ip neigh replace 198.19.0.1 lladdr {rx_mac} dev {tagged_out} nud permanent")
-        vm.dut(f"ip -6 route replace 2001:2:0:100::1/128 dev {tagged_out}")
-        vm.dut(f"ip -6 neigh replace 2001:2:0:100::1 lladdr {rx_mac} dev {tagged_out} nud permanent")
+        if tagged_out != "dut1":
+            vm.dut(f"ip route replace 198.19.0.1/32 dev {tagged_out}")
+            vm.dut(f"ip neigh replace 198.19.0.1 lladdr {rx_mac} dev {tagged_out} nud permanent")
+            vm.dut(f"ip -6 route replace 2001:2:0:100::1/128 dev {tagged_out}")
+            vm.dut(f"ip -6 neigh replace 2001:2:0:100::1 lladdr {rx_mac} dev {tagged_out} nud permanent")
         yield tagged_in, tagged_out
     finally:
-        for port in reversed(made):
-            for name, *_ in reversed(vlan_devices.devices(port, vlan, svlan, dotted=True)):
+        for port, tag, outer in reversed(made):
+            for name, *_ in reversed(vlan_devices.devices(port, tag, outer, dotted=True)):
                 vm.dut(f"ip link del {name}", check=False)
         if rpf_all != "0":
             vm.dut(f"sysctl -qw net.ipv4.conf.all.rp_filter={rpf_all}", check=False)

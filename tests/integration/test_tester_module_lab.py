@@ -14,6 +14,7 @@ from test_tester_lab import QUICK, tlab  # noqa: F401  (fixture: the lab to use)
 
 from rfc2544.config import inventory
 from rfc2544.drivers import frame
+from rfc2544.drivers import vlan as vlan_devices
 from rfc2544.model import PROGRESS_KEYS, TrialSpec
 from rfc2544.drivers.ssh import put_file
 from rfc2544.engine.tester import SSHTester
@@ -423,6 +424,48 @@ def test_a_qinq_stream_is_sent_and_counted_with_its_tags(tlab, module_loaded):  
         host.run(tlab.dut_cmd("tc qdisc del dev dut0 clsact"), check=False)
         tester.stop_all()
         tester.close()
+        host.close()
+
+
+def test_a_dut_that_pops_or_translates_the_tag_is_counted_at_what_arrives(tlab, module_loaded):  # noqa: F811
+    """The DUT changes the tags (inventory `rx_vlan`): a router that takes
+    the stream in on VLAN 100 and routes it out untagged (pop), then out on
+    VLAN 200 (translate). The suite's trials count every frame at the length
+    that arrives (128 B sent tagged: 124 B arrive popped, pgrx's pkt_size
+    120 without FCS) and watch rx0 through the VLAN device of the tag that
+    arrives, none for the popped frames.
+
+      tester: tx0 =[100]= dut0.100 [netns dut] dut1 (or dut1.200) =[none (200)]= rx0
+    """
+    host = tlab.connect("tester")
+    vm = KmodVM(tlab, host, None)
+    seen = {}
+    try:
+        for out, rx_vlan in (((), "none"), ((200,), 200)):
+            inv = inventory.load(tlab.inventory_path)
+            s = inv.streams[0]
+            s.vlan, s.rx_vlan = 100, vlan_devices.UNTAGGED if rx_vlan == "none" else rx_vlan
+            tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3)
+            try:
+                with dut_vlan(vm, 100, out=out):
+                    r = tester.run_trial(TrialSpec(frame_size=128, load_fps=1000, duration_s=2))
+                    rx = host.run("cat /proc/net/pktgen/pgrx")[1]
+                    made = host.run("ip -o link show | grep -oE ' rfv[0-9a-f]{8}@' || true")[1].split()
+                    seen[rx_vlan] = (r, rx, made, dict(tester.stream_labels[0]))
+            finally:
+                tester.stop_all()
+                tester.close()
+        popped, translated = seen["none"], seen[200]
+        assert (popped[0].tx_frames, popped[0].rx_frames, popped[0].lost_frames) == (2000, 2000, 0), popped[0].notes
+        assert "pkt_size=120 " in popped[1] and " packets=2000 " in popped[1] and "wrong_size=0" in popped[1], \
+            popped[1][:800]
+        assert popped[2] == [] and popped[3]["rx_vlan"] == 0
+        r = translated[0]
+        assert (r.tx_frames, r.rx_frames, r.lost_frames) == (2000, 2000, 0), r.notes
+        assert "pkt_size=124 " in translated[1] and " packets=2000 " in translated[1], translated[1][:800]
+        # rx0's 802.1Q device of VLAN 200: only through it do the frames reach pgrx
+        assert len(translated[2]) == 1 and translated[3]["rx_vlan"] == 200, translated
+    finally:
         host.close()
 
 

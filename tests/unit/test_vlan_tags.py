@@ -42,7 +42,7 @@ def test_the_inventory_takes_a_tag_or_two_per_stream(tmp_path):
     ("vlan: '100'", "must be a VLAN id, 1 to 4094, not '100'"),
     ("vlan: true", "must be a VLAN id"),
     ("svlan: 200", r"svlan: an outer \(802.1ad\) tag needs the inner one: give 'vlan' too"),
-    ("vlan_id: 100", r"rfc2544_streams\[0\].vlan_id: unknown field \(known: tx, rx, vlan, svlan, vlan_pcp, vlan_dei, svlan_pcp, svlan_dei\)"),
+    ("vlan_id: 100", r"rfc2544_streams\[0\].vlan_id: unknown field \(known: tx, rx, vlan, svlan, vlan_pcp, vlan_dei, svlan_pcp, svlan_dei, rx_vlan, rx_svlan\)"),
 ])
 def test_bad_tags_are_refused_with_where_they_are(tmp_path, fields, message):
     with pytest.raises(BadInput, match=message):

@@ -137,7 +137,8 @@ def _run_tests(inventory, profile, results, out_dir, display):
             link = conditions["link_speed_mbps"]
             tags = getattr(tester, "frame_tags", 0)
             results = Results.create(out, profile, build_plan(profile, tags),
-                                     profiles_mod.deviation_records(profile, tags), conditions)
+                                     profiles_mod.deviation_records(profile, tags, getattr(tester, "plans", ())),
+                                     conditions)
             if profile.model.waits.route_s:
                 time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
         elif link is None:      # resumed: the speed the run started with

@@ -15,12 +15,12 @@ from typing import Dict, List, Optional, Tuple
 import yaml
 
 from rfc2544.drivers.validate import ifname_problem
-from rfc2544.drivers.vlan import PRIORITY_RANGES
+from rfc2544.drivers.vlan import PRIORITY_RANGES, UNTAGGED
 from rfc2544.errors import BadInput
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROLES = ("tx", "rx", "dut")
-STREAM_KEYS = ("tx", "rx", "vlan", "svlan", "vlan_pcp", "vlan_dei", "svlan_pcp", "svlan_dei")
+STREAM_KEYS = ("tx", "rx", "vlan", "svlan", "vlan_pcp", "vlan_dei", "svlan_pcp", "svlan_dei", "rx_vlan", "rx_svlan")
 VLAN_IDS = (1, 4094)        # 0 is priority-only and 4095 reserved (802.1Q)
 
 
@@ -72,6 +72,10 @@ class Stream:
     vlan_dei: Optional[int] = None
     svlan_pcp: Optional[int] = None
     svlan_dei: Optional[int] = None
+    # the tags at the rx port where the DUT pops, pushes or translates them:
+    # None as sent, 0 untagged (drivers/vlan.py ARRIVAL_FIELDS)
+    rx_vlan: Optional[int] = None
+    rx_svlan: Optional[int] = None
 
     @property
     def tags(self):
@@ -278,7 +282,31 @@ def _tags(path, where, raw):
             if tag_id is None:
                 _fail(path, f"{where}.{key}", f"a {bit.upper()} needs the tag it is part of: give '{tag}' too")
             tags.append(value)
-    return tags
+    return tags + _arrival(path, where, raw, tags[0], tags[1])
+
+
+def _arrival(path, where, raw, sent_vlan, sent_svlan):
+    """[rx_vlan, rx_svlan]: each None (as sent), UNTAGGED (`none`: the DUT
+    removes the tag) or the id the DUT puts there; both None when the tags
+    arrive as sent."""
+    out = []
+    for key, sent in (("rx_vlan", sent_vlan), ("rx_svlan", sent_svlan)):
+        value = raw.get(key)
+        if (isinstance(value, str) and value.strip().lower() == "none") or (type(value) is int and value == UNTAGGED):
+            value = UNTAGGED
+        elif value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                    or not VLAN_IDS[0] <= value <= VLAN_IDS[1]):
+            _fail(path, f"{where}.{key}", f"must be a VLAN id, {VLAN_IDS[0]} to {VLAN_IDS[1]}, or 'none' "
+                                          f"(the DUT removes the tag), not {value!r}")
+        out.append(value)
+    arriving = [sent if value is None else (None if value == UNTAGGED else value)
+                for value, sent in zip(out, (sent_vlan, sent_svlan))]
+    if arriving[1] is not None and arriving[0] is None:
+        _fail(path, f"{where}.rx_vlan", "frames cannot arrive with an outer (802.1ad) tag and no inner one: "
+                                        "give rx_svlan too ('none' where the DUT removes the outer tag)")
+    if arriving == [sent_vlan, sent_svlan]:
+        return [None, None]
+    return out
 
 
 def _expand(value):

@@ -245,12 +245,13 @@ def _whole_numbers(value, bad, low, high, plural, one):
     return value
 
 
-def deviation_records(profile, tags=0):
+def deviation_records(profile, tags=0, plans=()):
     """Every departure of `profile` from RFC 2544 (and RFC 9004/8219), as
     deviations.Deviation records (what results.json stores); `tags`: the
-    VLAN tags the inventory's streams send."""
+    VLAN tags the inventory's streams send; `plans`: the streams
+    (drivers/plan.py), whose tags a DUT may change."""
     from rfc2544.results.deviations import profile_deviations
-    return profile_deviations(profile, RFC_FRAME_SIZES, IMIX, tags)
+    return profile_deviations(profile, RFC_FRAME_SIZES, IMIX, tags, plans)
 
 
 def deviations(profile):

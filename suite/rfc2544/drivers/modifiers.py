@@ -87,7 +87,7 @@ def plan_modifiers(inventory, plans, settings) -> List[ModifierPlan]:
                 src4=first.src4, src6=first.src6,
                 dst4=(validate.ipv4(port.peer_ipv4) if port.peer_ipv4 else None) if mgmt else BROADCAST_IP[False],
                 dst6=(validate.ipv6(port.peer_ipv6) if port.peer_ipv6 else None) if mgmt else BROADCAST_IP[True],
-                **vlan.tag_fields(first)))
+                **vlan.sent_fields(first)))
     return out
 
 
@@ -119,4 +119,4 @@ def device_config(mod, spec, frames, rate, pkt_size, imix, stream_ids=True):
         device=mod.device, count=frames, dst_mac=mod.dst_mac, src_ip=src, dst_ip=dst, ipv6=spec.ipv6,
         pkt_size=pkt_size, imix=imix, ratep=rate,
         udp_dst=MANAGEMENT_UDP_PORT if mod.kind == MANAGEMENT else 9,
-        stream_id=STREAM_ID[mod.kind] if stream_ids else None, **vlan.tag_fields(mod))
+        stream_id=STREAM_ID[mod.kind] if stream_ids else None, **vlan.sent_fields(mod))

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 
 from rfc2544.errors import BadInput
 
-from rfc2544.drivers import pktgen, validate, vlan
+from rfc2544.drivers import frame, pktgen, validate, vlan
 
 
 @dataclass
@@ -35,6 +35,8 @@ class StreamPlan:
     vlan_dei: Optional[int] = None
     svlan_pcp: Optional[int] = None
     svlan_dei: Optional[int] = None
+    rx_vlan: Optional[int] = None   # the tags at the receiving port where the DUT
+    rx_svlan: Optional[int] = None  # changes them (vlan.ARRIVAL_FIELDS)
 
     @property
     def tags(self):
@@ -67,10 +69,29 @@ def stream_ends(inventory, bidirectional=False):
     list itself."""
     streams = list(inventory.streams)
     if bidirectional:
-        reverse = (replace(s, tx_host=s.rx_host, tx_port=s.rx_port, rx_host=s.tx_host, rx_port=s.tx_port)
+        reverse = (replace(s, tx_host=s.rx_host, tx_port=s.rx_port, rx_host=s.tx_host, rx_port=s.tx_port,
+                           **reverse_tags(s))
                    for s in streams)
         streams += [r for r in reverse if r not in streams]
     return streams
+
+
+def reverse_tags(s):
+    """The tag fields of s's reverse stream: the same tags where the DUT
+    keeps them; where it changes them, the reverse is sent with the tags s
+    arrives with and arrives with those s is sent with (a DUT that pops
+    VLAN 100 one way pushes it the other). A priority bit stays with its
+    tag while the reverse sends that tag."""
+    if not vlan.rewritten(s):
+        return {}
+    rx_vlan, rx_svlan = vlan.arriving(s)
+    out = {"vlan": rx_vlan, "svlan": rx_svlan,
+           "rx_vlan": vlan.UNTAGGED if s.vlan is None else s.vlan,
+           "rx_svlan": vlan.UNTAGGED if s.svlan is None else s.svlan}
+    for tag, sent in (("vlan", rx_vlan), ("svlan", rx_svlan)):
+        for bit in ("pcp", "dei"):
+            out[f"{tag}_{bit}"] = getattr(s, f"{tag}_{bit}") if sent is not None else None
+    return out
 
 
 def plan_streams(inventory, bidirectional=False) -> List[StreamPlan]:
@@ -110,6 +131,21 @@ def frame_tags(plans):
     Every stream sends the same size, so a size too small for the most
     tagged stream's headers is raised for all (drivers/frame.py)."""
     return max((p.tags for p in plans), default=0)
+
+
+def arriving_frame_size(plans, host, frame_size):
+    """The size (with FCS) the frames of `host`'s streams have when they
+    reach it, sent at `frame_size` (every stream sends one size): that size,
+    4 B less per tag the DUT removes and more per tag it adds. None where
+    it cannot be told: streams into `host` that arrive with different tag
+    changes, or frames the change makes shorter than Ethernet's 64 B (a NIC
+    pads them, a veth does not)."""
+    into = [p for p in plans if p.rx_host == host]
+    changes = {vlan.arriving_tags(p) - p.tags for p in into}
+    if not into or len(changes) != 1:
+        return None
+    size = frame_size + changes.pop() * frame.VLAN_TAG
+    return size if size >= frame.ETHERNET_MIN_FRAME else None
 
 
 def check_addresses(plans, ipv6):
@@ -172,6 +208,6 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             src_addresses=sources if sources > 1 or (spec.ipv6 and ipv6_sources) else None,
             frames_per_burst=spec.frames_per_burst if extended else None,
             stream_id=p.stream_id if stream_ids else None,
-            **vlan.tag_fields(p),
+            **vlan.sent_fields(p),
         ))
     return configs

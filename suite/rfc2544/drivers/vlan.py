@@ -35,14 +35,53 @@ VLAN_IDS = (1, 4094)        # 0 is priority-only, 4095 reserved (802.1Q); the ge
 QUIET_IPV6 = ("accept_ra", "autoconf", "dad_transmits", "router_solicitations", "accept_dad")
 
 
+# The tags a stream's frames carry when they reach the receiving port, where
+# the DUT changes them (pops, pushes or translates; inventory `rx_vlan`,
+# `rx_svlan`): None is "as sent", UNTAGGED "the DUT removed it", else the id.
+ARRIVAL_FIELDS = ("rx_vlan", "rx_svlan")
+UNTAGGED = 0
+
+
 def tag_fields(obj) -> dict:
-    """obj's TAG_FIELDS, to copy a stream's tags to the next layer."""
+    """obj's TAG_FIELDS and ARRIVAL_FIELDS, to copy a stream's tags to the
+    next layer."""
+    return {k: getattr(obj, k, None) for k in TAG_FIELDS + ARRIVAL_FIELDS}
+
+
+def sent_fields(obj) -> dict:
+    """obj's TAG_FIELDS only: what a generator writes."""
     return {k: getattr(obj, k) for k in TAG_FIELDS}
+
+
+def arriving(obj) -> Tuple[Optional[int], Optional[int]]:
+    """(vlan, svlan) of obj's frames at the receiving port: the sent tags
+    where the DUT keeps them. obj: anything with the TAG_FIELDS and
+    ARRIVAL_FIELDS as attributes, or a mapping of them."""
+    def field(name):
+        return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+    out = []
+    for tag in ("vlan", "svlan"):
+        override = field(f"rx_{tag}")
+        out.append(field(tag) if override is None else (None if override == UNTAGGED else override))
+    return out[0], out[1]
+
+
+def rewritten(obj) -> bool:
+    """Whether the DUT changes obj's tags on the way."""
+    def field(name):
+        return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+    return arriving(obj) != (field("vlan"), field("svlan"))
+
+
+def arriving_tags(obj) -> int:
+    """Tags per frame at the receiving port: 0, 1 or 2."""
+    return sum(t is not None for t in arriving(obj))
 
 
 def describe(obj) -> str:
     """'VLAN 100' or 'QinQ 200/100', with ' PCP 5 DEI 1' (per tag, outer
-    first) when set: the report's and the messages' wording. obj: anything
+    first) when set, and ', received VLAN 200' (or 'untagged') where the DUT
+    changes the tags: the report's and the messages' wording. obj: anything
     with the TAG_FIELDS as attributes, or a mapping of them (results.json's
     conditions.streams entries)."""
     def field(name):
@@ -53,10 +92,17 @@ def describe(obj) -> str:
         return (f" PCP {pcp}" if pcp is not None else "") + (f" DEI {dei}" if dei is not None else "")
     vlan, svlan = field("vlan"), field("svlan")
     if vlan is None:
-        return ""
-    if svlan is None:
-        return f"VLAN {vlan}{prio('vlan')}"
-    return f"QinQ {svlan}{prio('svlan')}/{vlan}{prio('vlan')}"
+        sent = "untagged"
+    elif svlan is None:
+        sent = f"VLAN {vlan}{prio('vlan')}"
+    else:
+        sent = f"QinQ {svlan}{prio('svlan')}/{vlan}{prio('vlan')}"
+    if not rewritten(obj):
+        return "" if vlan is None else sent
+    rx_vlan, rx_svlan = arriving(obj)
+    got = ("untagged" if rx_vlan is None else f"VLAN {rx_vlan}" if rx_svlan is None
+           else f"QinQ {rx_svlan}/{rx_vlan}")
+    return f"{sent}, received {got}"
 
 
 def generator_commands(cfg) -> List[str]:
@@ -130,9 +176,11 @@ def remove_command(port, vlan, svlan: Optional[int] = None) -> str:
 
 
 def receiving_stacks(plans):
-    """{rx host: sorted (port, vlan, svlan)} of the tagged streams."""
+    """{rx host: sorted (port, vlan, svlan)} of the streams that arrive
+    tagged (with the tags they arrive with)."""
     out = {}
     for p in plans:
-        if p.vlan is not None:
-            out.setdefault(p.rx_host, set()).add((p.rx_port, p.vlan, p.svlan))
+        rx_vlan, rx_svlan = arriving(p)
+        if rx_vlan is not None:
+            out.setdefault(p.rx_host, set()).add((p.rx_port, rx_vlan, rx_svlan))
     return {h: sorted(v, key=lambda t: (t[0], t[1], t[2] or 0)) for h, v in out.items()}

@@ -123,13 +123,15 @@ class ConfigurePhase:
             self._forget()
         return mismatch
 
-    def _counted_size(self, spec):
-        """The frame size pgrx is to count (with FCS; RFC 2544 section 10:
-        the tester checks the length received): the size sent, or None
-        (any) for an IMIX."""
+    def _counted_size(self, spec, host):
+        """The frame size `host`'s pgrx is to count (with FCS; RFC 2544
+        section 10: the tester checks the length received): the size sent,
+        changed by the tags a DUT adds or removes, or None (any) for an IMIX
+        or where that size cannot be told (plan.arriving_frame_size)."""
         if spec is None or not spec.frame_size:
             return None
-        return frame.wire_frame_size(spec.frame_size, spec.ipv6, plan_mod.frame_tags(self.plans))
+        sent = frame.wire_frame_size(spec.frame_size, spec.ipv6, plan_mod.frame_tags(self.plans))
+        return plan_mod.arriving_frame_size(self.plans, host, sent)
 
     def _declared_streams(self, host, spec):
         """The streams `host`'s pgrx is to know (issue 31: frames of any
@@ -159,8 +161,8 @@ class ConfigurePhase:
             base = self.reader.parse_baselines(outs, "base")
         batches = {}
         if not counters:
-            size = pgrx_mod.counted_length(self._counted_size(spec))
             for host in self.rx_hosts:
+                size = pgrx_mod.counted_length(self._counted_size(spec, host))
                 b = batches.setdefault(host, Batch())
                 if self._rx_format.get(host, 0) >= pgrx_mod.PKT_SIZE_VERSION and self._rx_pkt_size.get(host) != size:
                     pgrx_mod.pkt_size_batch(size, b)

@@ -10,7 +10,8 @@ both. A dataclass for the reason given in records.py.
 from dataclasses import asdict, dataclass
 from typing import Optional, Union
 
-from rfc2544.drivers import frame
+from rfc2544.drivers import frame, vlan
+from rfc2544.drivers.plan import arriving_frame_size
 
 
 @dataclass
@@ -48,9 +49,11 @@ RFC_WAITS = (("route_s", 2, "after the routing update"), ("learning_s", 2, "afte
              ("residual_s", 2, "for residual frames"), ("settle_s", 5, "for the DUT to settle"))
 
 
-def profile_deviations(profile, rfc_frame_sizes, imix, tags=0):
+def profile_deviations(profile, rfc_frame_sizes, imix, tags=0, plans=()):
     """Every departure of the validated profile from the RFCs, in the
-    order (and with the sentences) profiles.deviations has always given."""
+    order (and with the sentences) profiles.deviations has always given;
+    `plans`: the run's streams (drivers/plan.py StreamPlan), whose tag
+    changes at the DUT may leave a received length unknown."""
     out, m = [], profile.model
 
     def add(code, section, asked, used, text):
@@ -72,6 +75,7 @@ def profile_deviations(profile, rfc_frame_sizes, imix, tags=0):
     if imix in m.frame_sizes:
         add("imix", "RFC 2544 9", None, "IMIX", "IMIX is not an RFC 2544 frame size (reported separately)")
     out += frame_size_deviations(m, imix, tags)
+    out += rx_length_deviations(m, imix, tags, plans)
     s = m.search
     if s.method == "mlr" and s.exceed_ratio > 0:
         add("mlr_exceed_ratio", "RFC 2544 26.1", "0", f"{s.exceed_ratio:g}",
@@ -105,6 +109,30 @@ def frame_size_deviations(m, imix, tags=0):
                 "imix_raised", "RFC 5180 5.1.1", "7:4:1 of 64/576/1518", sent,
                 f"IPv{version}: the IMIX's 64 B frames cannot hold the headers and are sent as "
                 f"{least} B: the IMIX sent is {sent} B (mean {frame.imix_mean_size(ipv6, tags):.1f} B)"))
+    return out
+
+
+def rx_length_deviations(m, imix, tags, plans):
+    """Where the receiver cannot check the length received (RFC 2544
+    section 10) because the DUT changes the streams' tags: streams into
+    one host that arrive with different tag changes, or frames a removed
+    tag leaves shorter than 64 B (plan.arriving_frame_size). It then counts
+    frames of any length there."""
+    out = []
+    if not any(vlan.rewritten(p) for p in plans):
+        return out
+    for version in m.ip_versions:
+        sizes = sorted({frame.wire_frame_size(s, version == 6, tags) for s in m.frame_sizes if s != imix})
+        for host in sorted({p.rx_host for p in plans}):
+            unknown = [s for s in sizes if arriving_frame_size(plans, host, s) is None]
+            if not unknown:
+                continue
+            listed = ", ".join(f"{s} B" for s in unknown)
+            out.append(Deviation(
+                "rx_length_unchecked", "RFC 2544 10", "the length received checked", f"{host}: any length",
+                f"IPv{version}: {host} does not check the length of the frames it receives at {listed}: "
+                "the DUT changes their VLAN tags, and either its streams arrive with different changes or a "
+                "removed tag leaves a frame shorter than 64 B, whose length the DUT's padding decides"))
     return out
 
 

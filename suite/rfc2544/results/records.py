@@ -30,7 +30,9 @@ SCHEMA_VERSION = 2
 # frames), `modifiers` in the conditions and `modifier_frames` on trials, when on.
 # 7 = `flow_spread: src_addresses` (profile, trial specs), and `vlan_pcp`,
 # `vlan_dei`, `svlan_pcp`, `svlan_dei` on conditions.streams that set them.
-SCHEMA_MINOR = 7
+# 8 = `rx_vlan` and `rx_svlan` on conditions.streams whose tags the DUT changes
+# (the tags the frames arrive with; 0: none).
+SCHEMA_MINOR = 8
 SECTIONS = tuple(SUMMARY_TYPES)
 
 
