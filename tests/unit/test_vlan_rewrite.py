@@ -134,3 +134,15 @@ def test_the_schema_and_the_report_take_the_tags_that_arrive(tmp_path):
            "tester:tx1 &rarr; tester:rx0, VLAN 100, received VLAN 200" in page
     data["conditions"]["streams"][0]["rx_vlan"] = 4095
     assert schema_errors(data)
+
+
+def test_an_older_pgrx_counts_a_stream_that_arrives_untagged(tmp_path):
+    # pgrx before 1.4 cannot count frames that come in through VLAN devices:
+    # a stream the DUT pops arrives without any, so it still counts it
+    popped = make_tester(tmp_path, SimKernel(pgrx_version=6, module_version="1.3"),
+                         '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}')
+    assert popped.receiver_name == "pgrx"
+    pushed = make_tester(tmp_path, SimKernel(pgrx_version=6, module_version="1.3"),
+                         '{tx: "tester:tx0", rx: "tester:rx0", rx_vlan: 300}')
+    assert pushed.receiver_name == "interface counters"
+    assert any("arrive tagged are received on tester" in n for n in pushed.detect()["notes"])

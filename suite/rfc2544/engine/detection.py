@@ -6,7 +6,7 @@ interface counters as a lower-fidelity receiver.
 """
 from rfc2544.errors import InfraError
 
-from rfc2544.drivers import pgrx as pgrx_mod, probe
+from rfc2544.drivers import pgrx as pgrx_mod, probe, vlan
 
 GENERATOR_MODULE = "rfc2544_pktgen"
 GENERATOR_INTREE = "pktgen (in-tree)"
@@ -56,11 +56,11 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
     watches = {h: max_rx_devices(found[h]) for h in rx_hosts}
     use_pgrx = all(found[h].pgrx for h in rx_hosts) and all(len(rx_ports[h]) <= watches[h] for h in rx_hosts)
     notes = []
-    tagged = sorted({p.rx_host for p in plans if p.tags} & set(rx_hosts))
+    tagged = sorted({p.rx_host for p in plans if vlan.arriving_tags(p)} & set(rx_hosts))
     old = [h for h in tagged if found[h].pgrx and not module_at_least(found[h], VLAN_RX_MODULE)]
     if use_pgrx and old:
         use_pgrx = False
-        notes.append(f"tagged streams are received on {', '.join(old)}, whose pgrx does not count frames "
+        notes.append(f"streams that arrive tagged are received on {', '.join(old)}, whose pgrx does not count frames "
                      "that come in through VLAN devices (module 1.4 or later does): interface counters "
                      "used instead (run 'rfc2544 setup')")
     if all(found[h].pgrx for h in rx_hosts) and not use_pgrx:
