@@ -69,6 +69,8 @@ def test_the_reverse_of_a_changed_stream_swaps_the_tags(tmp_path):
     # translated: sent on 200 (its PCP kept), translated back to 100
     assert [(r.tx_port, r.rx_port, r.vlan, r.vlan_pcp, vlan.arriving(r)) for r in reverse] == [
         ("rx0", "tx0", None, None, (100, None)), ("rx0", "tx1", 200, 3, (100, None))]
+    # only the tag that changes is written (no outer tag to remove)
+    assert [(r.rx_vlan, r.rx_svlan) for r in reverse] == [(100, None), (100, None)]
     plans = plan.plan_streams(inv, bidirectional=True)
     # the receiving port of each stream gets the stack of the tags that arrive
     assert vlan.receiving_stacks(plans) == {"tester": [("rx0", 200, None), ("tx0", 100, None),
@@ -96,7 +98,11 @@ def test_where_the_length_cannot_be_told_the_run_declares_it(tmp_path):
     popped = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'))
     devs = [d for d in profiles.deviation_records(prof, tags=1, plans=popped) if d.code == "rx_length_unchecked"]
     assert len(devs) == 1 and "at 66 B" in devs[0].text and "128" not in devs[0].text
-    assert devs[0].section == "RFC 2544 10"
+    assert devs[0].section == "RFC 2544 10" and "shorter than 64 B" in devs[0].text
+    both = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'),
+                             bidirectional=True)
+    devs = [d for d in profiles.deviation_records(prof, tags=1, plans=both) if d.code == "rx_length_unchecked"]
+    assert len(devs) == 1 and "at 66 B, 128 B" in devs[0].text and "different changes" in devs[0].text
     kept = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100}'))
     assert not [d for d in profiles.deviation_records(prof, tags=1, plans=kept) if d.code == "rx_length_unchecked"]
 
@@ -125,13 +131,15 @@ def test_the_schema_and_the_report_take_the_tags_that_arrive(tmp_path):
     from rfc2544.reports.render import render_html
     data = json.loads((Path(__file__).parents[1] / "data" / "results" / "complete.json").read_text())
     data["conditions"]["streams"] = [{"tx": "tester:tx0", "rx": "tester:rx0", "vlan": 100, "rx_vlan": 0},
-                                     {"tx": "tester:tx1", "rx": "tester:rx0", "vlan": 100, "rx_vlan": 200}]
+                                     {"tx": "tester:tx1", "rx": "tester:rx0", "vlan": 100, "rx_vlan": 200},
+                                     {"tx": "tester:rx0", "rx": "tester:tx0", "rx_vlan": 100}]
     assert schema_errors(data) == []
     path = tmp_path / "results.json"
     path.write_text(json.dumps(data))
     page = render_html(load_results(path))
     assert "tester:tx0 &rarr; tester:rx0, VLAN 100, received untagged<br>" \
-           "tester:tx1 &rarr; tester:rx0, VLAN 100, received VLAN 200" in page
+           "tester:tx1 &rarr; tester:rx0, VLAN 100, received VLAN 200<br>" \
+           "tester:rx0 &rarr; tester:tx0, untagged, received VLAN 100</td>" in page
     data["conditions"]["streams"][0]["rx_vlan"] = 4095
     assert schema_errors(data)
 

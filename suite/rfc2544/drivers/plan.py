@@ -84,11 +84,11 @@ def reverse_tags(s):
     tag while the reverse sends that tag."""
     if not vlan.rewritten(s):
         return {}
-    rx_vlan, rx_svlan = vlan.arriving(s)
-    out = {"vlan": rx_vlan, "svlan": rx_svlan,
-           "rx_vlan": vlan.UNTAGGED if s.vlan is None else s.vlan,
-           "rx_svlan": vlan.UNTAGGED if s.svlan is None else s.svlan}
-    for tag, sent in (("vlan", rx_vlan), ("svlan", rx_svlan)):
+    out = {}
+    for tag, sent in zip(("vlan", "svlan"), vlan.arriving(s)):
+        back = getattr(s, tag)      # what the reverse arrives with
+        out[tag] = sent
+        out[f"rx_{tag}"] = None if back == sent else (vlan.UNTAGGED if back is None else back)
         for bit in ("pcp", "dei"):
             out[f"{tag}_{bit}"] = getattr(s, f"{tag}_{bit}") if sent is not None else None
     return out
@@ -140,12 +140,16 @@ def arriving_frame_size(plans, host, frame_size):
     it cannot be told: streams into `host` that arrive with different tag
     changes, or frames the change makes shorter than Ethernet's 64 B (a NIC
     pads them, a veth does not)."""
-    into = [p for p in plans if p.rx_host == host]
-    changes = {vlan.arriving_tags(p) - p.tags for p in into}
-    if not into or len(changes) != 1:
+    changes = arrival_changes(plans, host)
+    if len(changes) != 1:
         return None
     size = frame_size + changes.pop() * frame.VLAN_TAG
     return size if size >= frame.ETHERNET_MIN_FRAME else None
+
+
+def arrival_changes(plans, host):
+    """{tags arriving - tags sent} over the streams into `host`."""
+    return {vlan.arriving_tags(p) - p.tags for p in plans if p.rx_host == host}
 
 
 def check_addresses(plans, ipv6):

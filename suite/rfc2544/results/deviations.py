@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional, Union
 
 from rfc2544.drivers import frame, vlan
-from rfc2544.drivers.plan import arriving_frame_size
+from rfc2544.drivers.plan import arrival_changes, arriving_frame_size
 
 
 @dataclass
@@ -128,11 +128,13 @@ def rx_length_deviations(m, imix, tags, plans):
             if not unknown:
                 continue
             listed = ", ".join(f"{s} B" for s in unknown)
+            why = ("its streams arrive with different changes (tags added on some, removed on others)"
+                   if len(arrival_changes(plans, host)) > 1 else
+                   "a removed tag leaves the frames shorter than 64 B, and the DUT's padding decides their length")
             out.append(Deviation(
                 "rx_length_unchecked", "RFC 2544 10", "the length received checked", f"{host}: any length",
                 f"IPv{version}: {host} does not check the length of the frames it receives at {listed}: "
-                "the DUT changes their VLAN tags, and either its streams arrive with different changes or a "
-                "removed tag leaves a frame shorter than 64 B, whose length the DUT's padding decides"))
+                f"the DUT changes their VLAN tags, and {why}"))
     return out
 
 
