@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rfc2544.lab import Lab
+from rfc2544.lab import Lab, kernel_pktgen
 from rfc2544.drivers.ssh import put_file, quote
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,15 +121,12 @@ class Bench:
         self.sh(f"echo start > {PG}/pgctrl")
 
     def result(self, dev="tx0", wait_s=120):
-        """(packets, usec, pps) from the device's Result line.
-
-        The in-tree `start` can return before its threads picked the run up
-        (it gives them 125 ms), so wait for the device's run result, not a
-        command's "OK: count=..."."""
+        """(packets, usec, pps) from the device's Result line, once the run
+        has one (kernel_pktgen.wait_for_result: the in-tree `start` can
+        return early)."""
         import re
         pattern = r"Result: OK: (\d+)\(c\d+\+d\d+\) usec, (\d+) \(\d+byte,\d+frags\)\s+(\d+)pps"
-        text = self.sh(f"i=0; while ! grep -q '^Result: OK: [0-9]*(c' {PG}/{dev} && [ $i -lt {wait_s * 10} ]; do "
-                       f"sleep 0.1; i=$((i + 1)); done; cat {PG}/{dev}")
+        text = self.sh(f"{kernel_pktgen.wait_for_result(f'{PG}/{dev}', wait_s)}; cat {PG}/{dev}")
         m = re.search(pattern, text)
         if not m:
             raise RuntimeError(f"no Result in {dev}: {text[-300:]}")

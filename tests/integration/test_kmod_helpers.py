@@ -551,13 +551,16 @@ def dut_vlan(vm, vlan, svlan=None, out=None):
     rpf_all = vm.dut("sysctl -n net.ipv4.conf.all.rp_filter").strip()
     out = (vlan, svlan) if out is None else tuple(out) + (None,) * (2 - len(out))
     made = []
+
+    def dut_shell(cmd):
+        return vm.dut(f"sh -c {quote(cmd)}")
     try:
         made.append(("dut0", vlan, svlan))
-        tagged_in = add_vlan_stack(lambda cmd: vm.dut(f"sh -c {quote(cmd)}"), "dut0", vlan, svlan)
+        tagged_in = add_vlan_stack(dut_shell, "dut0", vlan, svlan)
         tagged_out = "dut1"
         if out[0] is not None:
             made.append(("dut1",) + out)
-            tagged_out = add_vlan_stack(lambda cmd: vm.dut(f"sh -c {quote(cmd)}"), "dut1", *out)
+            tagged_out = add_vlan_stack(dut_shell, "dut1", *out)
         # no reverse-path filter on the tagged ingress: the source is routed
         # via dut0 itself, and a device without an IPv4 address fails even
         # the loose check (fib_validate_source's no_addr case). The kernel

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 import yaml
 
 from rfc2544.drivers.validate import ifname_problem
-from rfc2544.drivers.vlan import PRIORITY_RANGES, UNTAGGED
+from rfc2544.drivers.vlan import PRIORITY_RANGES, UNTAGGED, arriving, rewritten
 from rfc2544.errors import BadInput
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
@@ -299,14 +299,12 @@ def _arrival(path, where, raw, sent_vlan, sent_svlan):
             _fail(path, f"{where}.{key}", f"must be a VLAN id, {VLAN_IDS[0]} to {VLAN_IDS[1]}, or 'none' "
                                           f"(the DUT removes the tag), not {value!r}")
         out.append(value)
-    arriving = [sent if value is None else (None if value == UNTAGGED else value)
-                for value, sent in zip(out, (sent_vlan, sent_svlan))]
-    if arriving[1] is not None and arriving[0] is None:
+    tags = {"vlan": sent_vlan, "svlan": sent_svlan, "rx_vlan": out[0], "rx_svlan": out[1]}
+    rx_vlan, rx_svlan = arriving(tags)
+    if rx_svlan is not None and rx_vlan is None:
         _fail(path, f"{where}.rx_vlan", "frames cannot arrive with an outer (802.1ad) tag and no inner one: "
                                         "give rx_svlan too ('none' where the DUT removes the outer tag)")
-    if arriving == [sent_vlan, sent_svlan]:
-        return [None, None]
-    return out
+    return out if rewritten(tags) else [None, None]
 
 
 def _expand(value):

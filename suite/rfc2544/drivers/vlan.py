@@ -53,24 +53,26 @@ def sent_fields(obj) -> dict:
     return {k: getattr(obj, k) for k in TAG_FIELDS}
 
 
+def _field(obj, name):
+    """A tag field of a stream-like object, or of a mapping (results.json's
+    conditions.streams entries); None where it has none."""
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
 def arriving(obj) -> Tuple[Optional[int], Optional[int]]:
     """(vlan, svlan) of obj's frames at the receiving port: the sent tags
     where the DUT keeps them. obj: anything with the TAG_FIELDS and
     ARRIVAL_FIELDS as attributes, or a mapping of them."""
-    def field(name):
-        return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
     out = []
     for tag in ("vlan", "svlan"):
-        override = field(f"rx_{tag}")
-        out.append(field(tag) if override is None else (None if override == UNTAGGED else override))
+        override = _field(obj, f"rx_{tag}")
+        out.append(_field(obj, tag) if override is None else (None if override == UNTAGGED else override))
     return out[0], out[1]
 
 
 def rewritten(obj) -> bool:
     """Whether the DUT changes obj's tags on the way."""
-    def field(name):
-        return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-    return arriving(obj) != (field("vlan"), field("svlan"))
+    return arriving(obj) != (_field(obj, "vlan"), _field(obj, "svlan"))
 
 
 def arriving_tags(obj) -> int:
@@ -78,31 +80,30 @@ def arriving_tags(obj) -> int:
     return sum(t is not None for t in arriving(obj))
 
 
+def _stack_text(vlan, svlan, prio=lambda tag: ""):
+    """'untagged', 'VLAN 100' or 'QinQ 200/100', each tag followed by prio(tag)."""
+    if vlan is None:
+        return "untagged"
+    if svlan is None:
+        return f"VLAN {vlan}{prio('vlan')}"
+    return f"QinQ {svlan}{prio('svlan')}/{vlan}{prio('vlan')}"
+
+
 def describe(obj) -> str:
     """'VLAN 100' or 'QinQ 200/100', with ' PCP 5 DEI 1' (per tag, outer
     first) when set, and ', received VLAN 200' (or 'untagged') where the DUT
-    changes the tags: the report's and the messages' wording. obj: anything
-    with the TAG_FIELDS as attributes, or a mapping of them (results.json's
-    conditions.streams entries)."""
-    def field(name):
-        return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name)
-
+    changes the tags: the report's and the messages' wording; '' for an
+    untagged stream the DUT leaves so. obj: anything with the TAG_FIELDS as
+    attributes, or a mapping of them (results.json's conditions.streams
+    entries)."""
     def prio(tag):
-        pcp, dei = field(f"{tag}_pcp"), field(f"{tag}_dei")
+        pcp, dei = _field(obj, f"{tag}_pcp"), _field(obj, f"{tag}_dei")
         return (f" PCP {pcp}" if pcp is not None else "") + (f" DEI {dei}" if dei is not None else "")
-    vlan, svlan = field("vlan"), field("svlan")
-    if vlan is None:
-        sent = "untagged"
-    elif svlan is None:
-        sent = f"VLAN {vlan}{prio('vlan')}"
-    else:
-        sent = f"QinQ {svlan}{prio('svlan')}/{vlan}{prio('vlan')}"
+    vlan, svlan = _field(obj, "vlan"), _field(obj, "svlan")
+    sent = _stack_text(vlan, svlan, prio)
     if not rewritten(obj):
         return "" if vlan is None else sent
-    rx_vlan, rx_svlan = arriving(obj)
-    got = ("untagged" if rx_vlan is None else f"VLAN {rx_vlan}" if rx_svlan is None
-           else f"QinQ {rx_svlan}/{rx_vlan}")
-    return f"{sent}, received {got}"
+    return f"{sent}, received {_stack_text(*arriving(obj))}"
 
 
 def generator_commands(cfg) -> List[str]:

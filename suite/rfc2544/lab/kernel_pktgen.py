@@ -76,12 +76,18 @@ def script(dev, count, src_ip, dst_ip, dst_mac, pkt_size=60, ratep=None, wait_s=
         f"echo {quote('add_device ' + dev)} > /proc/net/pktgen/kpktgend_0",
     ]
     lines += [f"echo {quote(s)} > {quote(pg)}" for s in settings]
-    polls = max(1, int(wait_s * 10))
-    lines += ["echo start > /proc/net/pktgen/pgctrl",
-              f"i=0; while ! grep -q '^Result: OK: [0-9]*(c' {quote(pg)} && [ $i -lt {polls} ]; do"
-              " sleep 0.1; i=$((i + 1)); done",
-              f"cat {quote(pg)}"]
+    lines += ["echo start > /proc/net/pktgen/pgctrl", wait_for_result(pg, wait_s), f"cat {quote(pg)}"]
     return "\n".join(lines) + "\n"
+
+
+def wait_for_result(device_file, wait_s):
+    """A shell line that waits (at most `wait_s` s) until the in-tree device
+    file holds a run's result, "Result: OK: N(c...", not a command's "OK:
+    count=...": the in-tree `start` can return before its threads picked
+    the run up (it gives them 125 ms)."""
+    polls = max(1, int(wait_s * 10))
+    return (f"i=0; while ! grep -q '^Result: OK: [0-9]*(c' {quote(device_file)} && [ $i -lt {polls} ]; do"
+            " sleep 0.1; i=$((i + 1)); done")
 
 
 def parse(text) -> PktgenResult:
