@@ -19,7 +19,7 @@ APT_PACKAGES := \
 	chromium poppler-utils fonts-dejavu-core \
 	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz0b libharfbuzz-subset0
 
-.PHONY: all deps apt-deps venv demo test unit integration kmod collection clean lab-down
+.PHONY: all deps apt-deps venv demo test test-quick unit integration kmod collection clean lab-down
 
 all: deps
 
@@ -73,6 +73,13 @@ integration: deps
 # the 25 slowest tests are listed before it (where CI time goes).
 test: deps
 	$(PY) -m pytest tests/unit tests/integration --durations=25 $(PYTEST_ARGS)
+
+# The inner loop while developing: the unit tests and one lab's core tests
+# (the lab, the kernel pktgen through the DUT, the module's own commands and
+# counts), one pytest run; `make test` stays the full gate CI runs.
+QUICK_LAB_TESTS := tests/integration/test_lab.py tests/integration/test_kmod.py
+test-quick: deps
+	$(PY) -m pytest tests/unit $(QUICK_LAB_TESTS) --durations=10 $(PYTEST_ARGS)
 
 kmod:
 	$(MAKE) -C pktgen-kmod

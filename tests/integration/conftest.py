@@ -344,9 +344,9 @@ def _take_report(tmp, step):
         outcome["error"] = RuntimeError(f"session preparation {step!r} failed:\n{report['error']}")
     else:
         outcome["value"] = report["value"]     # a lab's name: its Lab is made when a test asks
-        if step in ("background", "newest"):
+        if step in ("background", "newest", "kernels"):
             _CHILDREN_RAN[step] = report["value"]
-            _CHILD_SLOWEST[step] = _slowest_cases(report["value"][1])
+            _CHILD_SLOWEST[step] = _slowest_cases(report["value"][1]) if step != "kernels" else ()
     outcome["done"].set()
 
 
@@ -519,14 +519,16 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"this pytest's own integration tests ({_OWN_TESTS['count']}): from "
                                     f"{_OWN_TESTS['first'] - t0:.0f} s to {_OWN_TESTS['last'] - t0:.0f} s "
                                     "after collection")
-    for step, what in (("background", f"{len(_BACKGROUND['nodeids'])} tests"),
-                       ("newest", f"{len(_NEWEST.get('tests', ()))} tests on {_NEWEST.get('release')}")):
+    for step, what in (("background", f"pytest ({len(_BACKGROUND['nodeids'])} tests"),
+                       ("newest", f"pytest ({len(_NEWEST.get('tests', ()))} tests on {_NEWEST.get('release')}"),
+                       ("kernels", "check-kernels (host builds")):
         if step in _CHILDREN_RAN:
             code, _, _, started, ended = _CHILDREN_RAN[step]
-            terminalreporter.write_line(f"{step} pytest ({what}, exit {code}): "
-                                        f"from {started - t0:.0f} s to {ended - t0:.0f} s after collection; "
-                                        "slowest: " + ", ".join(f"{name} {sec:.0f} s"
-                                                                for sec, name in _CHILD_SLOWEST.get(step, ())))
+            slowest = _CHILD_SLOWEST.get(step, ())
+            terminalreporter.write_line(f"{step} {what}, exit {code}): "
+                                        f"from {started - t0:.0f} s to {ended - t0:.0f} s after collection "
+                                        f"({ended - started:.0f} s)" + ("; slowest: " if slowest else "")
+                                        + ", ".join(f"{name} {sec:.0f} s" for sec, name in slowest))
     _write_cpu_use(terminalreporter, t0)
 
 

@@ -1,19 +1,23 @@
 """setup.yml / teardown.yml against the single-topology lab (tester VM with
 the DUT in netns `dut`): bad input fails with one clear message and changes
-nothing; --check on a fresh host changes nothing; setup builds and loads the
-module; the wheel, installed outside the checkout, runs `run --setup -p
-quick` from /tmp with its own Ansible, and that second setup reports
-changed=0; teardown leaves every value the playbooks touched as it was
-before. The tests run in file order and share the lab's state.
+nothing; --check on a fresh host changes nothing; setup builds (or installs
+a prebuilt module) and loads it; the wheel, installed outside the checkout,
+runs `run --setup -p quick` from /tmp with its own Ansible, and that second
+setup reports changed=0; teardown leaves every value the playbooks touched
+as it was before. The tests run in file order and share the lab's state.
 
-Which kernel runs which: the refusals and the check mode (a fresh host; no
-module is built) on the default kernel's lab; setup, its second run,
-`modprobe pktgen` and teardown on the newest kernel's (test_newest_kernel.py),
-where building the module in the guest is what is new. The plays run
-through Mitogen (playbooks/strategy_plugins), one Python per guest and play:
-with a Python start per task the whole sequence on both kernels was ten
-minutes of the 2-core CI host's time. Durations go to
+Which kernel runs which: the refusals, the check mode and the build on the
+target (make in the guest, the role's default path) on the default kernel's
+lab; on the newest kernel's (test_newest_kernel.py) the role installs the
+module built on this host for that kernel (pktgen_kmod_prebuilt,
+rfc2544.lab.module_build), refuses one built for another kernel, and the
+wheel's quick run follows. Compiling in an emulated sid guest was 577-647 s
+of CI; the host builds it in seconds with that kernel's own compiler, and
+check-kernels proves every kernel's build. `modprobe pktgen` and teardown
+run on both. The plays run through Mitogen (playbooks/strategy_plugins),
+one Python per guest and play. Durations go to
 results/ansible-lab-timings.json."""
+import hashlib
 import json
 import os
 import re
@@ -23,7 +27,10 @@ import time
 
 import pytest
 
+import yaml
+
 from test_ansible_support import ROOT, PlaybookRun, frozen_source, host_state, playbook, state_script
+from test_kmod_helpers import KMOD_SRC, build_ko_for
 
 pytestmark = [pytest.mark.lab, pytest.mark.lab_background]     # conftest.py: off the critical path
 
@@ -31,19 +38,37 @@ TIMINGS = ROOT / "results" / "ansible-lab-timings.json"
 MODULE = "rfc2544_pktgen"
 PGCTRL = "/proc/net/pktgen/pgctrl"
 STARTED_WITHIN_S = 300      # a start on the niced background lab, which CI starves
-FRESH_SETUP_TIMEOUT_S = 2700    # setup.yml on a fresh sid guest: it builds the module there
+FRESH_SETUP_TIMEOUT_S = 2700    # setup.yml on a fresh guest that builds the module, niced
+
+
+def on_newest(lab):
+    from test_newest_kernel import NEWEST
+    return lab.status()["release"] == NEWEST["release"]
+
+
+def with_prebuilt(inventory_path, ko, dest):
+    """A copy of the lab's inventory whose tester installs `ko` (the role's
+    pktgen_kmod_prebuilt): `run --setup` reads it as a user's would."""
+    data = yaml.safe_load(inventory_path.read_text())
+    data["all"]["children"]["testers"]["hosts"]["tester"]["pktgen_kmod_prebuilt"] = str(ko)
+    dest.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dest
 
 
 @pytest.fixture(scope="module")
 def ctx(lab, tmp_path_factory):
     inv = lab.inventory_path
+    ko = None
+    if on_newest(lab):
+        ko = build_ko_for(lab)
+        inv = with_prebuilt(inv, ko, tmp_path_factory.mktemp("inventory") / "lab-prebuilt.yml")
     from rfc2544.config import inventory
     hosts = inventory.load(inv).hosts
     script = state_script(list(hosts["tester"].ports), list(hosts["dut"].ports), hosts["dut"].netns)
     ssh = lab.connect("tester")
     source = frozen_source(tmp_path_factory.mktemp("pktgen-kmod"))
     c = {"inv": inv, "ssh": ssh, "script": script, "src": ["-e", f"pktgen_kmod_source_dir={source}"],
-         "timings": {}, "lab": lab}
+         "timings": {}, "lab": lab, "ko": ko}
     c["state"] = lambda: host_state(ssh, script)
     # the fresh host, which teardown must restore (check mode, when it runs, records it again)
     c["before"] = c["state"]()
@@ -84,12 +109,15 @@ def bad_setup(ctx, *extra):
     return run
 
 
-def on_the_newest_kernel_only(ctx, what="the playbooks' setup and teardown"):
+def on_the_newest_kernel_only(ctx, what="the prebuilt module's install and the wheel's run"):
     """Skip on the default kernel's lab (see the module's docstring)."""
-    from test_newest_kernel import NEWEST
-    release = ctx["lab"].status()["release"]
-    if release != NEWEST["release"]:
-        pytest.skip(f"{what} are tested on the newest kernel ({NEWEST['release']}), not on {release}")
+    if ctx["ko"] is None:
+        pytest.skip(f"{what} are tested on the newest kernel's lab")
+
+
+def on_the_default_kernel_only(ctx, what="the build on the target"):
+    if ctx["ko"] is not None:
+        pytest.skip(f"{what} is tested on the default kernel's lab")
 
 
 def test_unsupported_distribution_fails_clearly(ctx):
@@ -154,17 +182,22 @@ def test_check_mode_on_a_fresh_host_changes_nothing(ctx):
 
 
 def test_setup_builds_and_loads_the_module(ctx):
-    on_the_newest_kernel_only(ctx)
+    on_the_default_kernel_only(ctx)
     ctx["dirty"] = True
-    # Building the module in the emulated sid guest, beside the session's
-    # other labs, took 1844 s and more in two of the last three clean-clone
-    # runs (killed at the 1800 s default); the other tests of this file and
-    # the wheel's run go on after it, so the wait costs CI little.
     run = playbook(ctx["inv"], "setup.yml", *ctx["src"], timeout=FRESH_SETUP_TIMEOUT_S)
     ctx["timings"]["setup_fresh_s"] = run.seconds
-    build = re.search(r"Build the module against.*?\n(changed|ok|fatal)", run.output, re.S)
     assert run.rc == 0, run.output[-4000:]
-    assert build and build.group(1) == "changed"
+    assert task_status(run, "Build the module against") == "changed"
+    assert_loaded_as_installed(ctx)
+
+
+def task_status(run, name):
+    """The first host status (changed, ok, skipping, fatal) of the task whose title starts with `name`."""
+    found = re.search(re.escape(name) + r".*?\n(changed|ok|skipping|fatal)", run.output, re.S)
+    return found and found.group(1)
+
+
+def assert_loaded_as_installed(ctx):
     state = ctx["state"]()
     assert state["modules"].split() == [MODULE]
     ssh = ctx["ssh"]
@@ -174,6 +207,42 @@ def test_setup_builds_and_loads_the_module(ctx):
     assert loaded == installed and loaded
     assert state["cpu_dma_latency"] == "0"           # C-states held for the run
     assert "rfc2544-cpu-dma-latency.service loaded active running" in state["units"]
+    return loaded
+
+
+def test_prebuilt_module_for_another_kernel_is_refused(ctx):
+    """The default kernel's module (built on this host against its image's
+    headers) given to the newest kernel's host: one message naming both
+    releases, nothing copied, nothing loaded."""
+    on_the_newest_kernel_only(ctx, "the refusal of a module for another kernel")
+    from rfc2544.lab import image, module_build
+    other = image.ensure_image()        # the default release's: the session's own lab booted it
+    assert other.kernel_release != ctx["lab"].kernel_release
+    ko = module_build.build_for(other, KMOD_SRC)
+    run = bad_setup(ctx, "-e", f"pktgen_kmod_prebuilt={ko}")
+    one_clear_failure(run, f"built for kernel {other.kernel_release}", f"not for {ctx['lab'].kernel_release}",
+                      "it was not installed or loaded")
+    assert task_status(run, "Install the prebuilt module") is None, "the refused module reached its install"
+    assert MODULE not in ctx["state"]()["modules"]
+    assert ctx["ssh"].run(f"modinfo {MODULE}", check=False)[0] != 0, "the refused module was installed"
+
+
+def test_setup_installs_the_prebuilt_module(ctx):
+    """The newest kernel's host gets the module built on this host for its
+    kernel (the inventory's pktgen_kmod_prebuilt): no build, no headers
+    task, the file installed as it is and loaded."""
+    on_the_newest_kernel_only(ctx)
+    ctx["dirty"] = True
+    run = playbook(ctx["inv"], "setup.yml", *ctx["src"], timeout=FRESH_SETUP_TIMEOUT_S)
+    ctx["timings"]["setup_prebuilt_s"] = run.seconds
+    assert run.rc == 0, run.output[-4000:]
+    assert task_status(run, "Install the prebuilt module") == "changed", run.output[-4000:]
+    assert "Build the module against" not in run.output and "Install the headers" not in run.output
+    assert_loaded_as_installed(ctx)
+    # the file as built, where modprobe found it
+    installed = sh(ctx["ssh"], f"modinfo -F filename {MODULE}").strip()
+    assert installed == f"/lib/modules/{ctx['lab'].kernel_release}/updates/{MODULE}.ko"
+    assert sh(ctx["ssh"], f"sha256sum {installed}").split()[0] == hashlib.sha256(ctx["ko"].read_bytes()).hexdigest()
 
 
 def pktgen_modules(ssh):
@@ -181,7 +250,6 @@ def pktgen_modules(ssh):
 
 
 def test_modprobe_pktgen_acts_on_the_module(ctx):
-    on_the_newest_kernel_only(ctx)
     # Tools that `modprobe pktgen` get ours (the in-tree module would fail
     # with EBUSY while ours owns /proc/net/pktgen), and -r unloads ours.
     ssh = ctx["ssh"]
@@ -249,7 +317,6 @@ def test_wheel_second_setup_changes_nothing_and_runs_the_quick_profile(ctx, whee
 
 
 def test_teardown_restores_every_touched_value(ctx):
-    on_the_newest_kernel_only(ctx)
     run = playbook(ctx["inv"], "teardown.yml", "-e", "rfc2544_kmod_teardown_state=absent")
     ctx["timings"]["teardown_s"] = run.seconds
     assert run.rc == 0, run.output[-3000:]

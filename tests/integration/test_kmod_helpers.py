@@ -14,11 +14,9 @@ error codes.
 """
 import base64
 import contextlib
-import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -27,6 +25,7 @@ import pytest
 
 from rfc2544.drivers import vlan as vlan_devices
 from rfc2544.drivers.ssh import put_file, quote
+from rfc2544.lab import module_build
 
 ROOT = Path(__file__).resolve().parents[2]
 # RFC2544_KMOD_SRC=DIR builds the module from another tree (e.g. an older
@@ -40,9 +39,6 @@ PG = "/proc/net/pktgen"
 MODULE = "rfc2544_pktgen"
 DUT = "ip netns exec dut "
 
-_BUILDS = {}
-
-
 def build_fuzzer():
     """pktgen-kmod/tools/pgfuzz.c, static, for the guest."""
     out = Path(tempfile.mkdtemp(prefix="pgfuzz-")) / "pgfuzz"
@@ -52,68 +48,10 @@ def build_fuzzer():
     return out
 
 
-def module_sources(src=None):
-    """The files a build of the module reads (sources, Kbuild, Makefile, the
-    configure step and its probes), relative to the source dir."""
-    src = Path(src or KMOD_SRC)
-    return sorted(p.relative_to(src) for p in src.rglob("*")
-                  if p.is_file() and p.parts[len(src.parts)] != "tools"
-                  and (p.suffix in (".c", ".h") or p.name in ("Kbuild", "Makefile", "configure"))
-                  and not p.name.endswith(".mod.c") and p.name != "probes.h")
-
-
-def kernel_compiler(kdir):
-    """The gcc the kernel's headers name (Debian's .kernelvariables:
-    CC = ... $(CROSS_COMPILE)gcc-16), or None where they name none."""
-    try:
-        text = (Path(kdir) / ".kernelvariables").read_text()
-    except OSError:
-        return None
-    found = re.search(r"^CC\s*=.*\b(gcc-\d+)\s*$", text, re.M)
-    return found.group(1) if found else None
-
-
-def build_ko(kdir, root=None):
-    """Build once per source state and kernel; returns the .ko path. With
-    `root` (a Debian root holding the kernel's headers and compiler), `kdir`
-    is the headers' path inside it and the build runs there: chroot, with
-    /proc mounted (objtool reads it) in a mount namespace of its own."""
-    files = module_sources()
-    digest = hashlib.sha256(f"{root}:{kdir}".encode())
-    for p in files:
-        digest.update(str(p).encode() + (KMOD_SRC / p).read_bytes())
-    key = digest.hexdigest()[:16]
-    if key in _BUILDS:
-        return _BUILDS[key]
-    out = Path(tempfile.mkdtemp(prefix=f"kmod-{key}-", dir=Path(root, "tmp") if root else None))
-    for p in files:
-        (out / p).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(KMOD_SRC / p, out / p)
-    make = ["make", f"KDIR={kdir}", "W=1"]
-    if root:
-        inside = "/" + str(out.relative_to(root))
-        make = ["unshare", "--mount", "--fork", "sh", "-c",
-                'mount -t proc proc "$1/proc" && cd "$1" && exec chroot . sh -c \'cd "$0" && exec "$@"\' "$2" "$3" "$4" "$5"',
-                "sh", str(root), inside, *make]
-    res = subprocess.run(make, cwd=out, capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
-    _BUILDS[key] = out / f"{MODULE}.ko"
-    return _BUILDS[key]
-
-
 def build_ko_for(lab):
-    """The module for `lab`'s kernel: built on this host against lab.kdir
-    when the host has the compiler the kernel's headers name (Debian 12's
-    gcc-12 for its 6.1), else inside the lab image's own root, with the
-    kernel's own headers and compiler (sid's 7.x wants gcc-16)."""
-    kdir = lab.kdir
-    cc = kernel_compiler(kdir)
-    if cc is None or shutil.which(cc):
-        return build_ko(kdir)
-    root = lab.image.root
-    assert root is not None and (root / "usr/bin" / cc).exists(), \
-        f"the lab image {lab.image.dir} has no root with {cc} to build the module for {lab.kernel_release}"
-    return build_ko(f"/usr/src/linux-headers-{lab.kernel_release}", root=root)
+    """The module for `lab`'s kernel, built on this host and cached
+    (rfc2544.lab.module_build: the kernel's own headers and compiler)."""
+    return module_build.build_for(lab.image, KMOD_SRC)
 
 
 AGENT = r'''

@@ -105,7 +105,7 @@ def selftest():
     except subprocess.TimeoutExpired:
         pytest.fail("fetch-selftest did not finish within an hour")
     if res.returncode == EX_TEMPFAIL:
-        pytest.skip(f"the Debian archive is unreachable: {res.stderr.strip()[-500:]}")
+        pytest.skip(f"the Debian archive is unreachable (make deps): {res.stderr.strip()[-500:]}")
     assert res.returncode == 0, f"fetch-selftest exited {res.returncode}:\n{res.stderr[-3000:]}"
     path = Path(res.stdout.strip().splitlines()[-1])
     assert path.is_file(), res.stdout

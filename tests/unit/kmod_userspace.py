@@ -19,7 +19,7 @@ def build(d: Path, shim: dict, harness: str, sources, name="harness", cflags=())
     (e.g. SANITIZE)."""
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
-        pytest.skip("no C compiler")
+        pytest.skip("no C compiler (make deps)")
     for header, text in shim.items():
         guard = "SHIM_" + header.replace("/", "_").replace(".", "_").upper()
         (d / "shim" / header).parent.mkdir(parents=True, exist_ok=True)

@@ -155,3 +155,29 @@ def test_collect_on_this_machine_has_the_schema():
     assert out["module"]["loaded"] is False
     assert out["tuning"]["snapshot"] is None and out["tuning"]["irqbalance"] == "not installed"
     json.dumps(out)
+
+
+# ---- pktgen_kmod_ko_info: the prebuilt module's .modinfo (simulated files) ----
+
+ko_info = load("playbooks/roles/pktgen_kmod/library/pktgen_kmod_ko_info.py")
+
+
+def test_ko_info_reads_name_vermagic_and_srcversion(tmp_path):
+    from fake_ko import fake_ko
+    data = fake_ko(tmp_path / "m.ko", vermagic="7.2.13+deb14-amd64 SMP preempt mod_unload ").read_bytes()
+    info = ko_info.modinfo(data)
+    assert info["name"] == "rfc2544_pktgen" and info["srcversion"] == "0123456789ABCDEF0123456"
+    assert info["vermagic"].split()[0] == "7.2.13+deb14-amd64" and info["license"] == "GPL"
+
+
+def test_ko_info_refuses_what_is_not_a_module(tmp_path):
+    import lzma
+    import pytest
+    from fake_ko import fake_ko
+    good = fake_ko(tmp_path / "m.ko").read_bytes()
+    for data, words in ((lzma.compress(good), "not an ELF file"),
+                        (b"\x7fELF\x03\x01" + bytes(58), "not a valid ELF header"),
+                        (good[:80], "truncated or damaged"),
+                        (good.replace(b".modinfo", b".notinfo"), "no .modinfo section")):
+        with pytest.raises(ValueError, match=words):
+            ko_info.modinfo(data)

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fake_ko import fake_ko
+
 ROOT = Path(__file__).resolve().parents[2]
 KMOD = ROOT / "pktgen-kmod"
 BIN = Path(sys.executable).parent
@@ -90,6 +92,12 @@ SWITCHES = {
     "both": ("5.9.0", {"pktgen_kmod_allow_untested": True, "pktgen_kmod_intree_fallback": True}),
     "in_range_fallback": ("6.1.0-50-amd64", {"pktgen_kmod_intree_fallback": True}),
 }
+# pktgen_kmod_prebuilt (a stand-in .ko, fake_ko.py): host -> (release, the file's name and vermagic release)
+PREBUILT = {
+    "prebuilt": ("6.1.0-50-amd64", NAME, "6.1.0-50-amd64"),
+    "prebuilt_other_kernel": ("6.1.0-50-amd64", NAME, "6.12.57+deb13-amd64"),
+    "prebuilt_other_module": ("6.1.0-50-amd64", "pktgen", "6.1.0-50-amd64"),
+}
 TASK_RE = re.compile(r"^TASK \[pktgen_kmod : (.*?)\] \*+$", re.M)
 RESULT_RE = re.compile(r"^(ok|changed|skipping|fatal): \[([^\]\s]+)(?: -> [^\]]+)?\](?:: FAILED!)? => (\{.*\})$",
                        re.M)
@@ -107,6 +115,9 @@ def run(tmp_path_factory):
     (tmp / "bin" / "modinfo").chmod(0o755)
     hosts = {f"sample{i}": {"pktgen_kmod_kernel_release": r} for i, r in enumerate(SAMPLES)}
     hosts.update({h: {"pktgen_kmod_kernel_release": r, **extra} for h, (r, extra) in SWITCHES.items()})
+    for h, (release, name, built_for) in PREBUILT.items():
+        ko = fake_ko(tmp / f"{h}.ko", name=name, vermagic=f"{built_for} SMP mod_unload ")
+        hosts[h] = {"pktgen_kmod_kernel_release": release, "pktgen_kmod_prebuilt": str(ko)}
     inventory = {"all": {"hosts": hosts, "vars": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "pktgen_kmod_name": NAME, "pktgen_kmod_state_dir": str(tmp / "state"), "pktgen_kmod_os_family": "Debian",
@@ -214,3 +225,26 @@ def test_intree_fallback_loads_the_intree_pktgen_and_not_the_module(run):
     tasks = yaml.safe_load((ROOT / "playbooks/roles/pktgen_kmod/tasks/intree_fallback.yml").read_text())
     load, = [t for t in tasks if t["name"] == "Load the in-tree pktgen for the suite"]
     assert load["ansible.builtin.command"]["argv"] == ["modprobe", "--ignore-install", "pktgen"]
+
+
+def test_a_prebuilt_module_for_this_kernel_is_installed_without_headers_or_a_build(run):
+    host = run["prebuilt"]
+    assert host["fatal"] == [], run["output"][-3000:]
+    acted = " | ".join(host["acted"])
+    assert "Install the prebuilt module under updates/" in host["acted"], acted
+    assert not any(t.startswith(("Build the module", "Install the headers", "Install the build tools",
+                                 "Copy the module source", "Install DKMS")) for t in host["acted"]), acted
+
+
+def test_a_prebuilt_module_for_another_kernel_or_module_fails_in_one_line_before_anything(run):
+    for host, words in (("prebuilt_other_kernel", "built for kernel 6.12.57+deb13-amd64 (vermagic "
+                                                  "'6.12.57+deb13-amd64 SMP mod_unload '), not for 6.1.0-50-amd64, "
+                                                  "the kernel of prebuilt_other_kernel"),
+                        ("prebuilt_other_module", f"is module 'pktgen', not {NAME}")):
+        result = run[host]
+        assert len(result["fatal"]) == 1 and "\n" not in result["fatal"][0], result["fatal"]
+        text = result["fatal"][0]
+        assert text.startswith(f"pktgen_kmod: the prebuilt module ") and words in text, text
+        assert "it was not installed or loaded. Fix: build it against that kernel's headers" in text, text
+        assert "its path may name the release, from ansible_facts.kernel" in text, text
+        assert result["acted"] == [], result["acted"]

@@ -7,13 +7,14 @@ Headers are fetched (apt-get download + dpkg -x, no install) by
 pktgen-kmod/scripts/fetch-headers into ~/.cache/rfc2544/headers/. Sources
 are copied to a temp dir so the build does not write into the checkout.
 """
-import importlib.util
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from rfc2544.lab import module_build
 
 ROOT = Path(__file__).resolve().parents[2]
 KMOD = ROOT / "pktgen-kmod"
@@ -25,22 +26,16 @@ def _fetch(release):
         out = subprocess.run([str(KMOD / "scripts" / "fetch-headers"), release],
                              capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
-        pytest.skip(f"fetching headers for {release} timed out")
+        pytest.skip(f"fetching headers for {release} timed out (make deps)")
     if out.returncode != 0:
         if shutil.which("apt-get") is None or "no package" in out.stderr:
-            pytest.skip(f"headers for {release} unavailable: {out.stderr.strip()}")
+            pytest.skip(f"headers for {release} unavailable (make deps): {out.stderr.strip()}")
         pytest.fail(f"fetch-headers {release} failed: {out.stderr.strip()}")
     return Path(out.stdout.strip().splitlines()[-1])
 
 
 def _module_sources():
-    """test_kmod_helpers.module_sources, loaded by path (the integration
-    tests' directory is not on this one's import path)."""
-    path = ROOT / "tests" / "integration" / "test_kmod_helpers.py"
-    spec = importlib.util.spec_from_file_location("rfc2544_tests_kmod_helpers", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.module_sources(KMOD)
+    return module_build.source_files(KMOD)
 
 
 def _copy_sources(dst):

@@ -54,7 +54,7 @@ def _checked():
 
 def test_checkpatch_no_errors():
     if shutil.which("perl") is None:
-        pytest.skip("perl missing")
+        pytest.skip("perl missing (make deps)")
     script = _checkpatch()
     out = subprocess.run(["perl", str(script), "--no-tree", "--terse", "--show-types", "-f",
                           *map(str, _checked())], capture_output=True, text=True, timeout=300)

@@ -206,7 +206,7 @@ def test_known_nics():
 
 def _argv(tmp_path, **kw):
     if shutil.which(qemu.QEMU) is None:
-        pytest.skip("qemu not installed")
+        pytest.skip("qemu not installed (make deps)")
     return qemu.command(name="rfc2544-unit-tester", vm_dir=tmp_path, kernel="vmlinuz", initrd="initrd",
                         accel_name="tcg", ssh_port=2222, mgmt_mac="52:54:00:25:44:01",
                         links=[("02:00:00:18:00:01", 4000, 4001), ("02:00:00:19:00:01", 4002, 4003)], **kw)

@@ -170,7 +170,7 @@ def test_cap_commands_and_checks():
 
 def test_qemu_command_line(tmp_path):
     if shutil.which(qemu.QEMU) is None:
-        pytest.skip("qemu not installed")
+        pytest.skip("qemu not installed (make deps)")
     cmd = qemu.command(name="rfc2544-unit-tester", vm_dir=tmp_path, kernel="vmlinuz", initrd="initrd",
                        accel_name="tcg", ssh_port=2222, mgmt_mac="52:54:00:25:44:01",
                        links=[("02:00:00:18:00:01", 4000, 4001)])
@@ -255,8 +255,14 @@ def test_image_key_changes_with_inputs(monkeypatch):
 
 
 def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
-    """Simulated: a 'VM' that stays running (patched process check) but whose
-    SSH port never answers; the timeout is 1 s."""
+    """Simulated, on a fake clock: a 'VM' that stays running (patched
+    process check) but whose SSH port never answers; the timeout is 1 s."""
+    import types
+    from rfc2544.lab import lab as lab_mod
+    clock = [0.0]
+    monkeypatch.setattr(lab_mod, "time", types.SimpleNamespace(
+        monotonic=lambda: clock[0], time=lambda: clock[0],
+        sleep=lambda s: clock.__setitem__(0, clock[0] + s)))
     lab = Lab("unit")
     lab.dir.mkdir(parents=True)
     (lab.dir / "tester").mkdir()
@@ -264,25 +270,28 @@ def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
     lab._save({"vms": {"tester": {"pid": 1, "ssh_port": qemu.free_port()}}})
     monkeypatch.setattr("rfc2544.lab.lab.SSH_TIMEOUT", 1.0)
     monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
-    import time
-    t0 = time.monotonic()
     # a VM that had the CPU all along: the wait ends at its timeout
-    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: time.monotonic() - t0)
+    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: clock[0])
     with pytest.raises(InfraError) as exc:
-        lab._wait_ready("tester", lab._state()["vms"]["tester"]["ssh_port"], time.monotonic(), 0)
+        lab._wait_ready("tester", lab._state()["vms"]["tester"]["ssh_port"], clock[0], 0)
     msg = str(exc.value)
     # (the wait polls every 2 s: it ends at the first look past its timeout)
-    assert re.search(r"SSH to tester \(127.0.0.1:\d+\) not ready after [1-3] s \(no answer; its QEMU ran [1-3] s "
+    assert re.search(r"SSH to tester \(127.0.0.1:\d+\) not ready after 2 s \(no answer; its QEMU ran 2 s "
                      r"on a CPU\)", msg), msg
     assert msg.endswith("[    9.9] Kernel panic - not syncing")
 
 
 def test_a_starved_vm_is_waited_for_until_it_had_the_cpu(monkeypatch, tmp_path):
-    """Simulated: a 'VM' whose QEMU gets no CPU (a niced VM on a busy host)
-    is waited for past its 1 s timeout up to STARVED_CAP times it; one that
+    """Simulated, on a fake clock (the wait's sleeps advance it; nothing
+    sleeps): a 'VM' whose QEMU gets no CPU (a niced VM on a busy host) is
+    waited for past its 1 s timeout up to STARVED_CAP times it; one that
     gets its CPU_SHARE late is waited for until then, and no longer."""
-    import time
+    import types
     from rfc2544.lab import lab as lab_mod
+    clock = [0.0]
+    monkeypatch.setattr(lab_mod, "time", types.SimpleNamespace(
+        monotonic=lambda: clock[0], time=lambda: clock[0],
+        sleep=lambda s: clock.__setitem__(0, clock[0] + s)))
     lab = Lab("unit")
     lab.dir.mkdir(parents=True)
     (lab.dir / "tester").mkdir()
@@ -293,16 +302,17 @@ def test_a_starved_vm_is_waited_for_until_it_had_the_cpu(monkeypatch, tmp_path):
     monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
     port = lab._state()["vms"]["tester"]["ssh_port"]
     monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: 7.0)
-    t0 = time.monotonic()
+    t0 = clock[0]
     with pytest.raises(InfraError, match=r"not ready after [3-5] s \(no answer; its QEMU ran 0 s on a CPU\)"):
         lab._wait_ready("tester", port, t0, 0)
-    assert lab_mod.STARVED_CAP * 1.0 <= time.monotonic() - t0 < lab_mod.STARVED_CAP * 1.0 + 2.5
+    # the wait looks every 2 s: it ends at the first look past the cap
+    assert lab_mod.STARVED_CAP * 1.0 <= clock[0] - t0 < lab_mod.STARVED_CAP * 1.0 + 2.0
     # no CPU for 1.5 s, then a CPU of its own: done once it ran CPU_SHARE of the timeout
-    t0 = time.monotonic()
-    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: max(0.0, time.monotonic() - t0 - 1.5))
+    t0 = clock[0]
+    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: max(0.0, clock[0] - t0 - 1.5))
     with pytest.raises(InfraError, match="not ready after [2-4] s"):
         lab._wait_ready("tester", port, t0, 0)
-    assert 1.5 + lab_mod.CPU_SHARE <= time.monotonic() - t0 < 1.5 + lab_mod.CPU_SHARE + 2.5
+    assert 1.5 + lab_mod.CPU_SHARE <= clock[0] - t0 < 1.5 + lab_mod.CPU_SHARE + 2.0
 
 
 def test_a_vm_whose_console_stays_silent_has_hung(monkeypatch, tmp_path):
