@@ -170,3 +170,30 @@ def test_new_frame_size_is_skipped_in_junit(capsys, tmp_path):
     assert code == 0, err
     skipped = [c for c in ET.parse(junit).getroot().iter("testcase") if c.find("skipped") is not None]
     assert [c.get("name") for c in skipped] == ["throughput (frames/s) at 9000 B"]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("NaN", "NaN is not a number"),
+    ("Infinity", "Infinity is not a number"),
+    ("-Infinity", "-Infinity is not a number"),
+    ("1e999", "1e999 is out of range for a number"),
+])
+def test_a_non_finite_rate_is_bad_input_not_a_pass(capsys, tmp_path, text, words):
+    """Python's json reads NaN as a float, and NaN compares false with any
+    threshold: compare printed 'nan +nan % ok' and exited 0."""
+    data = json.loads(COMPLETE.read_text())
+    data["throughput"][0]["fps"] = "@@"
+    path = tmp_path / "nan.json"
+    path.write_text(json.dumps(data).replace('"@@"', text))
+    for old, new in ((COMPLETE, path), (path, COMPLETE)):
+        code, out, err = run_cli(capsys, old, new)
+        assert code == 2, (out, err)
+        assert err.count("\n") == 1 and str(path) in err and words in err, err
+        assert "Traceback" not in err and out == ""
+
+
+def test_a_negative_rate_is_bad_input(capsys, tmp_path):
+    negative = variant(tmp_path, "negative.json", scale("throughput", 64, "fps", -1))
+    code, out, err = run_cli(capsys, COMPLETE, negative)
+    assert code == 2 and "throughput[0].fps: a rate or count cannot be negative" in err, err
+    assert err.count("\n") == 1 and out == ""

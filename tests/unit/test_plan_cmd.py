@@ -61,3 +61,16 @@ def test_report_json_prints_the_summary_and_writes_nothing(capsys, tmp_path):
 def test_report_json_of_a_corrupt_file_is_one_line_and_exit_2(capsys):
     code, out, err = main(capsys, "report", str(DATA / "corrupt.json"), "--json")
     assert code == 2 and out == "" and "corrupt results file" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("field, text", [("trial_duration_s", ".nan"), ("trial_duration_s", ".inf"),
+                                         ("search", "{resolution_pct: .nan}"), ("waits", "{settle_s: .inf}"),
+                                         ("search", "{max_load_fps: -.inf}")])
+def test_a_non_finite_number_in_a_profile_is_one_line_and_exit_2(capsys, tmp_path, field, text):
+    """YAML's .nan compares false with every range check: it passed them,
+    and `plan --json` printed a bare NaN, which is not JSON."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text(f"{field}: {text}\n")
+    code, out, err = main(capsys, "plan", "-p", str(bad), "--json")
+    assert code == 2 and out == "", out
+    assert err.count("\n") == 1 and f"rfc2544: {bad}: {field}" in err and "must be" in err, err

@@ -50,4 +50,4 @@ def plan_text(document):
 def plan(profile_name, as_json):
     """Show the effective profile and the plan a run would follow (no hosts needed)."""
     document = plan_document(profiles.load(profile_name))
-    click.echo(json.dumps(document, indent=1) if as_json else plan_text(document))
+    click.echo(json.dumps(document, indent=1, allow_nan=False) if as_json else plan_text(document))

@@ -5,6 +5,7 @@ name the field, and the list of their departures from RFC 2544.
 file. Unknown keys are errors (a typo must not silently change a run).
 """
 import copy
+import math
 from importlib import resources
 from pathlib import Path
 
@@ -135,7 +136,8 @@ def _check(origin, where, kind, value):
     def bad(msg):
         raise BadInput(f"{origin}: {where}: {msg} (got {value!r})")
 
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    # NaN compares false both ways and would pass every range check below
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if isinstance(kind, tuple):
         if value not in kind:
             bad(f"must be one of {', '.join(kind)}")

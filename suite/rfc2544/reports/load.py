@@ -48,6 +48,9 @@ REQUIRED = {"trials": ("id", "frame_size"), "throughput": ("frame_size", "fps"),
             "latency": ("frame_size",), "frame_loss": ("frame_size", "points"),
             "back_to_back": ("frame_size",), "bursty": ("frame_size", "bursts"), "system_recovery": ("frame_size",),
             "reset": ("frame_size",)}
+# Rates, counts and durations: a negative one is corrupt, not a figure to
+# compare (latency may be negative across two unsynchronised clocks).
+NON_NEGATIVE = ("fps", "mbps", "_frames", "frames", "_s", "trials", "repetitions", "samples")
 POINT_FIELDS = {"load_pct": NUM, "load_fps": NUM, "loss_pct": NUM}
 BURST_FIELDS = {"frames_per_burst": INT, "fps": NUM, "ndr_fps": NUM, "ndr_upper_fps": NUM, "bursts_per_s": NUM,
                 "burst_interval_us": NUM, "pct_of_throughput": NUM, "trials": INT, "traffic_s": NUM}
@@ -75,6 +78,8 @@ def _check_fields(where, obj, fields, required=()):
         if name in obj and not _is(kind, obj[name]):
             raise ValueError(f"{where}.{name}: expected {'an' if kind[0] in 'aeiou' else 'a'} {kind}, "
                              f"got {json.dumps(obj[name])[:40]}")
+        if name in obj and kind in (NUM, INT) and name.endswith(NON_NEGATIVE) and (obj[name] or 0) < 0:
+            raise ValueError(f"{where}.{name}: a rate or count cannot be negative, got {obj[name]}")
 
 
 def load_results(path):

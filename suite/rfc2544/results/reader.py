@@ -7,6 +7,7 @@ trials to replay; the report checks the types of the fields it shows and
 tolerates missing ones (a partial file still renders).
 """
 import json
+import math
 from pathlib import Path
 
 from rfc2544.errors import BadInput
@@ -22,6 +23,19 @@ def resolve(path):
     return path / FILENAME if path.is_dir() else path
 
 
+def _refuse_constant(name):
+    # Python's json takes NaN and Infinity, which are not JSON: a rate of
+    # NaN compares false with every threshold and would pass a gate
+    raise ValueError(f"{name} is not a number (strict JSON has no NaN or Infinity)")
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):        # 1e999 parses as inf
+        raise ValueError(f"{text[:40]} is out of range for a number")
+    return value
+
+
 def read_results(path):
     """(resolved path, the parsed document) of an rfc2544 results file of a
     supported version; anything else is one BadInput line naming the file."""
@@ -35,8 +49,10 @@ def read_results(path):
     except OSError as exc:
         raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except ValueError as exc:
+        if not isinstance(exc, json.JSONDecodeError):
+            raise BadInput(f"{path}: corrupt results file: {exc}") from None
         raise BadInput(f"{path}: corrupt results file: invalid JSON at line {exc.lineno} "
                        f"column {exc.colno} ({exc.msg})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
