@@ -110,7 +110,7 @@ def test_ctrl_c_exits_130_and_keeps_trials(setup, capsys):
 @pytest.mark.parametrize("args,message", [
     (["--resume", "{out}", "-p", "quick"], "--resume continues a run"),
     (["--resume", "{tmp}/nothing"], "no such results file"),     # the one loader's wording (results_file)
-    (["-i", "{tmp}/missing.yml"], "cannot read inventory"),
+    (["-i", "{tmp}/missing.yml"], "no such inventory"),
     (["-i", "{inv}", "--frame-size", "huge"], "--frame-size"),
     (["-i", "{inv}", "-p", "{prof}", "--out", "{out}"], "already holds a results.json"),
 ])

@@ -82,3 +82,56 @@ def test_a_stale_retry_timer_does_nothing():
     with interrupts.deferred_interrupts():
         os.kill(os.getpid(), signal.SIGALRM)      # no interrupt pending
         time.sleep(0.05)
+
+
+def test_sigint_while_run_waits_for_a_host_that_never_speaks_exits_130_at_once(tmp_path):
+    """A local listener accepts and never sends an SSH banner (a hung sshd,
+    a port forwarder with nothing behind it). `rfc2544 run` waited inside
+    paramiko's banner wait, where interrupts are deferred, and ended 16-20 s
+    later with exit 3; now it waits for the banner in its own code."""
+    import socket
+    import subprocess
+    import textwrap
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted, held = threading.Event(), []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+            accepted.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    port = listener.getsockname()[1]
+    (tmp_path / "known_hosts").write_text("")
+    ssh = f"{{ansible_host: 127.0.0.1, ansible_port: {port}, rfc2544_known_hosts: {tmp_path / 'known_hosts'}"
+    (tmp_path / "inv.yml").write_text(textwrap.dedent(f"""\
+        all:
+          vars: {{rfc2544_streams: [{{tx: "tester:tx0", rx: "tester:rx0"}}]}}
+          children:
+            testers: {{hosts: {{tester: {ssh}, rfc2544_ports: [
+              {{name: tx0, role: tx, mac: "02:00:00:00:00:01", peer_mac: "02:00:00:00:00:02"}},
+              {{name: rx0, role: rx, mac: "02:00:00:00:00:03", peer_mac: "02:00:00:00:00:04"}}]}}}}}}
+            duts: {{hosts: {{dut: {ssh}, rfc2544_ports: [{{name: dut0, role: dut, mac: "02:00:00:00:00:02"}}]}}}}}}
+        """))
+    run = subprocess.Popen([sys.executable, "-m", "rfc2544", "run", "-i", str(tmp_path / "inv.yml"), "-p", "quick",
+                            "--out", str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, env=dict(os.environ, RFC2544_CACHE=str(tmp_path / "cache")))
+    try:
+        assert accepted.wait(30), "rfc2544 run never connected"
+        time.sleep(0.5)                 # well inside the wait for a banner
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=2)
+    finally:
+        run.kill()
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert run.returncode == 130, (run.returncode, out, err)
+    assert err.strip().splitlines()[-1] == "rfc2544: interrupted", err
+    assert "Traceback" not in err

@@ -101,7 +101,7 @@ def test_a_bad_calibration_link_is_named(tmp_path, text, host, says):
 def test_not_yaml_and_missing_file(tmp_path):
     with pytest.raises(BadInput, match="not valid YAML"):
         inventory.load(write(tmp_path, "all: [unclosed"))
-    with pytest.raises(BadInput, match="cannot read inventory"):
+    with pytest.raises(BadInput, match="no such inventory"):
         inventory.load(tmp_path / "missing.yml")
 
 

@@ -4,12 +4,13 @@ Each subcommand lives with the code it drives and is imported only when used,
 so `rfc2544 lab up` does not pay for matplotlib.
 """
 import importlib
+import os
 import sys
 
 import click
 
 from rfc2544 import __version__
-from rfc2544.errors import Rfc2544Error, missing_dependency
+from rfc2544.errors import BadInput, Rfc2544Error, missing_dependency
 
 # name -> "module:attribute" of a click command or group
 COMMANDS = {
@@ -73,6 +74,12 @@ def main(argv=None):
     except click.ClickException as exc:
         exc.show()
         sys.exit(2 if exc.exit_code == 1 else exc.exit_code)
+    except BadInput as exc:
+        # one line, whatever the bad value held: a raw newline in it would
+        # make the error look like two
+        line = str(exc).replace("\r", "\\r").replace("\n", "\\n")
+        click.echo(f"rfc2544: {line}", err=True)
+        sys.exit(exc.exit_code)
     except Rfc2544Error as exc:
         click.echo(f"rfc2544: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -82,4 +89,22 @@ def main(argv=None):
     except ImportError as exc:        # a dependency missing from this install: no traceback
         click.echo(f"rfc2544: {missing_dependency(exc, 'this command')}", err=True)
         sys.exit(3)
+    except Exception as exc:        # a bug: one line and where its traceback went, exit 3 (not 1,
+        click.echo(f"rfc2544: {_internal_error(exc)}", err=True)    # "threshold missed")
+        sys.exit(3)
     sys.exit(0)
+
+
+def _internal_error(exc):
+    """One line for an unexpected exception; its traceback goes to a log."""
+    import tempfile
+    import traceback
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    try:
+        fd, path = tempfile.mkstemp(prefix="rfc2544-error-", suffix=".log")
+        with os.fdopen(fd, "w") as log:
+            log.write(text)
+    except OSError:
+        return f"internal error: {summary} (the traceback could not be saved)"
+    return f"internal error: {summary}; traceback in {path} (please report it)"

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import yaml
 
 from rfc2544.drivers.validate import ifname_problem
 from rfc2544.drivers.vlan import PRIORITY_RANGES, UNTAGGED, arriving, rewritten
+from rfc2544 import input_files
 from rfc2544.errors import BadInput
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
@@ -103,6 +103,49 @@ def _fail(path, where, msg):
     raise BadInput(f"{path}: {where}: {msg}")
 
 
+def _shown(value, limit=60):
+    """A bad value as one short line: a message must not span lines or
+    carry a whole expanded structure."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _mapping(path, where, value):
+    """`value` as a mapping; absent or null is an empty one."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        _fail(path, where, f"must be a mapping (got a {type(value).__name__}: {_shown(value)})")
+    return value
+
+
+def _sequence(path, where, value):
+    """`value` as a list; absent or null is an empty one."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        _fail(path, where, f"must be a list (got a {type(value).__name__}: {_shown(value)})")
+    return value
+
+
+# The rfc2544_* variables this tool reads; any other rfc2544_* name is a
+# typo that would otherwise be ignored (Ansible's own and other roles'
+# variables are none of its business).
+# The shipped playbooks' own (rfc2544.yml, teardown.yml) may be set anywhere.
+PLAYBOOK_VARS = ("rfc2544_cli", "rfc2544_gate", "rfc2544_inventory", "rfc2544_kmod_teardown_state",
+                 "rfc2544_out_dir", "rfc2544_profile", "rfc2544_report_formats", "rfc2544_store_dir",
+                 "rfc2544_threshold_file", "rfc2544_verdict")
+HOST_VARS = ("rfc2544_ports", "rfc2544_known_hosts", "rfc2544_netns", "rfc2544_reset_cmd",
+             "rfc2544_trial_hooks", "rfc2544_calibration_link") + PLAYBOOK_VARS
+GROUP_VARS = ("rfc2544_streams", "rfc2544_lab", "rfc2544_lab_topology") + PLAYBOOK_VARS
+
+
+def _known_vars(path, where, variables, known):
+    for key in variables:
+        if isinstance(key, str) and key.startswith("rfc2544_") and key not in known:
+            _fail(path, f"{where}.{key}", f"unknown rfc2544 variable (known here: {', '.join(known)})")
+
+
 def _port(path, where, raw):
     if not isinstance(raw, dict):
         _fail(path, where, "must be a mapping")
@@ -186,37 +229,34 @@ def _calibration_link(path, where, group, raw, ports):
 
 def load(path) -> Inventory:
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read inventory: {exc.strerror}")
-    except yaml.YAMLError as exc:
-        raise BadInput(f"{path}: not valid YAML: {exc}")
+    data = input_files.load_yaml(path, "inventory")
     if not isinstance(data, dict) or not isinstance(data.get("all"), dict):
         _fail(path, "all", "the inventory must have a top-level 'all' group")
     top = data["all"]
-    top_vars = top.get("vars") or {}
-    children = top.get("children") or {}
+    top_vars = _mapping(path, "all.vars", top.get("vars"))
+    children = _mapping(path, "all.children", top.get("children"))
+    _known_vars(path, "all.vars", top_vars, GROUP_VARS)
     hosts = {}
     for group in ("testers", "duts"):
-        members = ((children.get(group) or {}).get("hosts")) or {}
-        if not isinstance(members, dict):
-            _fail(path, f"all.children.{group}.hosts", "must be a mapping of host names")
+        members = _mapping(path, f"all.children.{group}.hosts",
+                           _mapping(path, f"all.children.{group}", children.get(group)).get("hosts"))
         for name, hv in members.items():
-            hv = hv or {}
             where = f"{group}.{name}"
+            hv = _mapping(path, where, hv)
+            _known_vars(path, where, hv, HOST_VARS)
             if name in hosts:
                 _fail(path, where, "host is in both testers and duts")
             ports = {}
-            for i, raw in enumerate(hv.get("rfc2544_ports") or []):
+            for i, raw in enumerate(_sequence(path, f"{where}.rfc2544_ports", hv.get("rfc2544_ports"))):
                 p = _port(path, f"{where}.rfc2544_ports[{i}]", raw)
                 if p.name in ports:
                     _fail(path, f"{where}.rfc2544_ports[{i}].name", f"duplicate port '{p.name}'")
                 ports[p.name] = p
-            try:
-                port = int(hv.get("ansible_port", 22))
-            except (TypeError, ValueError):
-                _fail(path, f"{where}.ansible_port", "must be a number")
+            port = hv.get("ansible_port", 22)
+            if isinstance(port, str) and port.isdigit():
+                port = int(port)
+            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+                _fail(path, f"{where}.ansible_port", f"must be a TCP port, 1 to 65535 (got {_shown(port)})")
             hosts[name] = Host(
                 name=name, group=group,
                 address=str(hv.get("ansible_host", name)), port=port,
@@ -231,7 +271,7 @@ def load(path) -> Inventory:
     if not any(h.group == "testers" for h in hosts.values()):
         _fail(path, "all.children.testers", "at least one tester host is required")
     streams = []
-    for i, raw in enumerate(top_vars.get("rfc2544_streams") or []):
+    for i, raw in enumerate(_sequence(path, "all.vars.rfc2544_streams", top_vars.get("rfc2544_streams"))):
         where = f"all.vars.rfc2544_streams[{i}]"
         if not isinstance(raw, dict) or "tx" not in raw or "rx" not in raw:
             _fail(path, where, "needs 'tx: HOST:PORT' and 'rx: HOST:PORT'")

@@ -9,8 +9,8 @@ import math
 from importlib import resources
 from pathlib import Path
 
-import yaml
 
+from rfc2544 import input_files
 from rfc2544.errors import BadInput
 
 BUILTIN_DIR = Path(str(resources.files("rfc2544") / "profiles"))
@@ -91,15 +91,9 @@ def load(name_or_path):
     path = Path(name_or_path)
     if not path.suffix and (BUILTIN_DIR / f"{name_or_path}.yml").exists():
         path = BUILTIN_DIR / f"{name_or_path}.yml"
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         raise BadInput(f"profile '{name_or_path}' not found (built-in: {', '.join(builtin_names())}, or a YAML file)")
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read profile: {exc.strerror}")
-    except yaml.YAMLError as exc:
-        raise BadInput(f"{path}: not valid YAML: {str(exc).splitlines()[0]}")
-    return validate(raw, str(path))
+    return validate(input_files.load_yaml(path, "profile"), str(path))
 
 
 def validate(raw, origin="profile"):

@@ -4,6 +4,8 @@ Host keys are checked against the inventory's known_hosts file and unknown
 keys are rejected. TCP_NODELAY is set on the socket: without it each small
 command pays for Nagle plus delayed ACK (~40 ms).
 """
+import logging
+import select
 import shlex
 import socket
 import threading
@@ -17,6 +19,26 @@ CONNECT_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 60.0
 KEEPALIVE_S = 5
 EOF_GRACE_S = 2.0
+# paramiko logs a failed handshake with its traceback; with no handler of
+# the application's, Python's last-resort handler printed it to stderr
+# beside the one-line error this module raises
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+
+def _wait_for_banner(sock, timeout):
+    """Until the server has sent something (its SSH banner, or closed),
+    without consuming it, in this module's own short waits: paramiko's
+    banner wait runs where interrupts are deferred (rfc2544.interrupts),
+    so a host that accepts and never speaks held a Ctrl-C for the whole
+    banner timeout. False if nothing came within `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        readable, _, _ = select.select([sock], [], [], min(0.1, left))
+        if readable:
+            return True
 
 
 class CommandFailed(InfraError):
@@ -47,6 +69,10 @@ class SSHHost:
         try:
             sock = socket.create_connection((host, int(port)), timeout=timeout)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if not _wait_for_banner(sock, timeout):
+                sock.close()
+                raise InfraError(f"{name}: SSH to {host}:{port} failed: it accepted the connection but sent "
+                                 f"no SSH banner within {timeout:g} s")
             client.connect(
                 hostname=host, port=int(port), username=user,
                 key_filename=str(key_file) if key_file else None,

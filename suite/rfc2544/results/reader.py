@@ -10,6 +10,7 @@ import json
 import math
 from pathlib import Path
 
+from rfc2544 import input_files
 from rfc2544.errors import BadInput
 from rfc2544.results.records import SCHEMA, SCHEMA_VERSION
 
@@ -40,14 +41,7 @@ def read_results(path):
     """(resolved path, the parsed document) of an rfc2544 results file of a
     supported version; anything else is one BadInput line naming the file."""
     path = resolve(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such results file") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not a results file (not UTF-8 text)") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read: {exc.strerror or exc}") from None
+    text = input_files.read_text(path, "results file")
     try:
         data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except ValueError as exc:
