@@ -125,3 +125,55 @@ def test_no_store_given_is_bad_input(tmp_path, capsys, monkeypatch):
     assert "pass --store DIR or set RFC2544_STORE" in capsys.readouterr().err
     assert main("trend", "--store", tmp_path / "nothing") == 2
     assert "not a results store" in capsys.readouterr().err
+
+
+def _tree(path):
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def test_a_foreign_index_is_refused_before_anything_is_copied(tmp_path, capsys):
+    """Another tool's index.sqlite with a `runs` table of its own: `runs()`
+    raised sqlite3.OperationalError (a traceback, exit 1)."""
+    store = tmp_path / "store"
+    (store / "runs").mkdir(parents=True)
+    with sqlite3.connect(store / INDEX) as db:
+        db.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT)")
+    before = _tree(store)
+    run = synthetic_run(tmp_path / "r1", started(0), 10_000)
+    for args in (("store", "add", run, "--store", store), ("store", "list", "--store", store),
+                 ("trend", "--store", store, "--out", tmp_path / "trend")):
+        assert main(*args) == 2, args
+        err = capsys.readouterr().err
+        assert "is not this tool's index (its runs table has other columns)" in err and "Traceback" not in err, err
+        # `store add` reports each run it was given, then one summary line
+        assert err.count("\n") == (2 if args[1] == "add" else 1), err
+    assert _tree(store) == before and not (tmp_path / "trend").exists()
+
+
+def test_an_add_whose_index_fails_leaves_the_store_as_it_was(tmp_path, monkeypatch):
+    """Simulated: the index refuses the run after it was copied (a lock held
+    past the busy timeout, a full disk): the copy is taken back."""
+    store = tmp_path / "store"
+    with Store(store) as st:
+        st.add(synthetic_run(tmp_path / "r0", started(0), 10_000))
+    before = _tree(store)
+
+    def refuse(self, *args):
+        raise BadInput(f"store {self.path}: cannot index: database is locked")
+
+    monkeypatch.setattr(Store, "_index", refuse)
+    with Store(store) as st, pytest.raises(BadInput, match="database is locked"):
+        st.add(synthetic_run(tmp_path / "r1", started(1), 11_000))
+    assert _tree(store) == before
+
+
+def test_check_names_a_stored_run_that_no_longer_loads(tmp_path, capsys):
+    store = tmp_path / "store"
+    with Store(store) as st:
+        run_id, _ = st.add(synthetic_run(tmp_path / "r0", started(0), 10_000))
+        assert st.check() == []
+    stored = store / "runs" / run_id / "results.json"
+    stored.write_bytes(stored.read_bytes()[:200])      # truncated
+    assert main("store", "check", "--store", store) == 2
+    err = capsys.readouterr()
+    assert f"{run_id}: the stored run no longer loads" in err.out + err.err, err

@@ -82,9 +82,14 @@ class Store:
                 for statement in filter(str.strip, SCHEMA.split(";")):
                     db.execute(statement)
                 db.execute("COMMIT")
+                foreign = _foreign_tables(db)
             except sqlite3.DatabaseError as exc:
                 raise BadInput(f"store {self.path}: {INDEX} is not a usable SQLite index ({exc}); "
                                "move it aside and run 'rfc2544 store rebuild'") from None
+            if foreign:
+                db.close()
+                raise BadInput(f"store {self.path}: {INDEX} is not this tool's index (its {', '.join(foreign)} "
+                               "table has other columns); move it aside and run 'rfc2544 store rebuild'")
             self._db = db
         return self._db
 
@@ -115,9 +120,16 @@ class Store:
         data = source.read_bytes()
         run_id = run_id_of(results, data)
         target = self.runs_dir / run_id
-        if not (target / "results.json").is_file():
+        self._connect()             # an unusable index refuses the run before it is copied
+        placed = not (target / "results.json").is_file()
+        if placed:
             self._place(target, data)
-        added = self._index(run_id, results, figures, str(source.resolve()))
+        try:
+            added = self._index(run_id, results, figures, str(source.resolve()))
+        except BadInput:
+            if placed:              # a refused add leaves the store as it was
+                shutil.rmtree(target, ignore_errors=True)
+            raise
         return run_id, added
 
     def _place(self, target, data):
@@ -195,7 +207,22 @@ class Store:
         problems += [f"{i}: stored but not indexed ('rfc2544 store rebuild' indexes it)" for i in sorted(stored - indexed)]
         for leftover in sorted(d.name for d in self.runs_dir.iterdir() if d.name.startswith(".incoming-")):
             problems.append(f"{leftover}: an add that did not finish (safe to remove)")
+        for run_id in sorted(stored):       # each stored file still loads (a truncated one does not)
+            try:
+                load_results(self.runs_dir / run_id)
+            except BadInput as exc:
+                problems.append(f"{run_id}: the stored run no longer loads: {exc}")
         return problems
+
+
+def _foreign_tables(db):
+    """The tables of SCHEMA whose columns in `db` are not SCHEMA's (an index
+    some other tool wrote under the same name)."""
+    expected = {"runs": ["run_id", "started", "finished", "added", "dut", "profile", "dut_kernel", "source"],
+                "figures": ["run_id", "dut", "profile", "test", "metric", "frame_size", "ip_version", "better",
+                            "value", "conditions"]}
+    return [table for table, columns in expected.items()
+            if [row[1] for row in db.execute(f"PRAGMA table_info({table})")] != columns]
 
 
 def run_id_of(results, data):
