@@ -398,3 +398,26 @@ def test_dev_zero_as_an_inventory_ends_with_exit_2_under_a_1_gb_address_space(tm
     assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
     assert run.stderr == "rfc2544: /dev/zero: inventory larger than 16 MiB: refused unread\n"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, names", [
+    (("calibrate", "-i", "INV", "--frame-size", "0"), "--frame-size"),
+    (("calibrate", "-i", "INV", "--frame-size", "70000"), "--frame-size"),
+    (("calibrate", "-i", "INV", "--duration", "nan"), "--duration"),
+    (("calibrate", "-i", "INV", "--duration", "-1"), "--duration"),
+    (("calibrate", "-i", "INV", "--duration", "inf"), "--duration"),
+    (("doctor", "-i", "INV", "--networks", "0"), "--networks"),
+    (("doctor", "-i", "INV", "--sources", "65536"), "--sources"),
+    (("compare", COMPLETE, COMPLETE, "--max-regression", "nan%"), "--max-regression"),
+    (("compare", COMPLETE, COMPLETE, "--max-regression", "-5%"), "--max-regression"),
+    (("compare", COMPLETE, COMPLETE, "--max-regression", "lots"), "--max-regression"),
+    (("run", "-i", "INV", "-p", "no-such-profile"), "no-such-profile"),
+    (("plan", "-p", "no-such-profile"), "no-such-profile"),
+], ids=lambda v: " ".join(map(str, v)) if isinstance(v, tuple) else None)
+def test_a_bad_option_is_refused_before_any_work(capsys, sandbox, args, names):
+    inv = sandbox / "inv.yml"
+    inv.write_text(BASE_INVENTORY)
+    code, out, err = _cli(capsys, *[inv if a == "INV" else a for a in args])
+    assert code == 2, (code, out, err)
+    assert names in err and "Traceback" not in err + out, err
+    assert sorted(p.name for p in sandbox.iterdir()) == ["inv.yml"]

@@ -117,3 +117,17 @@ def test_csv_export(tmp_path):
     assert list(trials["load_fps"]) == [1000.0, 2000.0]
     assert list(trials["verdict"]) == ["pass", "fail"]
     assert pd.read_csv(written[1])["ndr_fps"][0] == 1500.0
+
+
+def test_the_file_gets_the_mode_of_a_new_file_on_every_save(tmp_path):
+    """mkstemp's 0600 made results.json unreadable to the group where the
+    reports beside it were 0644 (and --resume rewrote it so)."""
+    old = os.umask(0o022)
+    try:
+        r = new(tmp_path)
+        assert os.stat(r.path).st_mode & 0o777 == 0o644
+        r.add_trial("throughput/ipv4/64", a_trial())
+        r.save()
+        assert os.stat(Results.load(r.dir).path).st_mode & 0o777 == 0o644
+    finally:
+        os.umask(old)

@@ -11,12 +11,20 @@ from rfc2544.errors import BadInput, InfraError
 from rfc2544.interrupts import interruptible
 
 
+def _finite(param, value):
+    # click's FloatRange lets NaN through: it compares false with both ends
+    if value != value:
+        raise click.BadParameter("nan is not a number of seconds", param=param)
+    return value
+
+
 @click.command("calibrate")
 @click.option("-i", "--inventory", "inventory_path", type=click.Path(dir_okay=False),
               help="Ansible inventory (default: the local lab's).")
-@click.option("--frame-size", "frame_sizes", multiple=True, type=int,
-              help="Frame sizes to calibrate (repeatable) [default: 64 and 1518].")
-@click.option("--duration", default=2.0, show_default=True, type=float, help="Seconds per measurement.")
+@click.option("--frame-size", "frame_sizes", multiple=True, type=click.IntRange(64, 9216),
+              help="Frame sizes to calibrate, 64 to 9216 B (repeatable) [default: 64 and 1518].")
+@click.option("--duration", default=2.0, show_default=True, type=click.FloatRange(0.1, 3600),
+              callback=lambda ctx, param, value: _finite(param, value), help="Seconds per measurement.")
 @click.option("--pacing/--no-pacing", default=True, show_default=True,
               help="Also measure how evenly the generator paces below its ceiling (rfc2544_pktgen's "
                    "departure times, or arrivals on the inventory's calibration link).")

@@ -86,6 +86,8 @@ class Results:
         """Write atomically: a temp file in the same directory, fsync, rename."""
         fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.dir)
         try:
+            # mkstemp's file is 0600: the mode a new file gets, as the reports beside it have
+            os.fchmod(fd, 0o666 & ~_umask())
             with os.fdopen(fd, "w") as f:
                 json.dump(self.data, f, indent=1, default=_json_default)
                 f.write("\n")
@@ -219,3 +221,9 @@ def _json_default(obj):
 
 def trial_from_record(record):
     return TrialRecord.from_dict(record).to_result()
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
