@@ -589,7 +589,7 @@ def test_bidirectional_ndr_names_the_policed_direction(with_module, tmp_path):
       tester tx0 --> dut0 [dut] dut1 (police CAP_PPS) --> rx0   forward
       tester tx0 <-- dut0 [dut] dut1 <----------------- rx0     reverse
     """
-    from rfc2544.reports.load import load_results
+    from rfc2544.results.load import load_results
     from rfc2544.reports.render import render_html
     lab = with_module
     final_s = 4
@@ -665,7 +665,7 @@ def test_the_in_tree_generators_bursts_are_named_from_the_calibration_link(cappe
     Then `calibrate`'s pacing rows for the in-tree generator, measured there."""
     from rfc2544.engine.calibrate import pacing_fidelity
     from rfc2544.engine.detection import GENERATOR_INTREE
-    from rfc2544.reports.load import load_results
+    from rfc2544.results.load import load_results
     from rfc2544.reports.render import render_html
     from rfc2544.engine.tester import SSHTester
     lab = capped

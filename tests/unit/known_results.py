@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from rfc2544.reports import checks, fmt
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "results"
 

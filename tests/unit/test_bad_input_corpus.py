@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from rfc2544 import cli
 from rfc2544.config import inventory, profiles
 from rfc2544.errors import BadInput
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 
 from known_results import DATA
 

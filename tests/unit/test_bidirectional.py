@@ -21,7 +21,7 @@ from rfc2544.engine.detection import max_rx_devices
 from rfc2544.engine.tester import SSHTester
 from rfc2544.errors import BadInput
 from rfc2544.model import TrialSpec
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 from rfc2544.reports.render import render_html
 from rfc2544.reports.summary import throughput_rows
 from rfc2544.sim import dut as simdut

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 
 from rfc2544.reports.compare import BURSTY_METRIC, compare, text_table
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 from rfc2544.results.file import Results
 from rfc2544.results.store import Store, figures_of
 

@@ -10,7 +10,7 @@ from rfc2544 import cli
 from rfc2544.errors import BadInput
 from rfc2544.reports import fmt
 from rfc2544.reports.compare import METRICS, compare, parse_threshold, text_table
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 
 from known_results import DATA, raw, row, sizes
 

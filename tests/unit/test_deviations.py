@@ -7,7 +7,7 @@ from rfc2544.config import profiles
 from rfc2544.sim import dut as simdut
 from rfc2544.results.deviations import Deviation
 from rfc2544.reports import checks
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 
 from helpers_run import profile, start
 

@@ -20,7 +20,7 @@ from rfc2544.errors import BadInput
 from rfc2544.model import TrialSpec
 from rfc2544.procedures.runner import build_plan
 from rfc2544.reports import compare as compare_mod
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 from rfc2544.reports.render import render_html
 from rfc2544.reports.summary import throughput_rows
 from rfc2544.results.store import figures_of

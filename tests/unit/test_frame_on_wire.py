@@ -17,7 +17,7 @@ from rfc2544.drivers import frame, pktgen, vlan
 from rfc2544.drivers.plan import device_configs
 from rfc2544.model import TrialSpec, theoretical_max_fps
 from rfc2544.procedures.runner import build_plan
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 from rfc2544.reports.summary import throughput_rows
 from rfc2544.sim import dut as simdut
 

@@ -12,7 +12,7 @@ from rfc2544.errors import BadInput
 from rfc2544.procedures.latency import MINIMAL_LOAD_FPS, load_at
 from rfc2544.procedures.runner import build_plan
 from rfc2544.reports import compare as compare_mod
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 from rfc2544.reports.render import render_html
 from rfc2544.reports.summary import latency_rows
 from rfc2544.results.store import figures_of

@@ -109,7 +109,7 @@ def test_modifiers_need_stream_ids(tmp_path):
 
 def test_results_and_report_name_the_modifiers(tmp_path):
     from schema_check import schema_errors
-    from rfc2544.reports.load import load_results
+    from rfc2544.results.load import load_results
     from rfc2544.reports.render import render_html
     data = json.loads(RESULTS.read_text())
     data["profile"]["modifiers"] = {"broadcast_pct": 1.0, "management_fps": 1.0}

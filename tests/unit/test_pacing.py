@@ -242,7 +242,7 @@ def test_bursty_trials_are_named_retried_and_not_blamed_on_the_dut(tmp_path):
 
 def report_text(path):
     import re
-    from rfc2544.reports.load import load_results
+    from rfc2544.results.load import load_results
     from rfc2544.reports.render import render_html
     from html import unescape
     html = render_html(load_results(path))

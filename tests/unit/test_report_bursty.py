@@ -9,7 +9,7 @@ import pytest
 
 from rfc2544.errors import BadInput
 from rfc2544.reports import checks, fmt, plots, summary
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 from rfc2544.reports.render import render_html, write_reports
 
 from helpers_run import profile, start

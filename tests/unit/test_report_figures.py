@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from rfc2544.reports import checks, fmt, summary
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 
 from known_results import DATA, gen, planned_sizes
 

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from rfc2544.errors import BadInput
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 
 from known_results import DATA, gen, raw, sizes
 

@@ -10,7 +10,7 @@ import pytest
 
 from rfc2544 import cli
 from rfc2544.results.deviations import text_of
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 from rfc2544.reports.render import parse_formats, render_html, write_reports
 
 from known_results import DATA, gen, headline, key_figures, raw, row

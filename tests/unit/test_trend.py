@@ -155,7 +155,7 @@ def test_compare_at_5_percent_misses_the_step_and_fires_on_the_lucky_run(tmp_pat
     and compare fails an ordinary run after a lucky one, which the trend
     does not (test_a_lucky_single_run_is_not_a_regression)."""
     from rfc2544.reports import compare as cmp
-    from rfc2544.reports.load import load_results
+    from rfc2544.results.load import load_results
 
     template = load_results(synthetic_run(tmp_path / "template", "2026-10-01T00:00:00Z", BASE))
 

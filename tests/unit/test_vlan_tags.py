@@ -154,7 +154,7 @@ def test_the_results_schema_takes_tagged_streams():
 def test_the_report_names_each_streams_tags(tmp_path):
     import json
     from pathlib import Path
-    from rfc2544.reports.load import load_results
+    from rfc2544.results.load import load_results
     from rfc2544.reports.render import render_html
     data = json.loads((Path(__file__).parents[1] / "data" / "results" / "complete.json").read_text())
     data["conditions"]["streams"] = [{"tx": "tester:tx0", "rx": "tester:rx0", "vlan": 100, "svlan": 200},

@@ -5,7 +5,7 @@ from datetime import datetime
 
 import click
 
-from rfc2544.config import inventory as inventory_mod
+from rfc2544.cli import inventory_arg
 from rfc2544.engine.assemble import calibration_path
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.interrupts import interruptible
@@ -36,7 +36,7 @@ def _finite(param, value):
 def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree):
     """Measure the tester's own ceiling (frames/s it can send) without a DUT,
     and how evenly it paces below it."""
-    inventory = inventory_mod.resolve(inventory_path)
+    inventory = inventory_arg.resolve(inventory_path)
     if compare_in_tree and not pacing:
         raise BadInput("--compare-in-tree compares pacing: it cannot go with --no-pacing")
     try:

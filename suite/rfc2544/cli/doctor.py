@@ -1,7 +1,7 @@
 """Click command `doctor`: are the inventory's hosts ready (engine.doctor)?"""
 import click
 
-from rfc2544.config import inventory as inventory_mod
+from rfc2544.cli import inventory_arg
 from rfc2544.config import profiles as profiles_mod
 from rfc2544.errors import InfraError
 
@@ -43,7 +43,7 @@ def doctor(inventory_path, profile_name, networks, ipv6, sources, bidirectional)
         p_networks, p_ipv6, p_sources, p_bi = profile_needs(profiles_mod.load(profile_name))
         networks, sources = max(networks, p_networks), max(sources, p_sources)
         ipv6, bidirectional = ipv6 or p_ipv6, bidirectional or p_bi
-    inventory = inventory_mod.resolve(inventory_path)
+    inventory = inventory_arg.resolve(inventory_path)
     try:
         from rfc2544.engine.doctor import doctor as check_hosts
     except ImportError as exc:

@@ -52,7 +52,7 @@ def parse_formats(text):
 def compare(old, new, max_regression, junit, html_path):
     """Compare two runs per frame size; exit 1 when NEW regressed past the threshold."""
     from rfc2544.reports import compare as cmp
-    from rfc2544.reports.load import load_results
+    from rfc2544.results.load import load_results
 
     threshold = cmp.parse_threshold(max_regression)
     old_results, new_results = load_results(old), load_results(new)

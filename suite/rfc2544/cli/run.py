@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from rfc2544.config import inventory as inventory_mod
+from rfc2544.cli import inventory_arg
 from rfc2544.config import profiles as profiles_mod
 from rfc2544.engine import assemble
 from rfc2544.interrupts import interruptible
@@ -108,7 +108,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         profile = profiles_mod.load(profile_name or "rfc2544")
         profile = apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort)
         results = None
-    inventory = inventory_mod.resolve(inventory_path)
+    inventory = inventory_arg.resolve(inventory_path)
     if setup:
         run_setup(inventory.path)
     results, misses = _run_tests(inventory, profile, results, out_dir, _display(sys.stderr if as_json else None))

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from rfc2544.config import inventory as inventory_mod
+from rfc2544.cli import inventory_arg
 from rfc2544.errors import BadInput
 from rfc2544.engine.playbooks import data_dir, run_playbook
 
@@ -18,7 +18,7 @@ from rfc2544.engine.playbooks import data_dir, run_playbook
               help="Passed to ansible-playbook (repeatable), e.g. rfc2544_kmod_teardown_state=absent.")
 def setup(inventory_path, teardown, extra_vars):
     """Prepare the hosts: build and load the module on the testers, tune the hosts."""
-    inventory = inventory_mod.resolve(inventory_path)
+    inventory = inventory_arg.resolve(inventory_path)
     name = "teardown.yml" if teardown else "setup.yml"
     args = [arg for var in extra_vars for arg in ("-e", var)]
     run_playbook(name, inventory.path, *args, what="setup --teardown" if teardown else "setup")

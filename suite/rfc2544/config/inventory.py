@@ -349,17 +349,3 @@ def _arrival(path, where, raw, sent_vlan, sent_svlan):
 
 def _expand(value):
     return os.path.expanduser(str(value)) if value else None
-
-
-def resolve(path):
-    """-i INVENTORY, or the local lab's when none is given."""
-    if path:
-        return load(path)
-    try:
-        from rfc2544.lab import Lab
-    except ImportError:
-        raise BadInput("no inventory given (-i) and the lab is not part of this build")
-    lab_inventory = Path(Lab("default").inventory_path)
-    if not lab_inventory.exists():
-        raise BadInput("no inventory given (-i) and the local lab is not up: run 'rfc2544 lab up' or pass -i")
-    return load(lab_inventory)

@@ -43,7 +43,7 @@ def summary_document(path):
     """What `report --json` prints: the results without the trials, plus
     what the report works out (completeness, deviations found in the data)."""
     from rfc2544.reports import checks
-    from rfc2544.reports.load import SECTIONS, load_results
+    from rfc2544.results.load import SECTIONS, load_results
 
     results = load_results(path)
     status = dict(checks.completeness(results))

@@ -14,7 +14,7 @@ from rfc2544 import __version__
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.reports import checks, plots, summary
 from rfc2544.reports.fmt import FILTERS
-from rfc2544.reports.load import load_results, resolve
+from rfc2544.results.load import load_results, resolve
 
 FORMATS = ("html", "pdf")
 TEMPLATES = Path(str(resources.files("rfc2544.reports") / "templates"))

@@ -1,5 +1,5 @@
 """The one reader of results.json files: resume (results.Results.load),
-report and compare (reports.load.load_results) all start here, so a file is
+report and compare (results.load.load_results) all start here, so a file is
 accepted or refused the same way, with the same one-line message naming it.
 
 What each caller checks afterwards differs: --resume needs the plan and the

@@ -20,7 +20,7 @@ SCHEMA_VERSION = 2
 # per load (throughput_pct). 2 = `flows` per stream on plan steps, trial specs
 # and summary entries, written when more than one (its steps are units of their
 # own: unit_key). Files without `schema_minor` (minor 0, and runs resumed
-# from them) state the size asked: reports/load.py shows them as sent.
+# from them) state the size asked: results/load.py reads them as sent.
 # 3 = `direction` (uni | bi) in the profile and the conditions, and per-stream
 # `directions` and `limited_by` on throughput entries with several streams.
 # 4 = the `bursty` section (RFC 2544 section 21) and `frames_per_burst` on

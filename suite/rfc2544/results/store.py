@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rfc2544.errors import BadInput
-from rfc2544.reports.load import load_results
+from rfc2544.results.load import load_results
 
 ENV = "RFC2544_STORE"
 INDEX = "index.sqlite"
