@@ -253,10 +253,10 @@ extern u32 pg_catchup_pct;
  * Who may command the module: CAP_NET_ADMIN in the initial user namespace,
  * as upstream pktgen requires (capable()), held both by the writer and by
  * whoever opened the file, whatever the file's owner and mode. With the
- * module parameter allow_netns_admin=1 (off by default; README.md, its
- * risk), CAP_NET_ADMIN over the user namespace that owns the file's
- * network namespace is enough: a container's root drives its own
- * namespace's generators.
+ * module parameter allow_netns_admin=1 (off by default; its risk:
+ * ../docs/pktgen-generator.md), CAP_NET_ADMIN over the user namespace
+ * that owns the file's network namespace is enough: a container's root
+ * drives its own namespace's generators.
  */
 static inline bool pg_may_write(const struct file *file, const struct pg_net *pn)
 {

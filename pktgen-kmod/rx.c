@@ -13,7 +13,7 @@
  * session, so the hook only looks up and counts other sources as foreign. All
  * counters of one measurement form a "session", swapped under RCU on reset
  * so the hook never sees freed memory. The script output format is
- * specified in README.md.
+ * specified in ../docs/pgrx-receiver.md.
  *
  * This file is the hook path; rx_session.c makes and frees sessions,
  * rx_show.c prints them, rx_ctl.c takes the commands (rx.h: their state).

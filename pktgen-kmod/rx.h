@@ -56,7 +56,7 @@ enum pgrx_level { PG_LVL_COUNTER, PG_LVL_BASIC, PG_LVL_TIME };
 #define PG_LVL_COUNT		(PG_LVL_TIME + 1)
 extern const char *const pg_level_names[PG_LVL_COUNT];
 
-/* Test frames not believed, by class (README.md "Rejected frames"). */
+/* Test frames not believed, by class (../docs/pgrx-receiver.md, "Rejected frames"). */
 enum pg_rx_bad {
 	PG_BAD_LEN,	/* UDP length short of the test header, or past the IP end */
 	PG_BAD_CSUM,	/* UDP checksum wrong where the device had not checked it */

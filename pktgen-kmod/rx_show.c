@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The pgrx read-out: each CPU's counters and streams merged under their
- * seqcounts, printed in the script or the human format (README.md).
+ * seqcounts, printed in the script or the human format
+ * (../docs/pgrx-receiver.md).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Sequence accounting of a test stream (README.md "Sequence accounting").
+ * Sequence accounting of a test stream (../docs/pgrx-receiver.md,
+ * "Sequence accounting").
  * Each CPU keeps a pg_seqwin of the packets it saw; a reader sums them into
  * a pg_seqwin_sum, which also finds sequences seen on more than one CPU.
  */

@@ -394,7 +394,7 @@ def parse_device(text):
 
 
 def parse_pgrx(text):
-    """pgrx `display script` v1 to v6 -> dict (format: pktgen-kmod/README.md)."""
+    """pgrx `display script` v1 to v6 -> dict (format: docs/pgrx-receiver.md)."""
     out = {"cpus": [], "streams": [], "stat": {}, "hist": []}
     lines = text.splitlines()
     for line in lines:

@@ -223,7 +223,7 @@ def test_suite_parsers_read_the_real_output(kmod):
 # One stream over both vCPUs: RPS on rx0 steers by flow hash, and the
 # generator steps its UDP source port over 256 flows (issue 31), so the
 # stream's packets are counted by the hooks of two CPUs at once, each in its
-# own per-CPU state (README.md "pgrx"), merged when read.
+# own per-CPU state (docs/pgrx-receiver.md, "Per CPU"), merged when read.
 #
 #   tx0 --veth--> [dut0 DUT netns dut1: netem] --veth--> rx0 (RPS cpus 0,1)
 SPREAD = {"loss": "loss 2%", "duplicate": "duplicate 2%", "reorder": "delay 2ms reorder 25% 50%"}

@@ -195,7 +195,7 @@ def test_copies_of_a_sequence_on_two_cpus_are_duplicates_not_extra_packets(seqwi
 
 
 def test_cross_cpu_copies_older_than_the_window_are_not_found(seqwin):
-    """The limit of per-CPU windows, as README.md states it: a copy on
+    """The limit of per-CPU windows, as docs/pgrx-receiver.md states it: a copy on
     another CPU than its original is found only while both are within the
     last W sequences; older ones count as received. RSS and RPS never do
     this (identical copies hash alike), packet spraying would."""

@@ -3,8 +3,8 @@
 tests/data/captured/*.txt were written by tests/data/captured/capture.py on
 the lab's tester VM (Debian 12, 6.1.0-50-amd64, QEMU TCG): `intree-*` with
 the in-tree pktgen, `module-*` with our rfc2544_pktgen. The pgrx tests that
-have no capture yet use the README's documented example (the format
-contract), marked as such.
+have no capture yet use the documented example (docs/pgrx-receiver.md, the
+format contract), marked as such.
 """
 from pathlib import Path
 
@@ -109,7 +109,7 @@ Result: OK: statistics=time
 
 
 def test_pgrx_readme_example():
-    """The documented example (pktgen-kmod/README.md, format contract v6)."""
+    """The documented example (docs/pgrx-receiver.md, format contract v6)."""
     st = pgrx.parse(README_EXAMPLE)
     assert st.version == 6 and st.enabled and st.dev == "rx0" and st.statistics == "time" and st.pkt_size == 60
     assert (st.declared, st.foreign) == (1, 7)

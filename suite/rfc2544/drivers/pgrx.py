@@ -1,7 +1,7 @@
 """The module's receiver, /proc/net/pktgen/pgrx.
 
 Commands and a parser for its `display script` format, versions 1 to 6,
-exactly as documented in pktgen-kmod/README.md ("pgrx script format"):
+exactly as documented in docs/pgrx-receiver.md ("pgrx script format"):
 record words with fixed key=value fields. Version 2 is version 1 plus one
 `invalid` record (test frames not believed, by class); version 3 adds the
 frame length counted (`pkt_size=` in the header) and `wrong_size=` (frames
