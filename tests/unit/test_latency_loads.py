@@ -70,6 +70,10 @@ def test_each_load_is_a_step_of_its_own_and_plan_shows_them():
 
 def test_the_load_is_a_fraction_of_the_throughput_and_0_a_minimal_load():
     assert load_at(400_000, 100) == 400_000 and load_at(400_000, 50) == 200_000
+    # RFC 2544 26.2: at the throughput rate itself, to the bit (CI: an NDR of
+    # 3676.9964919557397 fps came back as 3676.99649195574 through * 100 / 100)
+    for ndr in (3676.9964919557397, 0.1 + 0.2, 1e6 / 3, 14_880_952.380952381):
+        assert load_at(ndr, 100) == ndr
     assert load_at(400_000, 0) == MINIMAL_LOAD_FPS
     assert load_at(500, 0) == 500                       # never above the throughput
 
