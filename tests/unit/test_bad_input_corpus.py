@@ -222,6 +222,7 @@ PROFILE_CASES = [
     ("negative-duration", "trial_duration_s: -1\n", "trial_duration_s"),
     ("zero-duration", "trial_duration_s: 0\n", "trial_duration_s"),
     ("word-duration", "trial_duration_s: long\n", "trial_duration_s"),
+    ("huge-int-duration", "trial_duration_s: 1" + "0" * 400 + "\n", "trial_duration_s"),
     ("bool-duration", "trial_duration_s: true\n", "trial_duration_s"),
     ("list-duration", "trial_duration_s: [1]\n", "trial_duration_s"),
     ("frame-small", "frame_sizes: [63]\n", "frame_sizes"),

@@ -6,6 +6,7 @@ file. Unknown keys are errors (a typo must not silently change a run).
 """
 import copy
 import math
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -131,7 +132,9 @@ def _check(origin, where, kind, value):
         raise BadInput(f"{origin}: {where}: {msg} (got {value!r})")
 
     # NaN compares false both ways and would pass every range check below
-    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    # (an int past a float's range is no usable number either: float() of it overflows)
+    number = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and abs(value) <= sys.float_info.max and math.isfinite(value))
     if isinstance(kind, tuple):
         if value not in kind:
             bad(f"must be one of {', '.join(kind)}")
