@@ -121,7 +121,7 @@ static int __net_init pg_net_init(struct net *net)
 		goto err_dir;
 
 	for_each_online_cpu(cpu) {
-		err = pg_thread_create(pn, cpu);
+		err = pg_ctrl_add_thread(pn, cpu);
 		if (err)
 			goto err_threads;
 	}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * /proc/net/pktgen/pgctrl (start, stop, reset) and kpktgend_N (add_device,
- * rem_device_all, max_before_softirq).
+ * rem_device_all, max_before_softirq): both files, created and removed here.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -50,49 +50,6 @@ void pg_remove_netdev(struct pg_net *pn, struct net_device *dev)
 			pg_remove_from_thread(t, dev, &rm);
 	mutex_unlock(&pn->lock);
 	pg_free_removed(&rm);
-}
-
-/* Does any generator of pn hold dev? Cheap: called for every device event. */
-bool pg_netdev_used(struct pg_net *pn, const struct net_device *dev)
-{
-	struct pg_dev *pd;
-	bool used = false;
-
-	spin_lock(&pn->odevs_lock);
-	list_for_each_entry(pd, &pn->odevs, odev_node)
-		if (pd->odev == dev) {
-			used = true;
-			break;
-		}
-	spin_unlock(&pn->odevs_lock);
-	return used;
-}
-
-/*
- * Publish pd's odev to the notifier's check. The device may have started
- * unregistering after dev_get_by_name(): its reg_state is set before
- * NETDEV_UNREGISTER is sent, so either the notifier sees pd on the list or
- * we see the state here (same lock) and give up.
- */
-static bool pg_track_dev(struct pg_net *pn, struct pg_dev *pd)
-{
-	bool ok;
-
-	spin_lock(&pn->odevs_lock);
-	ok = pd->odev->reg_state == NETREG_REGISTERED;	/* a bitfield */
-	if (ok)
-		list_add_tail(&pd->odev_node, &pn->odevs);
-	spin_unlock(&pn->odevs_lock);
-	return ok;
-}
-
-void pg_untrack_dev(struct pg_dev *pd)
-{
-	struct pg_net *pn = pd->thread->pn;
-
-	spin_lock(&pn->odevs_lock);
-	list_del_init(&pd->odev_node);
-	spin_unlock(&pn->odevs_lock);
 }
 
 static bool pg_name_taken(struct pg_net *pn, const char *name)
@@ -205,6 +162,7 @@ static int pg_ctrl_start(struct pg_net *pn)
 		mutex_unlock(&pn->lock);
 		return -ENODEV;
 	}
+	WRITE_ONCE(pn->start_ns, ktime_get_ns());	/* devices' start_offset */
 	pg_request_all(pn, PG_REQ_RUN);
 	mutex_unlock(&pn->lock);
 
@@ -501,11 +459,23 @@ static ssize_t pg_thread_write(struct file *file, const char __user *ubuf,
 
 PG_CMD_PROC_OPS(pg_thread_ops, pg_thread_open, pg_thread_write);
 
-int pg_thread_proc_create(struct pg_thread *t)
+/* A kpktgend thread for cpu and its file; on pn->threads once both exist. */
+int pg_ctrl_add_thread(struct pg_net *pn, unsigned int cpu)
 {
-	t->proc = proc_create_data(t->name, 0600, t->pn->proc_dir,
+	struct pg_thread *t = pg_thread_create(pn, cpu);
+
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	t->proc = proc_create_data(t->name, 0600, pn->proc_dir,
 				   &pg_thread_ops, t);
-	return t->proc ? 0 : -ENOMEM;
+	if (!t->proc) {
+		pg_thread_destroy(t);
+		return -ENOMEM;
+	}
+	mutex_lock(&pn->lock);	/* pgctrl may already be walking the list */
+	list_add_tail(&t->list, &pn->threads);
+	mutex_unlock(&pn->lock);
+	return 0;
 }
 
 int pg_ctrl_init(struct pg_net *pn)
@@ -538,6 +508,7 @@ void pg_ctrl_exit(struct pg_net *pn)
 
 	list_for_each_entry_safe(t, tmp, &pn->threads, list) {
 		list_del(&t->list);
+		proc_remove(t->proc);	/* waits for writers in flight */
 		pg_thread_destroy(t);
 	}
 }

@@ -22,7 +22,7 @@
 #include "departures.h"
 
 #define PG_MODNAME		"rfc2544_pktgen"
-#define PG_VERSION		"1.6"
+#define PG_VERSION		"1.7"
 #define PG_PROC_DIR		"pktgen"
 #define PG_CTRL_NAME		"pgctrl"
 #define PG_RX_NAME		"pgrx"
@@ -123,6 +123,7 @@ struct pg_dev {
 	u32 clone_skb;
 	u32 burst;
 	u32 burst_frames;		/* distinct frames back to back, then their gaps */
+	u64 start_offset;		/* first frame no sooner than this after pgctrl's start */
 	enum pg_xmit_mode xmit_mode;
 	int node;
 	u16 queue_map_min, queue_map_max;
@@ -235,6 +236,7 @@ struct pg_net {
 	struct list_head odevs;
 	wait_queue_head_t run_wq;	/* "start" waits for all devices to stop */
 	atomic_t running;
+	u64 start_ns;			/* CLOCK_MONOTONIC of the last "start" */
 	bool dying;
 	struct pg_rx *rx;
 	char ctrl_result[PG_RESULT_LEN];
@@ -279,26 +281,57 @@ int pg_parse_ip4(const char *s, u32 *host_order);
 int pg_parse_ip6(const char *s, struct in6_addr *a);
 int pg_parse_mac(const char *s, u8 *mac);
 
-/* proc_ctrl.c */
+/* proc_ctrl.c: pgctrl and the kpktgend_N files */
 int pg_ctrl_init(struct pg_net *pn);
+int pg_ctrl_add_thread(struct pg_net *pn, unsigned int cpu);
 void pg_ctrl_exit(struct pg_net *pn);
 void pg_remove_netdev(struct pg_net *pn, struct net_device *dev);
 void pg_rename_netdev(struct pg_net *pn, struct net_device *dev);
-bool pg_netdev_used(struct pg_net *pn, const struct net_device *dev);
-void pg_untrack_dev(struct pg_dev *pd);
 
 /* device.c */
+extern const char *const pg_flag_names[PGF_NR];
 struct pg_dev *pg_dev_alloc(struct pg_thread *t, struct net_device *odev,
 			    const char *name);
-int pg_dev_proc_create(struct pg_net *pn, struct pg_dev *pd);
 void pg_dev_free(struct pg_dev *pd);
-bool pg_dev_has_flag(const struct pg_dev *pd, enum pg_flag f);
+bool pg_track_dev(struct pg_net *pn, struct pg_dev *pd);
+void pg_untrack_dev(struct pg_dev *pd);
+bool pg_netdev_used(struct pg_net *pn, const struct net_device *dev);
+
+static inline bool pg_dev_has_flag(const struct pg_dev *pd, enum pg_flag f)
+{
+	return test_bit(f, pd->flags);
+}
+
+/* device_ctl.c */
+int pg_dev_proc_create(struct pg_net *pn, struct pg_dev *pd);
+int pg_res(struct pg_dev *pd, int err, const char *fmt, ...) __printf(3, 4);
+int pg_bad(struct pg_dev *pd, char **argv, const char *want);
+int pg_cmd_u32_field(struct pg_dev *pd, char **argv, u32 *field, u32 max, const char *want);
+
+/* device_hdr.c: the header commands device_ctl.c's table names */
+int pg_cmd_ip4(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_ip6(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_mac(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_mac_count(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_flows(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_flowlen(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_queue_map(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_mpls(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_vlan(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_tos(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_skb_priority(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_spi(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_stream_id(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_dst_stride(struct pg_dev *pd, int argc, char **argv);
+int pg_cmd_udp(struct pg_dev *pd, int argc, char **argv);
+
+/* device_show.c */
+int pg_dev_show(struct seq_file *m, void *v);
 
 /* thread.c */
-int pg_thread_create(struct pg_net *pn, unsigned int cpu);
+struct pg_thread *pg_thread_create(struct pg_net *pn, unsigned int cpu);
 void pg_thread_destroy(struct pg_thread *t);
 int pg_thread_request(struct pg_thread *t, int req, void *arg);
-int pg_thread_proc_create(struct pg_thread *t);
 void pg_dev_result_line(struct pg_dev *pd);
 
 /* packet.c */
@@ -306,7 +339,7 @@ int pg_dev_prepare(struct pg_dev *pd);
 void pg_dev_release_run(struct pg_dev *pd);
 struct sk_buff *pg_build_skb(struct pg_thread *t, struct pg_dev *pd, u64 mono);
 
-/* rx.c */
+/* rx_ctl.c */
 int pg_rx_init(struct pg_net *pn);
 void pg_rx_exit(struct pg_net *pn);
 

@@ -27,7 +27,6 @@
 #include <net/dst.h>
 #include "rfcpg.h"
 
-
 /* ---- start / stop (thread context) ---- */
 
 void pg_dev_result_line(struct pg_dev *pd)
@@ -78,6 +77,13 @@ static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
 	pd->seq_num = 1;
 	memset(pd->imix_counts, 0, sizeof(pd->imix_counts));
 	pd->started_at = ktime_get();
+	if (pd->start_offset) {
+		/* the first frame's slot: elapsed time starts there */
+		u64 at = READ_ONCE(t->pn->start_ns) + pd->start_offset;	/* <= 1 s: no wrap */
+
+		if (at > ktime_to_ns(pd->started_at))
+			pd->started_at = ns_to_ktime(min_t(u64, at, KTIME_MAX));
+	}
 	pd->stopped_at = pd->started_at;
 	pd->dep_clear = false;
 	pg_dep_reset(&pd->dep, ktime_to_ns(pd->started_at));
@@ -94,12 +100,15 @@ static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
 
 static void pg_dev_stop(struct pg_thread *t, struct pg_dev *pd)
 {
+	ktime_t now = ktime_get();
+
 	mutex_lock(&pd->cfg_lock);
 	if (!pd->running) {
 		mutex_unlock(&pd->cfg_lock);
 		return;
 	}
-	pd->stopped_at = ktime_get();
+	/* stopped while start_offset held it: a run of no time, not a negative one */
+	pd->stopped_at = ktime_after(now, pd->started_at) ? now : pd->started_at;
 	WRITE_ONCE(pd->running, false);
 	pg_dev_release_run(pd);
 	pg_dev_result_line(pd);
@@ -199,7 +208,8 @@ static struct pg_dev *pg_next_due(struct pg_thread *t)
 			continue;
 		if (READ_ONCE(pd->resched)) {
 			WRITE_ONCE(pd->resched, false);
-			pd->next_tx = ktime_get_ns();
+			/* re-based (a rate change), but never into a start_offset hold */
+			pd->next_tx = max_t(u64, ktime_get_ns(), ktime_to_ns(pd->started_at));
 			pd->earliest_tx = pd->next_tx;
 			pd->burst_done = 0;
 			pd->burst_gap = 0;
@@ -253,7 +263,10 @@ static bool pg_wait_until(struct pg_thread *t, struct pg_dev *pd, u64 due, u64 *
 		cpu_relax();
 		now = ktime_get_ns();
 	}
-	pd->idle_acc += now - start;
+	/* a start_offset hold is before the run's time, not idle in it */
+	start = max_t(u64, start, ktime_to_ns(pd->started_at));
+	if (now > start)
+		pd->idle_acc += now - start;
 	*nowp = now;
 	return ok;
 }
@@ -570,7 +583,8 @@ static int pg_thread_fn(void *arg)
 							 MAX_SCHEDULE_TIMEOUT);
 			continue;
 		}
-		if (!READ_ONCE(pd->delay) && !READ_ONCE(pg_catchup_pct)) {
+		if (!READ_ONCE(pd->delay) && !READ_ONCE(pg_catchup_pct) &&
+		    !(pd->start_offset && !pd->sofar)) {	/* held: its first frame waits */
 			now = 0;		/* no rate limit: no schedule to keep */
 		} else {
 			now = ktime_get_ns();
@@ -592,16 +606,18 @@ static int pg_thread_fn(void *arg)
 	return 0;
 }
 
-int pg_thread_create(struct pg_net *pn, unsigned int cpu)
+/* Started, bound to cpu; the caller gives it a file and lists it. */
+struct pg_thread *pg_thread_create(struct pg_net *pn, unsigned int cpu)
 {
 	struct pg_thread *t;
 	int err;
 
 	t = kzalloc_node(sizeof(*t), GFP_KERNEL_ACCOUNT, cpu_to_node(cpu));
 	if (!t)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	t->pn = pn;
 	t->cpu = cpu;
+	INIT_LIST_HEAD(&t->list);
 	INIT_LIST_HEAD(&t->devs);
 	mutex_init(&t->lock);
 	mutex_init(&t->ctl_lock);
@@ -615,27 +631,17 @@ int pg_thread_create(struct pg_net *pn, unsigned int cpu)
 	if (IS_ERR(t->task)) {
 		err = PTR_ERR(t->task);
 		kfree(t);
-		return err;
+		return ERR_PTR(err);
 	}
 	kthread_bind(t->task, cpu);
 	get_task_struct(t->task);
-
-	err = pg_thread_proc_create(t);
-	if (err) {
-		kthread_stop(t->task);
-		put_task_struct(t->task);
-		kfree(t);
-		return err;
-	}
-	list_add_tail(&t->list, &pn->threads);
 	wake_up_process(t->task);
-	return 0;
+	return t;
 }
 
-/* The thread's device list must be empty (see pg_ctrl_exit). */
+/* The thread's device list must be empty and its file gone (pg_ctrl_exit). */
 void pg_thread_destroy(struct pg_thread *t)
 {
-	proc_remove(t->proc);
 	kthread_stop(t->task);
 	put_task_struct(t->task);
 	kfree(t);

@@ -61,7 +61,7 @@ static const char *const num_dev[] = {
 	"count", "pkt_size", "min_pkt_size", "max_pkt_size", "debug", "frags",
 	"delay", "rate", "ratep", "udp_src_min", "udp_src_max", "udp_dst_min",
 	"udp_dst_max", "clone_skb", "burst", "burst_frames", "dst_stride", "stream_id", "node",
-	"src_mac_count",
+	"start_offset", "src_mac_count",
 	"dst_mac_count", "flows", "flowlen", "queue_map_min", "queue_map_max",
 	"vlan_id", "vlan_p", "vlan_cfi", "svlan_id", "svlan_p", "svlan_cfi",
 	"skb_priority",
@@ -95,6 +95,7 @@ static const char *const bad_dev[] = {
 	"clone_skb 1", "burst 2", "spi x", "spi -1",
 	"burst_frames 65537", "burst_frames -1", "burst_frames 1x",
 	"stream_id 65536", "stream_id -1", "stream_id 1x",
+	"start_offset 1000000001", "start_offset -1", "start_offset 1x",
 };
 
 static const char *const bad_thread[] = {
@@ -293,7 +294,7 @@ static const char *const kw_dev[] = {
 	"count", "pkt_size", "min_pkt_size", "max_pkt_size", "imix_weights",
 	"debug", "frags", "delay", "rate", "ratep", "udp_src_min", "udp_src_max",
 	"udp_dst_min", "udp_dst_max", "clone_skb", "burst", "burst_frames", "dst_stride",
-	"stream_id", "node", "xmit_mode",
+	"stream_id", "start_offset", "node", "xmit_mode",
 	"flag", "dst", "dst_min", "dst_max", "src_min", "src_max", "dst6", "src6",
 	"dst6_min", "dst6_max", "dst_mac", "src_mac", "src_mac_count",
 	"dst_mac_count", "flows", "flowlen", "queue_map_min", "queue_map_max",
