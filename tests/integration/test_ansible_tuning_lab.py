@@ -82,6 +82,12 @@ def test_tuning_is_recorded_idempotent_and_restored_exactly(seen):
                     (name, pause)
                 assert re.search(r"^rx-usecs:\s+0$", coalesce, re.M), (name, coalesce)
                 assert _ethtool(before[name], "g", port) != rings, (name, rings)
+        # e1000e names its TX vector "tx0-tx-0": pinned to one CPU alone, as
+        # TX queue 0's (where the suite then puts tx0's generator)
+        entries = seen["snapshots"]["tester"]["entries"]
+        [txq] = [e for e in entries if e.get("tx_queue") == 0 and e.get("port") == "tx0"] or [None]
+        assert txq is not None, entries
+        assert re.fullmatch(r"\d+", _affinity(tuned["tester"], txq["path"])), (txq, tuned["tester"])
     for name in HOSTS:
         assert tuned[name]["cpu_dma_latency"] == "0", name
         assert tuned[name]["irq affinity"] != before[name]["irq affinity"], f"{name}: no IRQ was pinned"
@@ -103,6 +109,12 @@ def test_tuning_is_recorded_idempotent_and_restored_exactly(seen):
     for name in HOSTS:
         diff = {k: (before[name].get(k), v) for k, v in after[name].items() if before[name].get(k) != v}
         assert not diff, f"{name}: not restored: {diff}"
+
+
+def _affinity(state, path):
+    """The value of an smp_affinity_list file in a host_state() reading."""
+    text = state["irq affinity"]
+    return next(line.split(":", 1)[1] for line in text.splitlines() if line.startswith(path + ":"))
 
 
 def _ethtool(state, opt, port):

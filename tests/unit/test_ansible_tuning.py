@@ -145,6 +145,46 @@ def test_apply_changes_every_concern_and_records_originals_first(tmp_path):
     assert len(t.changes) == len(snap["entries"]) == 9
 
 
+def test_each_tx_queue_irq_is_pinned_to_a_cpu_of_its_own_and_restored(tmp_path):
+    """A NIC whose /proc/interrupts names per-queue vectors (simulated
+    files, as e1000e and ixgbe name them): each TX queue's IRQ on one CPU
+    of the list (queue q on the q-th), the others on the list; restore
+    puts every one back."""
+    fake = FakeHost(tmp_path)
+    (tmp_path / "proc/irq/33").mkdir(parents=True)
+    (tmp_path / "proc/irq/33/smp_affinity_list").write_text("0-3\n")
+    (tmp_path / "sys/class/net/eth1/device/msi_irqs/33").write_text("msix\n")
+    (tmp_path / "proc/interrupts").write_text(
+        "           CPU0       CPU1       CPU2       CPU3\n"
+        "  30:          5          0          0          0   PCI-MSI 1048576-edge      eth1-tx-0\n"
+        "  31:          7          0          0          0   PCI-MSI 1048577-edge      eth1-rx-0\n"
+        "  32:          1          0          0          0   PCI-MSI 1048578-edge      eth1\n"
+        "  33:          1          0          0          0   PCI-MSI 1048579-edge      eth1-TxRx-1\n"
+        " NMI:          0          0          0          0   Non-maskable interrupts\n")
+    # a second port: its queue 0 goes after eth1's two queues, on CPU 3
+    (tmp_path / "sys/class/net/eth2/device/msi_irqs").mkdir(parents=True)
+    (tmp_path / "sys/class/net/eth2/device/msi_irqs/40").write_text("msix\n")
+    (tmp_path / "proc/irq/40").mkdir(parents=True)
+    (tmp_path / "proc/irq/40/smp_affinity_list").write_text("0-3\n")
+    with open(tmp_path / "proc/interrupts", "a") as f:
+        f.write("  40:          1          0          0          0   PCI-MSI 1048580-edge      eth2-TxRx-0\n")
+    before = fake.values()
+    t = ht.Tuning(fake.host, SNAP, False)
+    ht.tune_irq_affinity(t, ["eth1", "eth2"], "", "1-3")
+    pinned = {irq: (tmp_path / f"proc/irq/{irq}/smp_affinity_list").read_text() for irq in (30, 31, 32, 33, 40)}
+    assert pinned == {30: "1", 31: "1-3", 32: "1-3", 33: "2", 40: "3"}
+    entries = {e["key"]: e for e in snapshot(fake)["entries"]}
+    assert entries["irq:30"]["tx_queue"] == 0 and entries["irq:33"]["tx_queue"] == 1
+    assert "tx_queue" not in entries["irq:31"]
+    assert ht.tx_queue_of_irq("ice-eth1-TxRx-12", "eth1") == 12 and ht.tx_queue_of_irq("eth11-tx-0", "eth1") is None
+    # a second apply changes nothing; restore puts every original back
+    t = ht.Tuning(fake.host, SNAP, False)
+    ht.tune_irq_affinity(t, ["eth1", "eth2"], "", "1-3")
+    assert t.changes == []
+    assert ht.restore(ht.Tuning(fake.host, SNAP, False)) == []
+    assert fake.values() == before
+
+
 def test_second_apply_changes_nothing_and_keeps_true_originals(tmp_path):
     fake = FakeHost(tmp_path)
     apply_all(fake)

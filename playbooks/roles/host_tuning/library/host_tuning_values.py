@@ -47,7 +47,8 @@ options:
     type: str
     default: performance
   cpus:
-    description: CPU list (e.g. C(1-3)) the ports' IRQs are pinned to; empty = every online CPU but CPU 0.
+    description: CPU list (e.g. C(1-3)) the ports' IRQs are pinned to, a TX queue's own IRQ to one CPU of it
+      (queue q on the q-th); empty = every online CPU but CPU 0.
     type: str
     default: ""
   coalesce:
@@ -348,12 +349,41 @@ def default_irq_cpus(host):
     return ",".join(str(c) for c in spare)
 
 
+def irq_names(host):
+    """{IRQ number: its name} from /proc/interrupts (the last word of a line)."""
+    names = {}
+    text = host.read("/proc/interrupts") if host.exists("/proc/interrupts") else ""
+    for line in text.splitlines():
+        number, sep, rest = line.strip().partition(":")
+        if sep and number.isdigit() and rest.split():
+            names[int(number)] = rest.split()[-1]
+    return names
+
+
+def tx_queue_of_irq(name, port):
+    """The TX queue an IRQ named `name` serves alone or with its RX queue
+    ("eth0-tx-3", "eth0-TxRx-3", "ice-eth0-TxRx-3": 3), else None. The
+    suite places queue q's generator on the CPU this IRQ is on
+    (rfc2544.drivers.probe reads the names the same way)."""
+    m = re.search(rf"(?:^|-){re.escape(port)}-(?:tx|txrx|rxtx|combined)-(\d+)$", name, re.I)
+    return int(m.group(1)) if m else None
+
+
 def tune_irq_affinity(t, ports, netns, cpus):
+    """Every IRQ of a port on `cpus`; a TX queue's own IRQ on one CPU of
+    them, as upstream's pktgen_sample06 pins queue and generator together:
+    each generator then has its queue's completions on its own CPU. Queue
+    q of a port goes on CPU (b + q) of the list, round robin, b being the
+    queues of the ports before it, so two ports' queues 0 do not share a
+    CPU while there are CPUs enough."""
     if netns:
         t.skip(f"irq affinity: ports in namespace '{netns}' are left to the host that holds it")
         return
     cpus = cpus or default_irq_cpus(t.host)
     wanted = cpulist_set(cpus)
+    spread = sorted(wanted)
+    names = irq_names(t.host)
+    base = 0
     for port in ports:
         if not t.host.exists(f"/sys/class/net/{port}"):
             t.skip(f"irq affinity {port}: no such interface")
@@ -362,14 +392,20 @@ def tune_irq_affinity(t, ports, netns, cpus):
         if not irqs:
             t.skip(f"irq affinity {port}: the device has no IRQs of its own (virtual NIC such as veth)")
             continue
+        queues = {irq: tx_queue_of_irq(names.get(irq, ""), port) for irq in irqs}
         for irq in irqs:
             path = f"/proc/irq/{irq}/smp_affinity_list"
             if not t.host.exists(path):
                 continue
+            queue = queues[irq]
+            desired = str(spread[(base + queue) % len(spread)]) if queue is not None and spread else cpus
             current = t.host.read(path).strip()
-            if cpulist_set(current) != wanted:
-                t.change({"key": f"irq:{irq}", "kind": "file", "path": path, "original": current, "port": port},
-                         cpus, lambda p=path: t.host.write(p, cpus))
+            if cpulist_set(current) != cpulist_set(desired):
+                entry = {"key": f"irq:{irq}", "kind": "file", "path": path, "original": current, "port": port}
+                if queue is not None:
+                    entry["tx_queue"] = queue
+                t.change(entry, desired, lambda p=path, d=desired: t.host.write(p, d))
+        base += max((q + 1 for q in queues.values() if q is not None), default=0)
 
 
 def _port_key(kind, netns, port):
