@@ -47,7 +47,7 @@ import time
 
 from rfc2544.config import inventory
 from rfc2544.drivers import pgrx, pktgen
-from rfc2544.drivers.plan import device_configs
+from rfc2544.drivers.streams import device_configs
 from rfc2544.drivers.script import Batch
 from rfc2544.model import TrialSpec
 from rfc2544.engine.tester import SSHTester

@@ -37,12 +37,12 @@ Cases (64 B frames, no rate limit, one lab VM with 2 vCPUs):
 
 Usage: bench/kmod_bidir_ab.py [--lab NAME] [--rounds 6] [--count 100000]
 """
+import os
 import re
 import statistics
 from pathlib import Path
 
 from kmod_common import DUT, INTREE, OURS, PG, lab_session, median, parser, table
-from rfc2544.lab import qemu
 
 DUMMIES = ("bdir0", "bdir1")
 
@@ -79,7 +79,9 @@ def vcpu_seconds(b):
     for task in Path(f"/proc/{pid}/task").iterdir():
         m = re.fullmatch(r"CPU (\d+)/(TCG|KVM)", (task / "comm").read_text().strip())
         if m:
-            seconds[int(m.group(1))] = qemu.cpu_seconds(int(task.name))     # /proc/TID/stat: that thread's
+            # task/TID/stat is that thread's; /proc/TID/stat would be the whole process's
+            fields = (task / "stat").read_text().rsplit(")", 1)[-1].split()
+            seconds[int(m.group(1))] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return [seconds[c] for c in sorted(seconds)]
 
 

@@ -32,10 +32,10 @@ FILES = ("functions.sh", "parameters.sh", SCRIPT)
 REMOTE = "/root/upstream-pktgen-samples"
 
 
-def unpack_samples(dest):
+def unpack_samples(dest, files=FILES):
     if not TARBALL.exists():
         sys.exit(f"{TARBALL} is missing: run 'make deps' (package linux-source-6.1)")
-    members = [f"linux-source-6.1/samples/pktgen/{f}" for f in FILES]
+    members = [f"linux-source-6.1/samples/pktgen/{f}" for f in files]
     subprocess.run(["tar", "-xJf", str(TARBALL), "-C", str(dest), "--strip-components=3",
                     *members], check=True)
     return dest

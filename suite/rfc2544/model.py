@@ -58,6 +58,44 @@ class LatencyStats:
     stddev_ns: Optional[float] = None
     pdv_mean_ns: Optional[float] = None   # mean |latency difference| of consecutive frames
     pdv_max_ns: Optional[float] = None
+    p99_ns: Optional[float] = None        # (schema minor 10: a latency bound may name it)
+
+
+# The latency percentiles a bound may name: profile word -> LatencyStats field
+BOUND_PERCENTILES = {"50": "median_ns", "99": "p99_ns", "99.9": "p999_ns", "max": "max_ns"}
+
+
+@dataclass(frozen=True)
+class LatencyBound:
+    """A trial passes the bounded goal only without loss and with its
+    latency at `percentile` (a BOUND_PERCENTILES key) at most `us`
+    microseconds. An extension of RFC 2544 and RFC 9971 (neither defines a
+    latency goal), as TRex's max_latency and Spirent's latency threshold are."""
+    percentile: str
+    us: float
+
+    @classmethod
+    def from_profile(cls, value):
+        """From the validated profile's `search.latency_bound` (None: no bound)."""
+        return None if value is None else cls(str(value["percentile"]), float(value["us"]))
+
+    @property
+    def field(self):
+        return BOUND_PERCENTILES[self.percentile]
+
+    @property
+    def text(self):
+        """"p99.9 latency <= 5000 us" (the results file's and the report's words)."""
+        which = "maximum" if self.percentile == "max" else f"p{self.percentile}"
+        # exact (a series key in compare and the store): 5000.0 -> "5000", 12.5 -> "12.5"
+        return f"{which} latency <= {format(self.us, '.15g')} us"
+
+    def exceeded(self, outcome):
+        """True when the trial's latency breaks the bound, or it gave no
+        latency to judge (a rate that cannot be shown within the bound is
+        not within it)."""
+        value = (outcome.latency_ns or {}).get(self.field)
+        return value is None or value > self.us * 1000.0
 
 
 @dataclass
@@ -84,6 +122,9 @@ class Spacing:
 
 @dataclass
 class StreamCounts:
+    """One stream's counts; a stream of several generators has their sums
+    here and each one's in `generators` (schema_minor 9)."""
+
     tx_port: str
     rx_port: str
     tx_frames: int
@@ -91,6 +132,9 @@ class StreamCounts:
     lost: Optional[int] = None
     out_of_order: Optional[int] = None
     duplicates: Optional[int] = None
+    # per generator: {"generator", "tx_frames", "rx_frames", "lost",
+    # "out_of_order", "duplicates", "achieved_fps"}; None: one generator
+    generators: Optional[List[dict]] = None
 
 
 @dataclass
@@ -166,7 +210,8 @@ class Tester(Protocol):
         Keys of the progress dict (PROGRESS_KEYS): elapsed_s (since traffic
         start), load_fps (rate being offered now), tx_frames, rx_frames,
         lost_frames (receiver's sequence-gap count; None without one),
-        seq_max (highest sequence number received; None without one).
+        seq_max (highest sequence number received, in frames of the whole
+        trial: a stream's number over its share of the rate; None without one).
         The system recovery and reset procedures estimate times from these
         samples, so the sampling interval bounds their resolution.
         """

@@ -83,6 +83,9 @@ DEVICE_CASES = [
     # ours (module 1.3): the stream id in the test header
     ("stream_id 65535", 0), ("stream_id 65536", E.EINVAL), ("stream_id -1", E.EINVAL),
     ("stream_id 7x", E.EINVAL), ("stream_id 0", 0),
+    # ours (module 1.7): the first frame held after the start
+    ("start_offset 1000000000", 0), ("start_offset 1000000001", E.EINVAL), ("start_offset -1", E.EINVAL),
+    ("start_offset 5x", E.EINVAL), ("start_offset 0", 0),
     ("xmit_mode start_xmit", 0), ("xmit_mode netif_receive", 0),
     ("xmit_mode queue_xmit", 0), ("xmit_mode start_xmit", 0),
     ("flag UDPCSUM", 0), ("flag !UDPCSUM", 0), ("flag NODE", 0), ("flag !NODE_ALLOC", 0),

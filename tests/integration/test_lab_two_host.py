@@ -1,6 +1,8 @@
 """The two-host lab: tester VM and DUT VM joined by two QEMU socket links;
 ends with `lab down` and checks that no QEMU of it is left."""
 import os
+import re
+import time
 
 import pytest
 
@@ -47,6 +49,56 @@ def test_two_host_forwarding(lab2):
     finally:
         tester.close()
         dut.close()
+
+
+CHRONY_CONF, CHRONY_PID = "/run/rfc2544-chrony.conf", "/run/rfc2544-chronyd.pid"
+CHRONY_WAIT_POLLS = 120     # 1 s apart: chrony's iburst syncs in a few polls
+
+
+def test_the_clock_reader_states_chrony_s_bound_on_both_vms(lab2):
+    """drivers/clock.py against both VMs (issue 46 item 4). With no daemon
+    answering, each clock and so the pair is unbounded. Then the DUT VM
+    serves its own clock (chrony `local stratum 8`) and the tester's
+    chrony synchronises to it over tx0; each state is then chrony's, with
+    an offset, and the pair has a bound: the sum of both. The packaged
+    chrony service is stopped for the test and started again after."""
+    from rfc2544.drivers.clock import pair_error, read_clocks
+    ssh = {name: lab2.connect(name) for name in ("tester", "dut")}
+    try:
+        if any(s.run("command -v chronyd", check=False)[0] for s in ssh.values()):
+            pytest.skip("chrony is in the sid lab image only (lab/image.py): run it on the newest kernel's "
+                        "two-host lab (test_newest_kernel.py)")
+        active = {n: s.run("systemctl is-active chrony", check=False)[1].strip() == "active"
+                  for n, s in ssh.items()}
+        for s in ssh.values():
+            s.run("systemctl stop chrony", check=False)
+        try:
+            without = read_clocks(ssh.get, ssh)
+            conf = {"dut": f"local stratum 8\nallow {addr(TX.ipv4)}\n",
+                    "tester": f"server {addr(DUT0.ipv4)} iburst minpoll -1 maxpoll 0\nmakestep 1 -1\n"}
+            for name in ("dut", "tester"):
+                ssh[name].run(f"printf '{conf[name]}pidfile {CHRONY_PID}\\n' > {CHRONY_CONF} && "
+                              f"chronyd -f {CHRONY_CONF}")
+            for _ in range(CHRONY_WAIT_POLLS):
+                tracking = ssh["tester"].run("chronyc -n tracking", check=False)[1]
+                if re.search(r"^Leap status\s*:\s*Normal", tracking, re.M):
+                    break
+                time.sleep(1)
+            with_chrony = read_clocks(ssh.get, ssh)
+        finally:
+            for name, s in ssh.items():
+                s.run(f"kill $(cat {CHRONY_PID} 2>/dev/null) 2>/dev/null; rm -f {CHRONY_CONF}; true")
+                if active[name]:
+                    s.run("sleep 1; systemctl start chrony", check=False)
+    finally:
+        for s in ssh.values():
+            s.close()
+    assert all(c.error_ns is None and c.source == "none" for c in without.values()), without
+    assert pair_error(without.values()) is None
+    assert all(c.source == "chrony" and c.error_ns is not None for c in with_chrony.values()), \
+        (with_chrony, tracking)
+    assert with_chrony["tester"].offset_ns is not None and with_chrony["tester"].text.endswith("(chrony)")
+    assert pair_error(with_chrony.values()) == sum(c.error_ns for c in with_chrony.values())
 
 
 @pytest.mark.lab_down_last

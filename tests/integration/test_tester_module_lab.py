@@ -5,6 +5,7 @@ kernel's headers (test_kmod_helpers.build_ko_for), copied in, loaded for this
 file's tests and unloaded afterwards (DUT cap removed too).
 """
 import math
+import re
 
 import pytest
 
@@ -13,8 +14,8 @@ from test_kmod_helpers import MODULE, KmodVM, build_ko_for, dut_vlan
 from test_tester_lab import QUICK, tlab  # noqa: F401  (fixture: the lab to use)
 
 from rfc2544.config import inventory
-from rfc2544.drivers import frame
-from rfc2544.drivers import vlan as vlan_devices
+from rfc2544 import wire
+from rfc2544.wire import UNTAGGED, Tags
 from rfc2544.model import PROGRESS_KEYS, TrialSpec
 from rfc2544.drivers.ssh import put_file
 from rfc2544.engine.tester import SSHTester
@@ -391,7 +392,7 @@ def test_a_qinq_stream_is_sent_and_counted_with_its_tags(tlab, module_loaded):  
     host = tlab.connect("tester")
     inv = inventory.load(tlab.inventory_path)
     s = inv.streams[0]
-    s.vlan, s.svlan, s.vlan_pcp, s.vlan_dei, s.svlan_pcp = 100, 200, 5, 1, 3
+    s.tags = Tags(vlan=100, svlan=200, vlan_pcp=5, vlan_dei=1, svlan_pcp=3)
     tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3)
     try:
         before = vlan_check(inv)
@@ -400,7 +401,7 @@ def test_a_qinq_stream_is_sent_and_counted_with_its_tags(tlab, module_loaded):  
             host.run(tlab.dut_cmd("tc qdisc add dev dut0 clsact"), check=True)
             for f in WIRE_FILTERS:
                 host.run(tlab.dut_cmd(f"tc filter add dev dut0 ingress {f}"), check=True)
-            size = frame.wire_frame_size(64, False, tester.frame_tags)
+            size = wire.wire_frame_size(64, False, tester.frame_tags)
             r = tester.run_trial(TrialSpec(frame_size=size, load_fps=1000, duration_s=2))
             hits = filter_hits(host.run(tlab.dut_cmd("tc -s -j filter show dev dut0 ingress"))[1])
             rx = host.run("cat /proc/net/pktgen/pgrx")[1]
@@ -448,7 +449,7 @@ def test_a_dut_that_pops_or_translates_the_tag_is_counted_at_what_arrives(tlab, 
         for out, rx_vlan in (((), "none"), ((200,), 200)):
             inv = inventory.load(tlab.inventory_path)
             s = inv.streams[0]
-            s.vlan, s.rx_vlan = 100, vlan_devices.UNTAGGED if rx_vlan == "none" else rx_vlan
+            s.tags = Tags(vlan=100, rx_vlan=UNTAGGED if rx_vlan == "none" else rx_vlan)
             tester = SSHTester(inv, waits=QUICK, poll_interval_s=0.3)
             try:
                 with dut_vlan(vm, 100, out=out):
@@ -536,3 +537,88 @@ def test_broadcast_and_management_frames_reach_the_dut_beside_the_stream(tlab, m
     assert [h.exit_status for h in r.hooks] == [0] * 6, r.hooks
     assert r.hooks[2].stdout.strip() == "25", r.hooks[2]       # every filter was in place
     assert left[0] != 0 and not left[1].strip(), left            # churn stopped, filters gone
+
+
+# Two generators send one stream (issue 44), each on its own kpktgend
+# thread, TX queue and stream id; the DUT impairs it with netem:
+#
+#   tx0@0 (kpktgend_0, queue 0) --+
+#                                 +--> tx0 --veth--> [dut0 DUT dut1: netem] --veth--> rx0: pgrx
+#   tx0@1 (kpktgend_1, queue 1) --+
+#
+# netem's own counters are the reference: its drops are the stream's loss,
+# its extra copies the stream's duplicates.
+# One impairment per trial: netem also drops some of its own duplicates
+# (the copy is enqueued again and meets the loss), which no receiver sees.
+TWO_GENERATOR_CASES = {"loss": "loss 2%", "duplication": "duplicate 2%", "reordering": "delay 2ms reorder 25% 50%"}
+TWO_GENERATOR_ATTEMPTS = 3
+
+
+def _netem_sent_dropped(tlab):  # noqa: F811
+    host = tlab.connect("tester")
+    try:
+        out = host.run(tlab.dut_cmd("tc -s qdisc show dev dut1"))[1]
+    finally:
+        host.close()
+    m = re.search(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+)", out)
+    return int(m.group(1)), int(m.group(2))
+
+
+def _softnet_drops(tlab):  # noqa: F811
+    host = tlab.connect("tester")
+    try:
+        text = host.run("cat /proc/net/softnet_stat")[1]
+    finally:
+        host.close()
+    return sum(int(line.split()[1], 16) for line in text.splitlines() if line.strip())
+
+
+def test_a_stream_of_two_generators_through_netem_is_counted_exactly(tlab, module_loaded):  # noqa: F811
+    inv = inventory.load(tlab.inventory_path)
+    spec = TrialSpec(frame_size=64, load_fps=3000, duration_s=2.0)
+    seen = {}
+    # no learning frames: netem's counters would count them too
+    with SSHTester(inv, waits={**QUICK, "learning_frames": 0}, generators=2) as t:
+        for case, impairment in TWO_GENERATOR_CASES.items():
+            for _ in range(TWO_GENERATOR_ATTEMPTS):
+                backlog = _softnet_drops(tlab)
+                host = tlab.connect("tester")
+                try:
+                    host.run(tlab.dut_cmd(f"tc qdisc replace dev dut1 root netem limit 100000 {impairment}"))
+                    r = t.run_trial(spec)
+                    sent, dropped = _netem_sent_dropped(tlab)
+                    devices = {g: host.run(f"cat /proc/net/pktgen/tx0@{g}")[1] for g in (0, 1)}
+                    threads = {n: host.run(f"cat /proc/net/pktgen/kpktgend_{n}")[1] for n in (0, 1)}
+                finally:
+                    host.run(tlab.dut_cmd("tc qdisc del dev dut1 root"), check=False)
+                    host.close()
+                # a stalled vCPU can overflow the tester's own backlog: not netem's doing
+                if not r.tester_limited and _softnet_drops(tlab) == backlog:
+                    break
+            seen[case] = (r, sent, dropped, devices, threads)
+    assert t.stream_labels == [{"tx": "tester:tx0", "rx": "tester:rx0", "generators": 2,
+                                "cpus": [0, 1], "tx_queues": [0, 1]}]
+    for case, (r, sent, dropped, devices, threads) in seen.items():
+        assert not r.tester_limited, (case, r.notes)
+        assert r.tx_frames == 6000, (case, r.notes)
+        stream, = r.streams
+        assert [g["tx_frames"] for g in stream.generators] == [3000, 3000], case
+        # each generator on its own thread and TX queue, with its own stream id
+        for g in (0, 1):
+            assert f"stream_id: {g + 1}" in devices[g] and f"cur_queue_map: {g}" in devices[g], devices[g]
+        # held 1 ms, then staggered by half the 1/1500 s gap (module 1.7)
+        assert "start_offset: 1000000" in devices[0] and "start_offset: 1333333" in devices[1], devices
+        assert all(("tx0@0" in threads[n]) != ("tx0@1" in threads[n]) for n in (0, 1)), threads
+        duplicated = sent - (6000 - dropped)          # netem's Sent counts each copy
+        assert stream.lost == dropped, (case, stream, dropped)
+        assert stream.duplicates == duplicated, (case, stream, sent)
+        assert stream.rx_frames == 6000 - dropped, case
+        for g in stream.generators:        # the receiver's unique and lost agree per generator
+            assert g["rx_frames"] == g["tx_frames"] - g["lost"], (case, g)
+        if case == "loss":
+            assert dropped > 0.005 * 6000 and duplicated == 0, (dropped, duplicated)
+        elif case == "duplication":
+            assert duplicated > 0.005 * 6000 and dropped == 0, (dropped, duplicated)
+        else:
+            assert dropped == 0 and duplicated == 0 and stream.duplicates == 0
+            assert stream.out_of_order > 0.05 * 6000, stream

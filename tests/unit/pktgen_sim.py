@@ -44,7 +44,8 @@ class SimDevice:
                   "ipv6": False, "clone_skb": 0, "udp_src_min": 9, "udp_src_max": 9,
                   "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1,
                   "dst_stride": 1, "stream_id": 0, "vlan_id": 0xffff, "svlan_id": 0xffff,
-                  "vlan_p": 0, "vlan_cfi": 0, "svlan_p": 0, "svlan_cfi": 0}
+                  "vlan_p": 0, "vlan_cfi": 0, "svlan_p": 0, "svlan_cfi": 0,
+                  "queue_map_min": 0, "queue_map_max": 0, "start_offset": 0}
         self.extra = {}             # other Params lines (e.g. vlan_id) written behind the tester's back
         self.result = ""
         self.sofar = 0
@@ -68,7 +69,7 @@ class SimDevice:
             f"Params: count {p['count']}  min_pkt_size: {p['pkt_size']}  max_pkt_size: {p['pkt_size']}",
             f"     frags: 0  delay: {p['delay']}  clone_skb: {p['clone_skb']}  ifname: {self.name.split('@')[0]}",
             "     flows: 0 flowlen: 0",
-            "     queue_map_min: 0  queue_map_max: 0",
+            f"     queue_map_min: {p['queue_map_min']}  queue_map_max: {p['queue_map_max']}",
         ]
         if p["ipv6"]:
             src6, dst6, lo, hi, slo, shi = (ipaddress.IPv6Address(p[k]).compressed
@@ -84,6 +85,8 @@ class SimDevice:
             lines.append(f"     dst_stride: {p['dst_stride']}")
         if p["stream_id"]:
             lines.append(f"     stream_id: {p['stream_id']}")
+        if p["start_offset"]:
+            lines.append(f"     start_offset: {p['start_offset']}")
         if p["vlan_id"] <= 4095:
             lines.append(f"     vlan_id: {p['vlan_id']}  vlan_p: {p['vlan_p']}  vlan_cfi: {p['vlan_cfi']}")
             if p["svlan_id"] <= 4095:       # upstream names the outer tag's bits vlan_p/vlan_cfi too
@@ -164,6 +167,7 @@ class SimKernel:
         self.start_channels = []            # every SimStart opened, in order
         self.log = []
         self.fail_on = None                 # (path, command prefix) that the kernel refuses
+        self.tx_queues = {"tx0": 1, "rx0": 1}   # interface -> TX queues (sysfs), as the probe reads them
 
     # ---------------------------------------------------------------- writes
     def write(self, path, cmd):
@@ -236,12 +240,14 @@ class SimKernel:
         p = dev.p
         dev.writes.append(cmd)
         if word in ("count", "pkt_size", "delay", "clone_skb", "udp_src_min", "udp_src_max",
-                    "udp_dst_min", "udp_dst_max"):
+                    "udp_dst_min", "udp_dst_max", "queue_map_min", "queue_map_max"):
             p[word] = int(arg)
         elif word in ("burst_frames", "dst_stride") and self.module_version >= "1.2":
             p[word] = max(int(arg), 1)
         elif word == "stream_id" and self.module_version >= "1.3":
             p[word] = int(arg)
+        elif word == "start_offset" and self.module_version >= "1.7":
+            p[word] = int(arg)      # the simulated start ignores it: it models no phase
         elif word in ("src6_min", "src6_max") and self.module_version >= "1.6":
             p[word] = arg
         elif word in ("vlan_id", "svlan_id"):     # both generators; above 4095 removes the tag
@@ -410,7 +416,7 @@ class SimKernel:
         for name, got in arrivals.items():
             got = int(got)
             dev = self.devices.get(name)
-            # the module pads a frame too short for its headers (frame.py): 78 B over IPv6,
+            # the module pads a frame too short for its headers (rfc2544/wire.py): 78 B over IPv6,
             # 4 B more per VLAN tag (pgrx 1.4 counts the tags its VLAN devices took off)
             tags = 4 * ((dev.p["vlan_id"] <= 4095) + (dev.p["vlan_id"] <= 4095 and dev.p["svlan_id"] <= 4095)) \
                 if dev else 0
@@ -467,4 +473,5 @@ class SimKernel:
         if self.has_pgrx:
             out += ["pgrx", f"modver {self.module_version}"]
         out += [f"thread {t}" for t in self.threads]
+        out += [f"queues {name} {n} 1 -1" for name, n in self.tx_queues.items()]
         return "\n".join(out) + "\n"

@@ -16,7 +16,7 @@ from pktgen_sim import SimKernel
 from sim_session import SimSession
 from rfc2544.config import inventory, profiles
 from rfc2544.drivers import pgrx, probe
-from rfc2544.drivers.plan import plan_streams
+from rfc2544.drivers.streams import plan_streams
 from rfc2544.engine.detection import max_rx_devices
 from rfc2544.engine.tester import SSHTester
 from rfc2544.errors import BadInput

@@ -13,7 +13,7 @@ from pktgen_sim import SimKernel
 from sim_session import SimSession
 from rfc2544.config import profiles
 from rfc2544.drivers import pktgen
-from rfc2544.drivers.plan import device_configs
+from rfc2544.drivers.streams import device_configs
 from rfc2544.drivers.probe import HostProbe
 from rfc2544.engine import detection
 from rfc2544.engine.tester import SSHTester

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from rfc2544 import cli
+from rfc2544.config import inventory as inventory_mod
 from rfc2544.engine import assemble
 from rfc2544.sim import dut as simdut
 from rfc2544.errors import InfraError
@@ -45,7 +46,7 @@ def setup(tmp_path, monkeypatch):
     prof.write_text(PROFILE)
     testers = []
 
-    def fake_tester(inventory, profile):
+    def fake_tester(inventory, profile, generators=None):
         sim = testers.pop(0) if testers else simdut.SimDUT(capacity_fps=40_000)
         sim.made = True
         return sim
@@ -147,6 +148,36 @@ def test_calibrate_saves_and_run_uses_the_ceiling(setup, monkeypatch, capsys):
     row = json.loads((out / "results.json").read_text())["throughput"][0]
     assert row["max_load_fps"] == 30_500.0 and row["max_load_source"] == "calibrated tester ceiling"
     assert row["tester_bound"] is True
+
+
+def test_calibrate_measures_each_generator_count_and_runs_take_their_own(setup, monkeypatch, capsys):
+    """`--generators 1 --generators 2`: a ceiling per count, a table of the
+    scaling, and a run finds the ceiling of its own count only (simulated
+    measurement: the ceiling is 30,000 fps per generator)."""
+    import rfc2544.engine.calibrate as cal
+    tmp, inv, prof, testers = setup
+    monkeypatch.setattr(cal, "calibrate", lambda inventory, sizes, duration=2.0, tester=None, progress=None:
+                        {s: 30_000.0 * tester.plans[0].generators for s in sizes})
+    text = inv.read_text().replace('peer_mac: "02:00:00:00:00:02"', 'peer_mac: "02:00:00:00:00:02", speed_mbps: 1000', 1)
+    inv.write_text(text)
+    assert main("calibrate", "-i", str(inv), "--frame-size", "64", "--no-pacing",
+                "--generators", "1", "--generators", "2") == 0
+    out = capsys.readouterr().out
+    assert "64 B  1: 30,000 (30,000 each)  2: 60,000 (30,000 each)" in out, out
+    assert "line rate (1,488,095 fps) would take 50 generators at that rate" in out, out
+    saved = json.loads((tmp / "inventory.yml.calibration.json").read_text())
+    assert saved["fps"] == {"64": 30_000.0}
+    assert saved["ceilings"] == [{"generators": "1", "fps": {"64": 30_000.0}},
+                                 {"generators": "2", "fps": {"64": 60_000.0}}]
+    loaded = inventory_mod.load(inv)
+    assert assemble.load_calibration(loaded, "2") == {"64": 60_000.0}
+    assert assemble.load_calibration(loaded, "1") == {"64": 30_000.0}
+    assert assemble.load_calibration(loaded, "4") is None
+    assert assemble.calibrated_generators(loaded) == ["1", "2"]
+    # a file from before ceilings named their generators: one per stream's
+    (tmp / "inventory.yml.calibration.json").write_text(json.dumps({"fps": {"64": 1.0}}))
+    assert assemble.load_calibration(loaded, "1") == {"64": 1.0}
+    assert assemble.load_calibration(loaded, "2") is None
 
 
 def test_doctor_failures_exit_3(setup, monkeypatch, capsys):
@@ -266,6 +297,7 @@ def test_report_writes_csv_as_run_does(setup, capsys):
 HELD_RUN = """
 import pathlib, sys, time
 from rfc2544 import cli
+from rfc2544.config import inventory as inventory_mod
 from rfc2544.engine import assemble
 from rfc2544.sim import dut as simdut
 
@@ -275,7 +307,7 @@ class Held(simdut.SimDUT):
             time.sleep(0.01)
         return super().run_trial(spec, progress)
 
-assemble.make_tester = lambda inventory, profile: Held(capacity_fps=40_000)
+assemble.make_tester = lambda inventory, profile, generators=None: Held(capacity_fps=40_000)
 cli.main(sys.argv[2:])
 """
 
@@ -393,8 +425,9 @@ def test_calibrate_compare_in_tree_measures_both_and_saves_them(setup, monkeypat
 
     class Sim:
         has_calibration_link = True
+        plans = ()
 
-        def __init__(self, inventory, waits=None):
+        def __init__(self, inventory, waits=None, generators=None):
             self.generator_name, self.swaps = "rfc2544_pktgen", []
 
         def module_parameters(self):

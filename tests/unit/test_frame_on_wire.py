@@ -13,8 +13,10 @@ import pytest
 
 from rfc2544.cli.plan import plan_document, plan_text
 from rfc2544.config import profiles
-from rfc2544.drivers import frame, pktgen, vlan
-from rfc2544.drivers.plan import device_configs
+from rfc2544 import wire
+from rfc2544.wire import Tags
+from rfc2544.drivers import pktgen
+from rfc2544.drivers.streams import device_configs
 from rfc2544.model import TrialSpec, theoretical_max_fps
 from rfc2544.procedures.runner import build_plan
 from rfc2544.results.load import load_results
@@ -30,28 +32,27 @@ LINK = 1000.0
 
 def test_the_minimum_sizes_follow_the_modules_header_geometry():
     header = re.search(r"#define\s+PG_HDR_LEN\s+(\d+)", (KMOD / "rfcpg.h").read_text())
-    assert int(header.group(1)) == frame.TEST_HEADER
+    assert int(header.group(1)) == wire.TEST_HEADER
     source = (KMOD / "packet.c").read_text()
     # the geometry the module builds: Ethernet + tags + L3 + UDP, then at least the test header
     # (read loosely: the names of pg_build_skb's geometry step, not its layout)
     assert re.search(r"hdrlen = ETH_HLEN \+ tags \+ (pk->)?l3len \+ sizeof\(struct udphdr\);", source)
     assert re.search(r"if \((pk->)?datalen < PG_HDR_LEN\)", source)
     assert "ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)" in source
-    assert (frame.min_frame_size(False), frame.min_frame_size(True)) == (64, 82)
-    assert frame.ETHERNET_HEADER + frame.IPV4_HEADER + frame.UDP_HEADER + frame.TEST_HEADER + frame.FCS == 62
-    assert frame.min_frame_size(True, tags=1) == 86 and frame.min_frame_size(True, tags=2) == 90
-    assert frame.min_frame_size(False, tags=2) == 70
-    assert [frame.wire_frame_size(s, True) for s in (0, 64, 78, 82, 128)] == [0, 82, 82, 82, 128]
-    assert [frame.wire_frame_size(s, False) for s in (64, 128)] == [64, 128]
+    assert (wire.min_frame_size(False), wire.min_frame_size(True)) == (64, 82)
+    assert wire.ETHERNET_HEADER + wire.IPV4_HEADER + wire.UDP_HEADER + wire.TEST_HEADER + wire.FCS == 62
+    assert wire.min_frame_size(True, tags=1) == 86 and wire.min_frame_size(True, tags=2) == 90
+    assert wire.min_frame_size(False, tags=2) == 70
+    assert [wire.wire_frame_size(s, True) for s in (0, 64, 78, 82, 128)] == [0, 82, 82, 82, 128]
+    assert [wire.wire_frame_size(s, False) for s in (64, 128)] == [64, 128]
 
 
 def test_the_generator_is_asked_for_the_size_sent():
     """With the size sent in the spec, pkt_size holds every header: the module pads nothing."""
     plan = type("P", (), {"device": "tx0", "dst_mac": "02:00:00:00:00:02", "src": lambda s, v: "2001:2::1",
-                          "dst": lambda s, v: "2001:2::2", "tags": 0,
-                          **dict.fromkeys(vlan.TAG_FIELDS)})()
+                          "dst": lambda s, v: "2001:2::2", "tags": Tags(), "generators": 1})()
     cfg, = device_configs([plan], TrialSpec(frame_size=82, load_fps=1000, duration_s=1, ipv6=True), [10], [1000])
-    assert cfg.pkt_size == 78 == frame.min_frame_size(True) - frame.FCS
+    assert cfg.pkt_size == 78 == wire.min_frame_size(True) - wire.FCS
     imix, = device_configs([plan], TrialSpec(frame_size=0, load_fps=1000, duration_s=1, ipv6=True), [10], [1000])
     assert imix.imix == ((78, 7), (572, 4), (1514, 1))
     assert pktgen.imix_pkt_sizes(False) == pktgen.SIMPLE_IMIX == ((60, 7), (572, 4), (1514, 1))

@@ -168,6 +168,19 @@ def test_cap_commands_and_checks():
             cap.commands(bad, None)
 
 
+def test_shaper_commands_hold_the_queue_asked_and_refuse_bad_values():
+    (cmd,) = cap.shape_commands(3000, 60, 2.0)
+    # 3000 frames/s of 60 bytes, a FIFO of 2 s of them (6000 frames), a
+    # bucket of 0.1 s of them (300 frames)
+    assert cmd.endswith("root tbf rate 1440000bit burst 18000 limit 360000")
+    (cmd,) = cap.shape_commands(3000, 60, 2.0, bucket_s=0.001)
+    assert cmd.endswith("burst 1600 limit 360000")      # never below a full-size frame
+    for args in ((0, 60, 1.0), (3000, 0, 1.0), (3000, 60, 0), (3000, 60, 61), (3000, 60, float("nan")),
+                 ("3000", 60, 1.0), (3000, 60, True), (3000, 60, 1.0, 0), (3000, 60, 1.0, float("nan"))):
+        with pytest.raises(BadInput):
+            cap.shape_commands(*args)
+
+
 def test_qemu_command_line(tmp_path):
     if shutil.which(qemu.QEMU) is None:
         pytest.skip("qemu not installed (make deps)")

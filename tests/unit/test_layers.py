@@ -8,6 +8,7 @@ from the source (every import, also those inside functions):
   drivers/     what is written to and read from the hosts, over ssh
   config/      inventory and profiles        results/  the results model
   reports/     HTML/PDF/CSV                  lab/, sim/ the QEMU lab, a simulated DUT
+  errors, model, wire (top level): facts every layer may import; they import no layer
 
 Each rule is checked on a synthetic package too, so a rule that could not
 fail would show here."""
@@ -20,7 +21,7 @@ import pytest
 import rfc2544
 
 PACKAGE = Path(rfc2544.__file__).resolve().parent
-TOP_LEVEL = {"rfc2544", "rfc2544.__main__", "rfc2544.errors", "rfc2544.model", "rfc2544.interrupts",
+TOP_LEVEL = {"rfc2544", "rfc2544.__main__", "rfc2544.errors", "rfc2544.model", "rfc2544.wire", "rfc2544.interrupts",
              "rfc2544.input_files"}
 ENTRY = "rfc2544.__main__"      # `python -m rfc2544`: above everything
 # layer -> the layers it must never import (the cli is handled for all of them)
@@ -126,6 +127,14 @@ def test_the_top_level_holds_only_what_belongs_to_no_layer():
     top = {name for name in graph() if "." not in name.removeprefix("rfc2544.")
            and not (PACKAGE / name.removeprefix("rfc2544.")).is_dir()} | {"rfc2544"}
     assert top == TOP_LEVEL
+
+
+def test_the_top_level_modules_import_no_layer():
+    """errors, model, wire, ...: facts every layer may import, so none of
+    them may import a layer back."""
+    g = graph()
+    for name in TOP_LEVEL - {"rfc2544", ENTRY}:
+        assert g[name] <= TOP_LEVEL, (name, sorted(g[name] - TOP_LEVEL))
 
 
 def test_the_cli_folder_is_what_the_command_table_names():

@@ -51,7 +51,7 @@ def test_each_sending_port_gets_a_broadcast_and_a_management_device(tmp_path):
     bc, mg = tester.modifiers
     assert (bc.kind, bc.device, bc.dst_mac, bc.dst4) == ("broadcast", "tx0@9990", "ff:ff:ff:ff:ff:ff", "255.255.255.255")
     assert (mg.kind, mg.device, mg.dst_mac, mg.dst4) == ("management", "tx0@9991", "52:54:00:00:00:02", "198.18.0.2")
-    assert bc.vlan == mg.vlan == 100            # the port's service circuit
+    assert bc.tags.vlan == mg.tags.vlan == 100            # the port's service circuit
     spec = TrialSpec(frame_size=64, load_fps=1000, duration_s=1)
     cmds = modifiers.device_config(mg, spec, 2, 1, 60, None).commands()
     assert "udp_dst_min 161" in cmds and "stream_id 65534" in cmds and "dst_mac 52:54:00:00:00:02" in cmds

@@ -640,3 +640,18 @@ def test_every_output_tells_bursts_from_tester_bound(tmp_path):
     assert conditions and all(c["tester_bursty"] is True and c["tester_limited"] is False for c in conditions)
     conditions = [f["conditions"] for f in figures_of(bound.data)]
     assert conditions and all("tester_bursty" not in c and c["tester_limited"] is True for c in conditions)
+
+
+def test_a_calibration_link_run_cut_short_is_measured_again(monkeypatch):
+    """LinkPacing.measure with its one run simulated: the first capture
+    holds a fragment (a late start), the second the whole run."""
+    from types import SimpleNamespace
+    from rfc2544.engine.calibration_link import LinkPacing
+    runs = [(134, 0.03, SimpleNamespace(frames=134)), (6000, 1.0, SimpleNamespace(frames=5990)),
+            (6000, 1.0, SimpleNamespace(frames=6000))]
+    link = object.__new__(LinkPacing)
+    monkeypatch.setattr(link, "_measure_once", lambda *a: runs.pop(0), raising=False)
+    assert link.measure(64, 6000, 1.0)[2].frames == 5990 and len(runs) == 1
+    # never more than `attempts` runs: a link that always comes up short says so in its spacing
+    runs[:] = [(10, 0.0, SimpleNamespace(frames=10))] * 3
+    assert link.measure(64, 6000, 1.0)[2].frames == 10 and len(runs) == 1

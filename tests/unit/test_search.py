@@ -112,3 +112,62 @@ def test_tester_limited_trial_is_retried_once():
     assert outcome.traffic_s == pytest.approx(2.0)
     never = make_measure(simdut.make("tester-ceiling").run_trial, 64, tester_limited_retries=2)
     assert never(1.0, 900_000.0).tester_limited
+
+
+def test_an_abort_the_final_counts_contradict_is_run_again_in_full():
+    """A buffering DUT (issue 46 item 2, simulated): frames queued in it
+    count as lost while the trial runs, so early abort stops the trial; the
+    final counts, after the residual wait, show none lost. That trial is
+    run again without abort and decides; the wrong abort is counted. A
+    trial whose final counts do show loss stays aborted."""
+    from rfc2544.model import StreamCounts, TrialResult
+    specs = []
+
+    def buffering(spec, progress=None):
+        specs.append(spec)
+        sent = round(spec.load_fps * spec.duration_s)
+        if spec.abort_loss_ratio is not None:         # stopped a third in, nothing lost in the end
+            sent //= 3
+        lost = 10 if spec.load_fps > 800_000 else 0
+        return TrialResult(spec=spec, tx_frames=sent, rx_frames=sent - lost, intended_frames=sent,
+                           achieved_fps=spec.load_fps, traffic_s=sent / spec.load_fps, tester_limited=False,
+                           aborted_early=spec.abort_loss_ratio is not None,
+                           saved_traffic_s=0.0, started="2026-12-02T00:00:00Z",
+                           streams=[StreamCounts("t:tx0", "t:rx0", sent, sent - lost, lost=lost)])
+
+    measure = make_measure(buffering, 64, early_abort=True)
+    ok = measure(1.0, 500_000.0, goal_loss_ratio=0.0)
+    assert [s.abort_loss_ratio for s in specs] == [0.0, None]
+    assert ok.passed(0.0) and not ok.aborted and ok.tx_frames == 500_000
+    assert ok.traffic_s == pytest.approx(1.0 + 1 / 3, rel=1e-3)
+    assert measure.wrong_aborts == [500_000.0]
+    lossy = measure(1.0, 900_000.0, goal_loss_ratio=0.0)
+    assert lossy.aborted and not lossy.passed(0.0) and len(specs) == 3
+    assert measure.wrong_aborts == [500_000.0]
+
+
+def test_a_wrong_abort_is_judged_by_the_goal_of_the_intended_frames():
+    """The abort claimed the whole trial would lose more than goal x its
+    intended frames: 30 lost of a third sent is 0.9 % of that third but
+    0.3 % of the trial, within a 0.5 % goal, so the abort was wrong and
+    the trial runs again (also on a tester-limited retry's attempt)."""
+    from rfc2544.model import StreamCounts, TrialResult
+    specs = []
+
+    def partial(spec, progress=None):
+        specs.append(spec)
+        intended = round(spec.load_fps * spec.duration_s)
+        sent = intended // 3 if spec.abort_loss_ratio is not None else intended
+        lost = 30
+        limited = len(specs) == 2 and spec.abort_loss_ratio is None     # the first full run misses the rate
+        return TrialResult(spec=spec, tx_frames=sent, rx_frames=sent - lost, intended_frames=intended,
+                           achieved_fps=spec.load_fps, traffic_s=sent / spec.load_fps, tester_limited=limited,
+                           aborted_early=spec.abort_loss_ratio is not None, saved_traffic_s=0.0,
+                           started="2026-12-02T00:00:00Z",
+                           streams=[StreamCounts("t:tx0", "t:rx0", sent, sent - lost, lost=lost)])
+
+    measure = make_measure(partial, 64, early_abort=True, tester_limited_retries=1)
+    outcome = measure(1.0, 9_000.0, goal_loss_ratio=0.005)
+    assert [s.abort_loss_ratio for s in specs] == [0.005, None, 0.005, None]
+    assert measure.wrong_aborts == [9_000.0, 9_000.0]
+    assert outcome.passed(0.005) and outcome.tx_frames == 9_000

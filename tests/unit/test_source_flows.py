@@ -14,7 +14,7 @@ import pytest
 from pktgen_sim import SimKernel
 from sim_session import SimSession
 from rfc2544.config import profiles
-from rfc2544.drivers import pktgen, plan
+from rfc2544.drivers import pktgen, streams
 from rfc2544.engine.doctor import doctor
 from rfc2544.engine.tester import SSHTester
 from rfc2544.errors import BadInput
@@ -40,13 +40,13 @@ def test_the_generator_steps_the_source_through_the_addresses_a_24_up():
 
 
 def test_the_plan_sends_one_udp_port_and_refuses_what_cannot_count_it(tmp_path):
-    plans = plan.plan_streams(make_inventory(tmp_path))
-    cfg, = plan.device_configs(plans, SPEC, [400], [2000], extended=True, stream_ids=True)
+    plans = streams.plan_streams(make_inventory(tmp_path))
+    cfg, = streams.device_configs(plans, SPEC, [400], [2000], extended=True, stream_ids=True)
     assert (cfg.src_addresses, cfg.flows, cfg.src_range) == (256, 1, ("198.18.1.1", "198.18.2.0"))
     with pytest.raises(BadInput, match="source-address flows need the rfc2544_pktgen module 1.3"):
-        plan.device_configs(plans, SPEC, [400], [2000], extended=True, stream_ids=False)
+        streams.device_configs(plans, SPEC, [400], [2000], extended=True, stream_ids=False)
     with pytest.raises(BadInput, match="IPv6 source-address flows need the rfc2544_pktgen module 1.6"):
-        plan.device_configs(plans, SPEC6, [400], [2000], stream_ids=True)
+        streams.device_configs(plans, SPEC6, [400], [2000], stream_ids=True)
     prof = profiles.validate({**dict(profiles.load("quick")), "flow_spread": "src_addresses"}, "test")
     assert prof.model.flow_spread == "src_addresses"
     with pytest.raises(BadInput, match="flow_spread"):
@@ -108,13 +108,13 @@ def test_ipv6_sources_step_through_the_next_64_with_module_1_6(tmp_path):
     assert pktgen.source_range6("2001:2::1", 1) == ("2001:2::1", "2001:2::1")
     with pytest.raises(BadInput, match="pass the end of a 32-bit word"):
         pktgen.source_range6("2001:2::ffff:ff00", 300)
-    plans = plan.plan_streams(make_inventory(tmp_path))
-    cfg, = plan.device_configs(plans, SPEC6, [400], [2000], stream_ids=True, ipv6_sources=True)
+    plans = streams.plan_streams(make_inventory(tmp_path))
+    cfg, = streams.device_configs(plans, SPEC6, [400], [2000], stream_ids=True, ipv6_sources=True)
     assert (cfg.src_addresses, cfg.flows) == (256, 1)
     one = TrialSpec(frame_size=86, load_fps=2000, duration_s=0.2, ipv6=True)
-    cfg, = plan.device_configs(plans, one, [400], [2000], stream_ids=True, ipv6_sources=True)
+    cfg, = streams.device_configs(plans, one, [400], [2000], stream_ids=True, ipv6_sources=True)
     assert cfg.src_addresses == 1 and {"src6_min 2001:2::1", "src6_max 2001:2::1"} <= set(cfg.commands())
-    cfg, = plan.device_configs(plans, one, [400], [2000], stream_ids=True)
+    cfg, = streams.device_configs(plans, one, [400], [2000], stream_ids=True)
     assert cfg.src_addresses is None and not [c for c in cfg.commands() if c.startswith("src6_m")]
 
 

@@ -154,3 +154,74 @@ def test_ipv6_without_networks_is_a_usage_error():
     from rfc2544.cli.doctor import doctor as doctor_cmd
     r = CliRunner().invoke(doctor_cmd, ["--ipv6"])
     assert r.exit_code == 2 and "give --networks N or --sources N (N > 1) with it" in r.output and "Traceback" not in r.output
+
+
+QUEUES = """thread 0
+thread 1
+queues tx0 4 4 0
+irq tx0 41 0 tx0-TxRx-0
+irq tx0 42 1 tx0-TxRx-1
+irq tx0 43 0 tx0
+queues rx0 1 1 -1
+rps rx0 rx-0 00000003
+queues tx1 1 1 -1
+"""
+
+
+def test_queues_cpus_and_generators_are_named(tmp_path):
+    """Each tester port's queues, NUMA node and IRQ CPUs; each stream's
+    generators with the CPU and queue they would use; the receiving port's
+    counting CPUs; a stream with more generators than TX queues fails."""
+    inv = make_inventory(tmp_path)
+    inv.hosts["tester"].ports["tx0"].generators = 2
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD + QUEUES), "dut": Canned(DUT)}))
+    ok, detail = r["queues tester:tx0"]
+    assert ok and detail.startswith("4 TX, 4 RX queues; NUMA node 0; IRQ CPUs 0,1; RPS CPUs off; "
+                                    "TX queue IRQs 0 on CPU 0, 1 on CPU 1;"), detail
+    assert "2 generator(s): tx0@0 on CPU 0 queue 0, tx0@1 on CPU 1 queue 1" in detail, detail
+    ok, detail = r["queues tester:rx0"]
+    assert ok and "NUMA node none" in detail and "counted on CPU(s) 0,1" in detail, detail
+    two = make_inventory(tmp_path, streams=(("tester:tx1", "tester:rx0"),))
+    two.hosts["tester"].ports["tx1"].generators = 2
+    r = as_dict(doctor(two, sessions={"tester": Canned(GOOD + QUEUES), "dut": Canned(DUT)}))
+    ok, detail = r["queues tester:tx1"]
+    assert not ok and "only 1 TX queue(s): they would share one" in detail, detail
+
+
+def test_the_receiving_port_s_hash_is_named(tmp_path):
+    """A receiving port with RSS over 4 queues (simulated doctor output):
+    the fields it hashes UDP on; hashing on addresses only warns that
+    port-only flows share a queue; with the ports it does not."""
+    inv = make_inventory(tmp_path)
+    rss = QUEUES.replace("queues rx0 1 1 -1\nrps rx0 rx-0 00000003\n",
+                         "queues rx0 4 4 0\nirq rx0 51 0 rx0-TxRx-0\nirq rx0 52 1 rx0-TxRx-1\n")
+    l3 = "rxhash rx0 IP SA;IP DA\n"
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD + rss + l3), "dut": Canned(DUT)}))
+    ok, detail = r["queues tester:rx0"]
+    assert ok and "counted on CPU(s) 0,1: RSS over 4 RX queues hashing UDP/IPv4 on IP SA, IP DA" in detail, detail
+    assert "flows that differ only in UDP ports (flow_spread udp_ports) share one queue" in detail, detail
+    assert "'ethtool -N rx0 rx-flow-hash udp4 sdfn'" in detail, detail
+    l4 = "rxhash rx0 IP SA;IP DA;L4 bytes 0 & 1 [TCP/UDP src port];L4 bytes 2 & 3 [TCP/UDP dst port]\n"
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD + rss + l4), "dut": Canned(DUT)}))
+    ok, detail = r["queues tester:rx0"]
+    assert "hashing UDP/IPv4 on IP SA, IP DA, L4 bytes 0 & 1" in detail and "share one queue" not in detail, detail
+    # one queue, no RPS: one CPU counts everything
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD + QUEUES.replace("rps rx0 rx-0 00000003\n", "")),
+                                      "dut": Canned(DUT)}))
+    assert r["queues tester:rx0"][1].endswith("counted on one CPU: one RX queue, no RPS"), r["queues tester:rx0"]
+
+
+def test_the_clock_check_states_the_bound_a_run_would(tmp_path):
+    """Two hosts' doctor facts (simulated), each with chrony's tracking:
+    the cross-host check names the sum of their bounds."""
+    from rfc2544.engine.doctor import _clock_checks
+    chrony = ("clock yes\n@chrony\n50484330,PHC0,1,1709727533.1,0.000100000,0.0,0.0,1.2,0.0,0.1,"
+              "0.000200000,0.000300000,8.0,Normal\n@end\nport tx0 up 1 aa:bb:cc:dd:ee:ff\n")
+    facts = {"a": parse_host(chrony), "b": parse_host(chrony)}
+    assert facts["a"]["ports"]["tx0"]["operstate"] == "up"       # the clock lines leave the rest alone
+    inv = type("Inv", (), {"streams": [type("S", (), {"tx_host": "a", "rx_host": "b"})()]})()
+    ((check, ok, detail),) = _clock_checks(inv, facts)
+    # each: 0.1 ms offset + 0.3 ms dispersion + 0.2 ms delay / 2 = 0.5 ms
+    assert check == "clock sync a->b" and ok and detail.endswith("latency error bound ± 1 ms")
+    facts["b"] = parse_host("clock no\n@chrony\n@end\n")
+    assert "latency error bound unbounded: cross-host latency will be wrong" in _clock_checks(inv, facts)[0][2]

@@ -12,7 +12,9 @@ import pytest
 from pktgen_sim import SimKernel
 from sim_session import SimSession
 from rfc2544.config import inventory
-from rfc2544.drivers import frame, pktgen, plan, vlan
+from rfc2544 import wire
+from rfc2544.wire import Tags
+from rfc2544.drivers import pktgen, streams
 from rfc2544.engine.tester import SSHTester
 from rfc2544.errors import BadInput
 from rfc2544.model import TrialSpec
@@ -30,21 +32,23 @@ def load(tmp_path, *streams):
 
 def config(**tags):
     return pktgen.DeviceConfig(device="tx0", count=10, dst_mac="52:54:00:00:00:02", src_ip="198.18.0.1",
-                               dst_ip="198.19.0.1", pkt_size=66, **tags)
+                               dst_ip="198.19.0.1", pkt_size=66, tags=Tags(**tags))
 
 
 def test_the_inventory_takes_each_tags_bits_and_every_layer_keeps_them(tmp_path):
     inv = load(tmp_path, QINQ, '{tx: "tester:tx1", rx: "tester:rx0", vlan: 300}')
     s = inv.streams[0]
-    assert (s.vlan, s.svlan, s.vlan_pcp, s.vlan_dei, s.svlan_pcp, s.svlan_dei) == (100, 200, 5, 1, 3, None)
-    assert inv.streams[1].vlan_pcp is None
-    plans = plan.plan_streams(inv)
-    assert vlan.tag_fields(plans[0]) == vlan.tag_fields(s)
-    reverse = plan.stream_ends(inv, bidirectional=True)[2]
-    assert (reverse.tx_port, vlan.tag_fields(reverse)) == ("rx0", vlan.tag_fields(s))   # kept
-    assert vlan.describe(plans[0]) == "QinQ 200 PCP 3/100 PCP 5 DEI 1"
-    assert vlan.describe(plans[1]) == "VLAN 300" and vlan.describe(plan.plan_streams(load(
-        tmp_path, '{tx: "tester:tx0", rx: "tester:rx0"}'))[0]) == ""
+    assert s.tags == Tags(vlan=100, svlan=200, vlan_pcp=5, vlan_dei=1, svlan_pcp=3)
+    assert inv.streams[1].tags.vlan_pcp is None
+    plans = streams.plan_streams(inv)
+    assert plans[0].tags == s.tags
+    reverse = streams.stream_ends(inv, bidirectional=True)[2]
+    assert (reverse.tx_port, reverse.tags) == ("rx0", s.tags)   # kept
+    assert plans[0].tags.text == "QinQ 200 PCP 3/100 PCP 5 DEI 1"
+    assert plans[1].tags.text == "VLAN 300" and streams.plan_streams(load(
+        tmp_path, '{tx: "tester:tx0", rx: "tester:rx0"}'))[0].tags.text == ""
+    # a results.json entry's fields, and back
+    assert Tags.of(plans[0].tags.as_entry()) == plans[0].tags and Tags.of({}) == Tags()
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -88,7 +92,7 @@ def test_a_trial_sends_the_bits_and_the_conditions_name_them(tmp_path):
                        clock=kernel.clock)
     assert tester.stream_labels == [{"tx": "tester:tx0", "rx": "tester:rx0", "vlan": 100, "svlan": 200,
                                      "vlan_pcp": 5, "vlan_dei": 1, "svlan_pcp": 3}]
-    size = frame.wire_frame_size(64, False, tester.frame_tags)
+    size = wire.wire_frame_size(64, False, tester.frame_tags)
     r = tester.run_trial(TrialSpec(frame_size=size, load_fps=2000, duration_s=0.2))
     assert (r.tx_frames, r.rx_frames, r.lost_frames) == (400, 400, 0), r.notes
     writes = kernel.devices["tx0"].writes

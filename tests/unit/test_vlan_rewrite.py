@@ -14,7 +14,7 @@ from pktgen_sim import SimKernel
 from schema_check import schema_errors
 from sim_session import SimSession
 from rfc2544.config import inventory, profiles
-from rfc2544.drivers import plan, vlan
+from rfc2544.drivers import streams, vlan
 from rfc2544.engine.tester import SSHTester
 from rfc2544.errors import BadInput
 from rfc2544.model import TrialSpec
@@ -46,8 +46,8 @@ def one(tmp_path, fields):
 ])
 def test_the_inventory_says_which_tags_arrive(tmp_path, fields, arrives, described):
     s = one(tmp_path, fields)
-    assert vlan.arriving(s) == arrives and vlan.describe(s) == described
-    assert vlan.rewritten(s) == (described != "VLAN 100")
+    assert s.tags.arriving() == arrives and s.tags.text == described
+    assert s.tags.rewritten == (described != "VLAN 100")
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -64,46 +64,46 @@ def test_bad_arrival_tags_are_refused_with_where_they_are(tmp_path, fields, mess
 def test_the_reverse_of_a_changed_stream_swaps_the_tags(tmp_path):
     inv = load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, vlan_pcp: 5, rx_vlan: none}',
                '{tx: "tester:tx1", rx: "tester:rx0", vlan: 100, vlan_pcp: 3, rx_vlan: 200}')
-    reverse = plan.stream_ends(inv, bidirectional=True)[2:]
+    reverse = streams.stream_ends(inv, bidirectional=True)[2:]
     # popped one way: sent untagged (no PCP without its tag), pushed back to 100;
     # translated: sent on 200 (its PCP kept), translated back to 100
-    assert [(r.tx_port, r.rx_port, r.vlan, r.vlan_pcp, vlan.arriving(r)) for r in reverse] == [
+    assert [(r.tx_port, r.rx_port, r.tags.vlan, r.tags.vlan_pcp, r.tags.arriving()) for r in reverse] == [
         ("rx0", "tx0", None, None, (100, None)), ("rx0", "tx1", 200, 3, (100, None))]
     # only the tag that changes is written (no outer tag to remove)
-    assert [(r.rx_vlan, r.rx_svlan) for r in reverse] == [(100, None), (100, None)]
-    plans = plan.plan_streams(inv, bidirectional=True)
+    assert [(r.tags.rx_vlan, r.tags.rx_svlan) for r in reverse] == [(100, None), (100, None)]
+    plans = streams.plan_streams(inv, bidirectional=True)
     # the receiving port of each stream gets the stack of the tags that arrive
     assert vlan.receiving_stacks(plans) == {"tester": [("rx0", 200, None), ("tx0", 100, None),
                                                        ("tx1", 100, None)]}
 
 
 def test_the_length_that_arrives_counts_the_tags_the_dut_changed(tmp_path):
-    popped = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'))
-    assert plan.arriving_frame_size(popped, "tester", 128) == 124
+    popped = streams.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'))
+    assert streams.arriving_frame_size(popped, "tester", 128) == 124
     # 66 B tagged, popped: 62 B, which a NIC pads to 64 B and a veth does not
-    assert plan.arriving_frame_size(popped, "tester", 66) is None
-    pushed = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", rx_vlan: 300}'))
-    assert plan.arriving_frame_size(pushed, "tester", 64) == 68
-    kept = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100}'))
-    assert plan.arriving_frame_size(kept, "tester", 66) == 66
+    assert streams.arriving_frame_size(popped, "tester", 66) is None
+    pushed = streams.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", rx_vlan: 300}'))
+    assert streams.arriving_frame_size(pushed, "tester", 64) == 68
+    kept = streams.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100}'))
+    assert streams.arriving_frame_size(kept, "tester", 66) == 66
     # both directions into one host: one pops, the other pushes: no one length
-    both = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'),
+    both = streams.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'),
                              bidirectional=True)
-    assert plan.arriving_frame_size(both, "tester", 128) is None
+    assert streams.arriving_frame_size(both, "tester", 128) is None
 
 
 def test_where_the_length_cannot_be_told_the_run_declares_it(tmp_path):
     prof = profiles.validate({**dict(profiles.load("quick")), "frame_sizes": [64, 128], "ip_versions": [4]},
                              "test")
-    popped = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'))
+    popped = streams.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'))
     devs = [d for d in profiles.deviation_records(prof, tags=1, plans=popped) if d.code == "rx_length_unchecked"]
     assert len(devs) == 1 and "at 66 B" in devs[0].text and "128" not in devs[0].text
     assert devs[0].section == "RFC 2544 10" and "shorter than 64 B" in devs[0].text
-    both = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'),
+    both = streams.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, rx_vlan: none}'),
                              bidirectional=True)
     devs = [d for d in profiles.deviation_records(prof, tags=1, plans=both) if d.code == "rx_length_unchecked"]
     assert len(devs) == 1 and "at 66 B, 128 B" in devs[0].text and "different changes" in devs[0].text
-    kept = plan.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100}'))
+    kept = streams.plan_streams(load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100}'))
     assert not [d for d in profiles.deviation_records(prof, tags=1, plans=kept) if d.code == "rx_length_unchecked"]
 
 

@@ -8,7 +8,9 @@ import pytest
 from pktgen_sim import SimKernel
 from sim_session import SimSession
 from rfc2544.config import inventory, profiles
-from rfc2544.drivers import frame, pktgen, plan, vlan
+from rfc2544 import wire
+from rfc2544.wire import Tags
+from rfc2544.drivers import pktgen, streams, vlan
 from rfc2544.engine.tester import SSHTester
 from rfc2544.errors import BadInput
 from rfc2544.model import TrialSpec
@@ -26,14 +28,14 @@ def load(tmp_path, *streams):
 def test_the_inventory_takes_a_tag_or_two_per_stream(tmp_path):
     inv = load(tmp_path, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100}',
                '{tx: "tester:tx1", rx: "tester:rx0", vlan: 100, svlan: 200}')
-    assert [(s.vlan, s.svlan, s.tags) for s in inv.streams] == [(100, None, 1), (100, 200, 2)]
+    assert [(s.tags.vlan, s.tags.svlan, s.tags.count) for s in inv.streams] == [(100, None, 1), (100, 200, 2)]
     # the reverse stream of direction: bi keeps its tags
-    reverse = plan.stream_ends(inv, bidirectional=True)[2:]
-    assert [(s.tx_port, s.rx_port, s.vlan, s.svlan) for s in reverse] == [("rx0", "tx0", 100, None),
-                                                                          ("rx0", "tx1", 100, 200)]
-    plans = plan.plan_streams(inv)
-    assert [(p.vlan, p.svlan, p.tags) for p in plans] == [(100, None, 1), (100, 200, 2)]
-    assert plan.frame_tags(plans) == 2 and plan.frame_tags(plans[:1]) == 1
+    reverse = streams.stream_ends(inv, bidirectional=True)[2:]
+    assert [(s.tx_port, s.rx_port, s.tags.vlan, s.tags.svlan) for s in reverse] == [
+        ("rx0", "tx0", 100, None), ("rx0", "tx1", 100, 200)]
+    plans = streams.plan_streams(inv)
+    assert [(p.tags.vlan, p.tags.svlan, p.tags.count) for p in plans] == [(100, None, 1), (100, 200, 2)]
+    assert streams.frame_tags(plans) == 2 and streams.frame_tags(plans[:1]) == 1
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -51,7 +53,7 @@ def test_bad_tags_are_refused_with_where_they_are(tmp_path, fields, message):
 
 def test_the_generator_writes_the_inner_tag_first_and_verifies_both():
     cfg = pktgen.DeviceConfig(device="tx0", count=10, dst_mac="52:54:00:00:00:02", src_ip="198.18.0.1",
-                              dst_ip="198.19.0.1", pkt_size=66, vlan=100, svlan=200)
+                              dst_ip="198.19.0.1", pkt_size=66, tags=Tags(vlan=100, svlan=200))
     cmds = cfg.commands()
     assert cmds.index("vlan_id 100") < cmds.index("svlan_id 200") < cmds.index("clear_counters")
     exp = pktgen.expected_params(cfg)
@@ -61,10 +63,10 @@ def test_the_generator_writes_the_inner_tag_first_and_verifies_both():
     assert not [c for c in untagged.commands() if "vlan" in c] and "vlan_id" not in pktgen.expected_params(untagged)
     with pytest.raises(BadInput, match="needs the inner one"):
         pktgen.DeviceConfig(device="tx0", count=10, dst_mac="52:54:00:00:00:02", src_ip="198.18.0.1",
-                            dst_ip="198.19.0.1", pkt_size=60, svlan=200).commands()
+                            dst_ip="198.19.0.1", pkt_size=60, tags=Tags(svlan=200)).commands()
     with pytest.raises(BadInput, match="VLAN id"):
         pktgen.DeviceConfig(device="tx0", count=10, dst_mac="52:54:00:00:00:02", src_ip="198.18.0.1",
-                            dst_ip="198.19.0.1", pkt_size=60, vlan=4095).commands()
+                            dst_ip="198.19.0.1", pkt_size=60, tags=Tags(vlan=4095)).commands()
 
 
 def test_sizes_too_small_for_the_tags_are_raised_and_declared():
@@ -83,7 +85,7 @@ def test_sizes_too_small_for_the_tags_are_raised_and_declared():
     qinq_texts = [d.text for d in profiles.deviation_records(prof, tags=2) if d.code == "frame_size_raised"]
     assert any("its two VLAN tags (QinQ)" in t and "70 B" in t for t in qinq_texts), qinq_texts
     # the IMIX's 64 B frames are sent as 66 B with a tag
-    assert pktgen.imix_pkt_sizes(False, 1)[0] == (62, 7) and frame.imix_mean_size(False, 1) > frame.imix_mean_size()
+    assert pktgen.imix_pkt_sizes(False, 1)[0] == (62, 7) and wire.imix_mean_size(False, 1) > wire.imix_mean_size()
 
 
 def test_vlan_device_names_are_short_stable_and_the_suites_own():
@@ -112,7 +114,7 @@ def tagged_tester(tmp_path, kernel, *streams):
 def test_a_tagged_trial_sends_tags_counts_them_and_cleans_up(tmp_path):
     kernel = SimKernel(pgrx_version=6, module_version="1.4")
     tester = tagged_tester(tmp_path, kernel, '{tx: "tester:tx0", rx: "tester:rx0", vlan: 100, svlan: 200}')
-    size = frame.wire_frame_size(64, False, tester.frame_tags)
+    size = wire.wire_frame_size(64, False, tester.frame_tags)
     assert size == 70 and tester.stream_labels == [{"tx": "tester:tx0", "rx": "tester:rx0",
                                                     "vlan": 100, "svlan": 200}]
     r = tester.run_trial(TrialSpec(frame_size=size, load_fps=2000, duration_s=0.2))

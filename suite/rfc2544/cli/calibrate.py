@@ -1,12 +1,14 @@
 """Click command `calibrate`: the tester's own ceiling and pacing
 (engine.calibrate), saved beside the inventory for the runs that follow."""
 import json
+import math
 from datetime import datetime
 
 import click
 
 from rfc2544.cli import inventory_arg
-from rfc2544.engine.assemble import calibration_path
+from rfc2544.config.inventory import MAX_GENERATORS
+from rfc2544.engine.assemble import calibration_path, generators_key
 from rfc2544.errors import BadInput, InfraError
 from rfc2544.interrupts import interruptible
 
@@ -32,8 +34,11 @@ def _finite(param, value):
               help="Also measure the in-tree pktgen's pacing at the same steps, on the inventory's calibration "
                    "link: unloads rfc2544_pktgen for it, then loads it again with its settings (it must be "
                    "installed, as the playbooks do).")
+@click.option("--generators", "generator_counts", multiple=True, type=click.IntRange(1, MAX_GENERATORS),
+              help="Generators per stream to measure the ceiling with (repeatable: a table of the scaling; "
+                   "runs use the ceiling of their own count) [default: each tx port's inventory `generators`].")
 @interruptible
-def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree):
+def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree, generator_counts):
     """Measure the tester's own ceiling (frames/s it can send) without a DUT,
     and how evenly it paces below it."""
     inventory = inventory_arg.resolve(inventory_path)
@@ -46,10 +51,26 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree):
     except ImportError as exc:
         raise InfraError(f"calibration is not available in this build ({exc})")
     sizes = list(frame_sizes) or [64, 1518]
-    tester = SSHTester(inventory, waits={"learning_frames": 0})
+    counts = list(dict.fromkeys(generator_counts)) or [None]
+    measured = []       # [(generators key, {size: fps})], the first is also the pacing's
+    for n in counts[1:]:
+        scaling = SSHTester(inventory, waits={"learning_frames": 0}, generators=n)
+        try:
+            click.echo(f"generators per stream: {n}")
+            measured.append((generators_key(scaling.plans), measure_ceiling(
+                inventory, sizes, duration=duration, tester=scaling,
+                progress=lambda size, fps: click.echo(f"{size:>6} B  {fps:14,.0f} fps"))))
+        finally:
+            scaling.close()
+    tester = SSHTester(inventory, waits={"learning_frames": 0}, generators=counts[0])
     try:
+        if len(counts) > 1:
+            click.echo(f"generators per stream: {generators_key(tester.plans)}")
         ceilings = measure_ceiling(inventory, sizes, duration=duration, tester=tester,
                                    progress=lambda size, fps: click.echo(f"{size:>6} B  {fps:14,.0f} fps"))
+        measured.insert(0, (generators_key(tester.plans), ceilings))
+        if len(measured) > 1:
+            click.echo(scaling_table(measured, sizes, inventory, tester.plans))
         fidelity = None
         if pacing:
             click.echo("pacing below the ceiling (gap p99.9 / nominal gap; micro-burst: frames each sent less "
@@ -79,11 +100,35 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree):
     path = calibration_path(inventory)
     try:
         path.write_text(json.dumps({"inventory": str(inventory.path), "fps": fps, "pacing": fidelity,
+                                    "ceilings": [{"generators": key, "fps": {str(k): float(v) for k, v in c.items()}}
+                                                 for key, c in measured],
                                     "measured": datetime.now().isoformat(timespec="seconds")}, indent=1))
     except OSError as exc:
         raise BadInput(f"{path}: cannot save the calibration: {exc.strerror}")
     click.echo(f"saved to {path}; runs on this inventory cap the load there and flag "
                "results within 5 % of it as tester-bound")
+
+
+def scaling_table(measured, sizes, inventory, plans):
+    """The ceiling per generator count and frame size with each count's
+    rate per generator, and how many generators at that rate line rate
+    would take (where every tx port's `speed_mbps` is known)."""
+    from rfc2544.model import theoretical_max_fps
+    ports = {(p.tx_host, p.tx_port) for p in plans}
+    speeds = [inventory.hosts[h].ports[port].speed_mbps for h, port in ports]
+    lines = ["ceiling by generators per stream (fps, and per generator):"]
+    for size in sizes:
+        parts, best = [], 0.0
+        for key, ceilings in measured:
+            generators = sum(int(n) for n in key.split(","))
+            parts.append(f"{key}: {ceilings[size]:,.0f} ({ceilings[size] / generators:,.0f} each)")
+            best = max(best, ceilings[size] / generators)
+        need = ""
+        if all(speeds) and best > 0:
+            line = sum(theoretical_max_fps(size, s) for s in speeds)
+            need = f"; line rate ({line:,.0f} fps) would take {math.ceil(line / best)} generators at that rate"
+        lines.append(f"{size:>6} B  " + "  ".join(parts) + need)
+    return "\n".join(lines)
 
 
 def pacing_line(row):

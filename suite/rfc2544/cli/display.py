@@ -89,7 +89,7 @@ class Display:
         self._step_started = time.monotonic()
         self._step_estimate = estimate_step_s(step["test"], self._profile)
         size = step["frame_size"] or "IMIX"
-        # a size the headers do not fit in is sent larger (drivers/frame.py): say both
+        # a size the headers do not fit in is sent larger (rfc2544/wire.py): say both
         asked = f" ({step['requested_frame_size']} B asked)" if step.get("requested_frame_size") else ""
         spread = {"dst_networks": "destination networks",
                   "src_addresses": "source addresses"}.get(self._profile.model.flow_spread, "flows")

@@ -14,6 +14,7 @@ import click
 
 from rfc2544.cli import inventory_arg
 from rfc2544.config import profiles as profiles_mod
+from rfc2544.config.inventory import MAX_GENERATORS
 from rfc2544.engine import assemble
 from rfc2544.interrupts import interruptible
 from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed
@@ -88,18 +89,23 @@ def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abor
 @click.option("--json", "as_json", is_flag=True,
               help="Print the run's summary as JSON on stdout (as `report --json`, plus results_dir, reports "
                    "and threshold_misses); progress goes to stderr.")
+@click.option("--generators", type=click.IntRange(1, MAX_GENERATORS), default=None,
+              help="Generators per stream, each on its own CPU and TX queue [default: each tx port's "
+                   "inventory `generators`, else 1].")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False),
               help="Add the finished run to this results store, for `rfc2544 trend` [default: $RFC2544_STORE].")
 @interruptible
 def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests, frame_sizes,
-        ip_versions, early_abort, formats, as_json, store_dir):
+        ip_versions, early_abort, formats, as_json, generators, store_dir):
     """Run the RFC 2544 tests of a profile against the inventory's DUT."""
     say = functools.partial(click.echo, err=as_json)      # --json: stdout holds the document only
     if resume_dir:
-        if out_dir or profile_name or search or tests or frame_sizes or ip_versions or early_abort is not None:
+        if out_dir or profile_name or search or tests or frame_sizes or ip_versions or early_abort is not None \
+                or generators is not None:
             raise BadInput("--resume continues a run as it was planned: drop -p/--out/--search/--test/"
-                           "--frame-size/--ip-version/--early-abort")
+                           "--frame-size/--ip-version/--early-abort/--generators")
         results = Results.load(resume_dir)
+        generators = (results.data.get("conditions") or {}).get("generators")
         profile = profiles_mod.validate(results.data["profile"], f"{results.path} profile")
         if results.complete:
             say(f"{results.path}: the run is already complete")
@@ -111,7 +117,8 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
     inventory = inventory_arg.resolve(inventory_path)
     if setup:
         run_setup(inventory.path)
-    results, misses = _run_tests(inventory, profile, results, out_dir, _display(sys.stderr if as_json else None))
+    results, misses = _run_tests(inventory, profile, results, out_dir, _display(sys.stderr if as_json else None),
+                                 generators)
     if results.complete and not misses:
         from rfc2544.procedures.runner import check_thresholds
         misses = check_thresholds(results.data, profile)
@@ -125,15 +132,20 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         raise ThresholdMissed("; ".join(misses))
 
 
-def _run_tests(inventory, profile, results, out_dir, display):
+def _run_tests(inventory, profile, results, out_dir, display, generators=None):
     """Create the results (unless resuming) and run the plan: (results, threshold misses)."""
     link = assemble.link_speed(inventory, profile)
-    calibration = assemble.load_calibration(inventory)
-    tester = assemble.make_tester(inventory, profile)
+    tester = assemble.make_tester(inventory, profile, generators)
+    key = assemble.generators_key(getattr(tester, "plans", ()))
+    calibration = assemble.load_calibration(inventory, key)
+    if calibration is None and assemble.calibration_path(inventory).exists():
+        click.echo(f"calibration: {assemble.calibration_path(inventory)} has no ceiling measured with {key} "
+                   f"generator(s) per stream (it has {', '.join(assemble.calibrated_generators(inventory))}): "
+                   f"the load is not capped at the tester's ceiling (rfc2544 calibrate --generators ...)", err=True)
     try:
         if results is None:
             out = Path(out_dir or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
-            conditions = assemble.conditions_for(tester, inventory, profile, link, calibration)
+            conditions = assemble.conditions_for(tester, inventory, profile, link, calibration, generators)
             link = conditions["link_speed_mbps"]
             tags = getattr(tester, "frame_tags", 0)
             results = Results.create(out, profile, build_plan(profile, tags),
@@ -141,8 +153,10 @@ def _run_tests(inventory, profile, results, out_dir, display):
                                      conditions)
             if profile.model.waits.route_s:
                 time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
-        elif link is None:      # resumed: the speed the run started with
-            link = results.data.get("conditions", {}).get("link_speed_mbps")
+        else:
+            check_same_generators(results, tester)
+            if link is None:      # resumed: the speed the run started with
+                link = results.data.get("conditions", {}).get("link_speed_mbps")
         runner = Runner(tester, profile, results, display=display, link_mbps=link,
                         calibration=calibration, dut_reset=assemble.make_dut_reset(inventory))
         try:   # SIGTERM, like Ctrl-C, is a KeyboardInterrupt here (interrupts.interruptible)
@@ -159,6 +173,16 @@ def _run_tests(inventory, profile, results, out_dir, display):
         if close:
             close()
     return results, misses or []
+
+
+def check_same_generators(results, tester):
+    """A resumed run sends each stream with the generators it started with:
+    an inventory whose `generators` changed since is refused."""
+    started = [s.get("generators", 1) for s in (results.data.get("conditions") or {}).get("streams") or []]
+    now = [s.get("generators", 1) for s in getattr(tester, "stream_labels", None) or []]
+    if started and now and started != now:
+        raise BadInput(f"{results.path}: the run started with {started} generators per stream and the inventory "
+                       f"now gives {now}: resume with the inventory it started with, or start a new run")
 
 
 def add_to_store(results, store_dir, say):

@@ -8,20 +8,20 @@ documents it with an example for a physical two-box lab.
 import ipaddress
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 
+from rfc2544.drivers.streams import MAX_GENERATORS
 from rfc2544.drivers.validate import ifname_problem
-from rfc2544.drivers.vlan import PRIORITY_RANGES, UNTAGGED, arriving, rewritten
 from rfc2544 import input_files
 from rfc2544.errors import BadInput
+from rfc2544.wire import PRIORITY_RANGES, UNTAGGED, VLAN_IDS, Tags
 
 MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 ROLES = ("tx", "rx", "dut")
-STREAM_KEYS = ("tx", "rx", "vlan", "svlan", "vlan_pcp", "vlan_dei", "svlan_pcp", "svlan_dei", "rx_vlan", "rx_svlan")
-VLAN_IDS = (1, 4094)        # 0 is priority-only and 4095 reserved (802.1Q)
+STREAM_KEYS = ("tx", "rx") + tuple(f.name for f in fields(Tags))
 
 
 @dataclass
@@ -35,6 +35,10 @@ class Port:
     peer_ipv4: Optional[str] = None
     peer_ipv6: Optional[str] = None
     speed_mbps: Optional[int] = None  # nominal link speed, for the theoretical maximum
+    # generators per stream that leaves this port: each its own pktgen
+    # device on its own kpktgend thread (CPU) and, where the port has that
+    # many, its own TX queue; the stream stays one stream (drivers/streams.py)
+    generators: int = 1
 
 
 @dataclass
@@ -62,25 +66,9 @@ class Stream:
     tx_port: str
     rx_host: str
     rx_port: str
-    # 802.1Q tag of every frame (1..4094), under an 802.1ad outer tag `svlan`
-    # for QinQ; None: untagged. The reverse stream of `direction: bi` keeps them.
-    vlan: Optional[int] = None
-    svlan: Optional[int] = None
-    # each tag's priority code point (0..7) and drop eligible indicator (0,
-    # 1); None: 0 (drivers/vlan.py TAG_FIELDS)
-    vlan_pcp: Optional[int] = None
-    vlan_dei: Optional[int] = None
-    svlan_pcp: Optional[int] = None
-    svlan_dei: Optional[int] = None
-    # the tags at the rx port where the DUT pops, pushes or translates them:
-    # None as sent, 0 untagged (drivers/vlan.py ARRIVAL_FIELDS)
-    rx_vlan: Optional[int] = None
-    rx_svlan: Optional[int] = None
-
-    @property
-    def tags(self):
-        """VLAN tags per frame: 0, 1 or 2 (QinQ)."""
-        return (self.vlan is not None) + (self.svlan is not None)
+    # VLAN tags of every frame (QinQ, priority bits, what the DUT changes):
+    # untagged by default. The reverse stream of `direction: bi` keeps them.
+    tags: Tags = Tags()
 
 
 @dataclass
@@ -176,9 +164,14 @@ def _port(path, where, raw):
                 ipaddress.ip_address(str(raw[key]))
             except ValueError:
                 _fail(path, f"{where}.{key}", f"'{raw[key]}' is not an address")
-    if raw.get("speed_mbps") is not None and (not isinstance(raw["speed_mbps"], int) or raw["speed_mbps"] <= 0):
-        _fail(path, f"{where}.speed_mbps", "must be a positive integer")
-    return Port(**{k: (str(v) if isinstance(v, (str, int)) and k != "speed_mbps" else v) for k, v in raw.items()})
+    for key in ("speed_mbps", "generators"):
+        if raw.get(key) is not None and (type(raw[key]) is not int or raw[key] <= 0):
+            _fail(path, f"{where}.{key}", "must be a positive integer")
+    if raw.get("generators") is not None and raw["generators"] > MAX_GENERATORS:
+        _fail(path, f"{where}.generators", f"at most {MAX_GENERATORS} (one per CPU and TX queue)")
+    numbers = ("speed_mbps", "generators")
+    return Port(**{k: (str(v) if isinstance(v, (str, int)) and k not in numbers else v) for k, v in raw.items()
+                   if not (k == "generators" and v is None)})
 
 
 def _trial_hooks(path, where, group, raw):
@@ -294,35 +287,35 @@ def load(path) -> Inventory:
         if any(s.tx_host == ends[0] and s.tx_port == ends[1] and s.rx_host == ends[2] and s.rx_port == ends[3]
                for s in streams):
             _fail(path, where, f"lists the stream {raw['tx']} -> {raw['rx']} twice")
-        streams.append(Stream(*ends, *tags))
+        streams.append(Stream(*ends, tags=tags))
     return Inventory(path=path, hosts=hosts, streams=streams, vars=top_vars)
 
 
 def _tags(path, where, raw):
-    """A stream's tag fields in drivers/vlan.TAG_FIELDS order: QinQ's outer
-    tag needs the inner one, a tag's PCP and DEI need the tag."""
-    tags = []
+    """A stream's Tags: QinQ's outer tag needs the inner one, a tag's PCP
+    and DEI need the tag."""
+    tags = {}
     for key in ("vlan", "svlan"):
         value = raw.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or not VLAN_IDS[0] <= value <= VLAN_IDS[1]):
             _fail(path, f"{where}.{key}", f"must be a VLAN id, {VLAN_IDS[0]} to {VLAN_IDS[1]}, not {value!r}")
-        tags.append(value)
-    if tags[1] is not None and tags[0] is None:
+        tags[key] = value
+    if tags["svlan"] is not None and tags["vlan"] is None:
         _fail(path, f"{where}.svlan", "an outer (802.1ad) tag needs the inner one: give 'vlan' too (QinQ)")
-    for tag, tag_id in (("vlan", tags[0]), ("svlan", tags[1])):
+    for tag in ("vlan", "svlan"):
         for bit, (low, high) in PRIORITY_RANGES.items():
             key = f"{tag}_{bit}"
             value = raw.get(key)
             if value is None:
-                tags.append(None)
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 _fail(path, f"{where}.{key}", f"must be {low} to {high}, not {value!r}")
-            if tag_id is None:
+            if tags[tag] is None:
                 _fail(path, f"{where}.{key}", f"a {bit.upper()} needs the tag it is part of: give '{tag}' too")
-            tags.append(value)
-    return tags + _arrival(path, where, raw, tags[0], tags[1])
+            tags[key] = value
+    rx_vlan, rx_svlan = _arrival(path, where, raw, tags["vlan"], tags["svlan"])
+    return Tags(**tags, rx_vlan=rx_vlan, rx_svlan=rx_svlan)
 
 
 def _arrival(path, where, raw, sent_vlan, sent_svlan):
@@ -339,12 +332,12 @@ def _arrival(path, where, raw, sent_vlan, sent_svlan):
             _fail(path, f"{where}.{key}", f"must be a VLAN id, {VLAN_IDS[0]} to {VLAN_IDS[1]}, or 'none' "
                                           f"(the DUT removes the tag), not {value!r}")
         out.append(value)
-    tags = {"vlan": sent_vlan, "svlan": sent_svlan, "rx_vlan": out[0], "rx_svlan": out[1]}
-    rx_vlan, rx_svlan = arriving(tags)
+    tags = Tags(vlan=sent_vlan, svlan=sent_svlan, rx_vlan=out[0], rx_svlan=out[1])
+    rx_vlan, rx_svlan = tags.arriving()
     if rx_svlan is not None and rx_vlan is None:
         _fail(path, f"{where}.rx_vlan", "frames cannot arrive with an outer (802.1ad) tag and no inner one: "
                                         "give rx_svlan too ('none' where the DUT removes the outer tag)")
-    return out if rewritten(tags) else [None, None]
+    return out if tags.rewritten else [None, None]
 
 
 def _expand(value):

@@ -32,6 +32,7 @@ class SearchSettings:
     duration_sum_s: Optional[float]
     exceed_ratio: float
     tester_limited_retries: int
+    latency_bound: Optional[dict]       # {percentile, us} or None (search.outcome.LatencyBound)
 
 
 @dataclass(frozen=True)

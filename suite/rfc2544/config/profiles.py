@@ -41,7 +41,10 @@ SCHEMA = {
                "resolution_pct": ("pct", 0.5), "pdr_loss_pct": ("opt_pct", 0.5),
                "min_load_pct": ("pct", 1.0), "max_load_fps": ("opt_pos", None),
                "early_abort": ("bool", True), "duration_sum_s": ("opt_pos", None),
-               "exceed_ratio": ("ratio", 0.0), "tester_limited_retries": ("count", 1)},
+               "exceed_ratio": ("ratio", 0.0), "tester_limited_retries": ("count", 1),
+               # {percentile: 50 | 99 | 99.9 | max, us: N}: a goal of its own beside
+               # the NDR (search/outcome.LatencyBound; an extension of RFC 2544)
+               "latency_bound": ("latency_bound", None)},
     "latency": {"duration_s": ("pos", 120.0), "repetitions": ("int", 20), "loads_pct": ("loads", [100.0])},
     "frame_loss": {"step_pct": ("pct", 10.0), "duration_s": ("opt_pos", None)},
     "back_to_back": {"burst_s": ("pos", 2.0), "repetitions": ("int", 50),
@@ -174,6 +177,8 @@ def _check(origin, where, kind, value):
         if not number or not 0 <= value <= 100:
             bad("must be frames per second in 0..100 (0 = none; RFC 2544 11.3: 1)")
         return float(value)
+    if kind == "latency_bound":
+        return _latency_bound(value, bad)
     if kind == "count":
         if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10:
             bad("must be a whole number in 0..10")
@@ -229,6 +234,28 @@ def _check(origin, where, kind, value):
     raise AssertionError(kind)
 
 
+BOUND_PERCENTILES = ("50", "99", "99.9", "max")
+MAX_BOUND_US = 3.6e9        # an hour: beyond it no trial could show the bound
+
+
+def _latency_bound(value, bad):
+    """None, or {percentile: "50" | "99" | "99.9" | "max", us: float}."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"percentile", "us"}:
+        bad("must be a mapping {percentile: 50 | 99 | 99.9 | max, us: microseconds}")
+    pct = value["percentile"]
+    word = pct if isinstance(pct, str) else (f"{pct:g}" if isinstance(pct, (int, float))
+                                             and not isinstance(pct, bool) else None)
+    if word not in BOUND_PERCENTILES:
+        bad(f"percentile must be one of {', '.join(BOUND_PERCENTILES)}")
+    us = value["us"]
+    if (isinstance(us, bool) or not isinstance(us, (int, float)) or not math.isfinite(us)
+            or not 0 < us <= MAX_BOUND_US):
+        bad(f"us must be a number of microseconds in (0, {MAX_BOUND_US:g}]")
+    return {"percentile": word, "us": float(us)}
+
+
 def _whole_numbers(value, bad, low, high, plural, one):
     """A non-empty list of distinct whole numbers in low..high (one number
     alone stands for a list of it); `bad(message)` refuses."""
@@ -248,7 +275,7 @@ def deviation_records(profile, tags=0, plans=()):
     """Every departure of `profile` from RFC 2544 (and RFC 9004/8219), as
     deviations.Deviation records (what results.json stores); `tags`: the
     VLAN tags the inventory's streams send; `plans`: the streams
-    (drivers/plan.py), whose tags a DUT may change."""
+    (drivers/streams.py), whose tags a DUT may change."""
     from rfc2544.results.deviations import profile_deviations
     return profile_deviations(profile, RFC_FRAME_SIZES, IMIX, tags, plans)
 

@@ -112,7 +112,8 @@ def gather_conditions(tester):
         "fidelity": "full" if det["receiver"] == "pgrx" else "lower",
         "latency_definition": LATENCY_DEFINITION if det["receiver"] == "pgrx" else None,
         "link_speed_mbps": min(speeds) if all(speeds) else None,
-        "streams": [{"tx": f"{p.tx_host}:{p.tx_port}", "rx": f"{p.rx_host}:{p.rx_port}"} for p in tester.plans],
+        "streams": [{"tx": f"{p.tx_host}:{p.tx_port}", "rx": f"{p.rx_host}:{p.rx_port}"}
+                    for p in tester.plans if p.generator == 0],
         "hosts": hosts,
         "notes": list(det["notes"]),
     }

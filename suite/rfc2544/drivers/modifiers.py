@@ -21,7 +21,8 @@ from typing import List, Optional
 
 from rfc2544.errors import BadInput
 
-from rfc2544.drivers import pktgen, validate, vlan
+from rfc2544.drivers import pktgen, validate
+from rfc2544.wire import Tags
 
 BROADCAST, MANAGEMENT = "broadcast", "management"
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
@@ -44,12 +45,7 @@ class ModifierPlan:
     dst4: Optional[str]
     src6: Optional[str]
     dst6: Optional[str]
-    vlan: Optional[int] = None      # the port's first stream's tags (vlan.TAG_FIELDS)
-    svlan: Optional[int] = None
-    vlan_pcp: Optional[int] = None
-    vlan_dei: Optional[int] = None
-    svlan_pcp: Optional[int] = None
-    svlan_dei: Optional[int] = None
+    tags: Tags = Tags()             # the port's first stream's, as sent
 
     def addresses(self, ipv6, where="frames"):
         src, dst = (self.src6, self.dst6) if ipv6 else (self.src4, self.dst4)
@@ -87,7 +83,7 @@ def plan_modifiers(inventory, plans, settings) -> List[ModifierPlan]:
                 src4=first.src4, src6=first.src6,
                 dst4=(validate.ipv4(port.peer_ipv4) if port.peer_ipv4 else None) if mgmt else BROADCAST_IP[False],
                 dst6=(validate.ipv6(port.peer_ipv6) if port.peer_ipv6 else None) if mgmt else BROADCAST_IP[True],
-                **vlan.sent_fields(first)))
+                tags=first.tags.sent()))
     return out
 
 
@@ -119,4 +115,4 @@ def device_config(mod, spec, frames, rate, pkt_size, imix, stream_ids=True):
         device=mod.device, count=frames, dst_mac=mod.dst_mac, src_ip=src, dst_ip=dst, ipv6=spec.ipv6,
         pkt_size=pkt_size, imix=imix, ratep=rate,
         udp_dst=MANAGEMENT_UDP_PORT if mod.kind == MANAGEMENT else 9,
-        stream_id=STREAM_ID[mod.kind] if stream_ids else None, **vlan.sent_fields(mod))
+        stream_id=STREAM_ID[mod.kind] if stream_ids else None, tags=mod.tags)

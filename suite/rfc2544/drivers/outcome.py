@@ -89,14 +89,7 @@ def judge(spec, readings: List[StreamReading], totals: ReceiverTotals, *, starte
     achieved_fps = tx / traffic_s if traffic_s > 0 else 0.0
     planned_s = spec.duration_s
     saved = max(planned_s - traffic_s, 0.0) if aborted else 0.0
-    streams = []
-    for r in readings:
-        if r.rx_frames is None:
-            continue
-        streams.append(StreamCounts(
-            tx_port=f"{r.plan.tx_host}:{r.plan.tx_port}", rx_port=f"{r.plan.rx_host}:{r.plan.rx_port}",
-            tx_frames=tx_frames_of(r.device), rx_frames=r.rx_frames,
-            lost=r.lost, out_of_order=r.ooo, duplicates=r.dup))
+    streams = stream_counts(readings)
     if totals.rx_frames > tx:
         notes.append(f"receivers counted {totals.rx_frames - tx} frames more than were sent")
     return TrialResult(
@@ -104,6 +97,44 @@ def judge(spec, readings: List[StreamReading], totals: ReceiverTotals, *, starte
         achieved_fps=achieved_fps, traffic_s=traffic_s, tester_limited=limited,
         aborted_early=aborted, saved_traffic_s=saved, started=started, latency=latency,
         streams=streams, notes=notes)
+
+
+def _sum(values):
+    """The sum, or None when any is unknown."""
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)
+
+
+def stream_counts(readings) -> List[StreamCounts]:
+    """Per stream, its generators' readings added up (each generator has a
+    sequence space of its own: its lost, reordered and duplicated frames
+    are its own, and the stream's are their sums); streams the receiver
+    could not attribute are left out."""
+    groups: Dict[int, List[StreamReading]] = {}
+    for r in readings:
+        groups.setdefault(r.plan.stream, []).append(r)
+    out = []
+    for rs in (groups[k] for k in sorted(groups)):
+        if any(r.rx_frames is None for r in rs):
+            continue
+        p = rs[0].plan
+        gens = None
+        if len(rs) > 1:
+            gens = [{"generator": r.plan.generator, "tx_frames": tx_frames_of(r.device), "rx_frames": r.rx_frames,
+                     "lost": r.lost, "out_of_order": r.ooo, "duplicates": r.dup,
+                     "achieved_fps": _achieved(r)} for r in rs]
+        out.append(StreamCounts(
+            tx_port=f"{p.tx_host}:{p.tx_port}", rx_port=f"{p.rx_host}:{p.rx_port}",
+            tx_frames=sum(tx_frames_of(r.device) for r in rs), rx_frames=sum(r.rx_frames for r in rs),
+            lost=_sum(r.lost for r in rs), out_of_order=_sum(r.ooo for r in rs),
+            duplicates=_sum(r.dup for r in rs), generators=gens))
+    return out
+
+
+def _achieved(reading):
+    """Frames/s the generator sent at, from its own sending time, or None."""
+    sent, took = tx_frames_of(reading.device), reading.device.elapsed_s
+    return round((sent - 1) / took, 1) if took and sent > 1 else None
 
 
 def latency_from_pgrx(states) -> Optional[LatencyStats]:
@@ -121,12 +152,13 @@ def latency_from_pgrx(states) -> Optional[LatencyStats]:
     if len(states) == 1:
         st = states[0]
         pct = st.percentiles.get("latency", {})
-        median, p999 = pct.get("p50"), pct.get("p999")
+        median, p99, p999 = pct.get("p50"), pct.get("p99"), pct.get("p999")
         var = stats[0].var
     else:
         buckets = [b for s in states for b in s.hist]
         lo, hi = min(s.min for s in stats), max(s.max for s in stats)
         median = pgrx_mod.percentile_from_hist(buckets, 0.5, lo, hi)
+        p99 = pgrx_mod.percentile_from_hist(buckets, 0.99, lo, hi)
         p999 = pgrx_mod.percentile_from_hist(buckets, 0.999, lo, hi)
         # exact integer sums: var = sumsq/n - mean^2, computed without float loss
         var = max((sumsq * n - total * total) // (n * n), 0)
@@ -135,6 +167,7 @@ def latency_from_pgrx(states) -> Optional[LatencyStats]:
         max_ns=float(max(s.max for s in stats)),
         median_ns=float(median) if median is not None else None,
         p999_ns=float(p999) if p999 is not None else None,
+        p99_ns=float(p99) if p99 is not None else None,
         stddev_ns=math.sqrt(var),
         pdv_mean_ns=(sum(j.sum for j in jit) / sum(j.n for j in jit)) if jit else None,
         pdv_max_ns=float(max(j.max for j in jit)) if jit else None,

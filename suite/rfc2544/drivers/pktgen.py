@@ -12,7 +12,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from rfc2544.errors import BadInput
 
-from rfc2544.drivers import frame, validate, vlan
+from rfc2544 import wire
+from rfc2544.wire import Tags
+from rfc2544.drivers import validate, vlan
 from rfc2544.drivers.script import PROC_PKTGEN, Batch
 # the device and thread files, parsed (re-exported: callers use pktgen.*)
 from rfc2544.drivers.pktgen_state import (  # noqa: F401 (the API)
@@ -24,6 +26,7 @@ MAX_PKT_SIZE = 9600 - 4    # jumbo frames at most
 FCS_BYTES = 4
 MAX_BURST_FRAMES = 65536    # the module's burst_frames bound
 MAX_STREAM_ID = 65535       # the module's stream_id bound (0: none)
+MAX_TX_QUEUE = 65535        # queue_map_min/max are 16 bits
 MAX_DST_NETWORKS = 65536    # /24 networks a stream's destination spans at most
 MAX_FLOWS = 65535           # the highest udp_src_max: flows take the ports below it
 KNOWN_FLAGS = frozenset({
@@ -32,7 +35,7 @@ KNOWN_FLAGS = frozenset({
     "FLOW_SEQ", "IPSEC", "MACSRC_RND", "MACDST_RND", "VID_RND", "SVID_RND", "NODE",
 })
 # Simple IMIX (7:4:1 of 64, 576 and 1518-byte frames), sizes without FCS.
-SIMPLE_IMIX = tuple((size - FCS_BYTES, weight) for size, weight in frame.SIMPLE_IMIX)
+SIMPLE_IMIX = tuple((size - FCS_BYTES, weight) for size, weight in wire.SIMPLE_IMIX)
 
 
 def device_path(device):
@@ -45,9 +48,9 @@ def thread_path(thread):
 
 def imix_pkt_sizes(ipv6, tags=0):
     """The simple IMIX as `imix_weights` pairs, each size one the headers
-    (with `tags` VLAN tags) fit in (frame.imix_mix): what the generator
+    (with `tags` VLAN tags) fit in (wire.imix_mix): what the generator
     would pad to anyway."""
-    return tuple((size - FCS_BYTES, weight) for size, weight in frame.imix_mix(ipv6, tags))
+    return tuple((size - FCS_BYTES, weight) for size, weight in wire.imix_mix(ipv6, tags))
 
 
 def source_range(src_ip, n):
@@ -128,15 +131,18 @@ class DeviceConfig:
     # not written (the device keeps no id; the source address identifies it).
     stream_id: Optional[int] = None
     # VLAN tags (802.1Q `vlan_id`; QinQ adds the 802.1ad `svlan_id` outside
-    # it), each with its PCP and DEI (drivers/vlan.py). The generator's
-    # pkt_size counts them. None: not written (a fresh device sends
-    # untagged, PCP and DEI 0).
-    vlan: Optional[int] = None
-    svlan: Optional[int] = None
-    vlan_pcp: Optional[int] = None
-    vlan_dei: Optional[int] = None
-    svlan_pcp: Optional[int] = None
-    svlan_dei: Optional[int] = None
+    # it), each with its PCP and DEI (drivers/vlan.py writes them; arrival
+    # fields are not the generator's). The generator's pkt_size counts
+    # them. A field not set is not written (a fresh device sends untagged,
+    # PCP and DEI 0).
+    tags: Tags = Tags()
+    # The TX queue it sends on (queue_map_min = queue_map_max): one of a
+    # stream's several generators, each on a queue of its own. None: not
+    # written (a fresh device's 0; the driver's own pick).
+    queue: Optional[int] = None
+    # ns after the start its first frame waits for (module 1.7's
+    # start_offset): a stream's generators staggered. None: not written.
+    start_offset_ns: Optional[int] = None
 
     @property
     def dst_max(self):
@@ -238,7 +244,12 @@ class DeviceConfig:
             cmds.append(f"burst_frames {validate.uint(self.frames_per_burst, 'frames per burst', 1, MAX_BURST_FRAMES)}")
         if self.stream_id is not None:
             cmds.append(f"stream_id {validate.uint(self.stream_id, 'stream id', 0, MAX_STREAM_ID)}")
-        cmds += vlan.generator_commands(self)
+        cmds += vlan.generator_commands(self.tags)
+        if self.queue is not None:
+            q = validate.uint(self.queue, "TX queue", 0, MAX_TX_QUEUE)
+            cmds += [f"queue_map_min {q}", f"queue_map_max {q}"]
+        if self.start_offset_ns is not None:
+            cmds.append(f"start_offset {validate.uint(self.start_offset_ns, 'start offset (ns)', 0, 10**9)}")
         cmds.append("clear_counters")
         return cmds
 
@@ -308,7 +319,11 @@ def expected_params(cfg: "DeviceConfig"):
         exp["dst_stride"] = "256" if cfg.dst_networks > 1 else ""
     if cfg.stream_id is not None:
         exp["stream_id"] = str(cfg.stream_id) if cfg.stream_id else ""
-    exp.update(vlan.readback(cfg))
+    exp.update(vlan.readback(cfg.tags))
+    if cfg.queue is not None:
+        exp["queue_map_min"] = exp["queue_map_max"] = str(cfg.queue)
+    if cfg.start_offset_ns is not None:
+        exp["start_offset"] = str(cfg.start_offset_ns) if cfg.start_offset_ns else ""
     if cfg.ipv6:
         exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed
         exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed

@@ -11,115 +11,37 @@ own (`rfv`/`rfs` + 8 hex digits of the port and ids: interface names have
 taken for a user's device. The devices stay quiet (no IPv6 router
 solicitations, DAD or autoconf), as the lab's test ports do.
 
-Pure: builds shell commands, every value validated.
+Pure: builds shell commands, every value validated. A stream's tags and
+their rules (what arrives, what the reverse stream sends) are
+rfc2544.wire.Tags.
 """
 import zlib
-from collections.abc import Mapping
 from typing import List, Optional, Tuple
 
 from rfc2544.drivers import validate
 from rfc2544.errors import BadInput
+from rfc2544.wire import PRIORITY_RANGES, VLAN_IDS, Tags
 
 PREFIXES = ("rfv", "rfs")     # 802.1Q (inner) and 802.1ad (outer) devices
-# A stream's tags as every layer carries them (inventory.Stream, StreamPlan,
-# ModifierPlan, pktgen.DeviceConfig): the ids, and each tag's priority code
-# point (802.1p, 0..7) and drop eligible indicator (0 or 1); None: not set
-# (untagged; a PCP or DEI not written is 0).
-PRIORITY_FIELDS = ("vlan_pcp", "vlan_dei", "svlan_pcp", "svlan_dei")
-TAG_FIELDS = ("vlan", "svlan") + PRIORITY_FIELDS
-PRIORITY_RANGES = {"pcp": (0, 7), "dei": (0, 1)}
-VLAN_IDS = (1, 4094)        # 0 is priority-only, 4095 reserved (802.1Q); the generator drops a tag above
 # net.ipv6.conf.<port>.* set to 0 on every test port, the lab's too
 # (lab/topology.py): no router solicitations, autoconf or DAD frames that a
 # receiver would count and a DUT would answer
 QUIET_IPV6 = ("accept_ra", "autoconf", "dad_transmits", "router_solicitations", "accept_dad")
 
 
-# The tags a stream's frames carry when they reach the receiving port, where
-# the DUT changes them (pops, pushes or translates; inventory `rx_vlan`,
-# `rx_svlan`): None is "as sent", UNTAGGED "the DUT removed it", else the id.
-ARRIVAL_FIELDS = ("rx_vlan", "rx_svlan")
-UNTAGGED = 0
-
-
-def tag_fields(obj) -> dict:
-    """obj's TAG_FIELDS and ARRIVAL_FIELDS, to copy a stream's tags to the
-    next layer."""
-    return {k: getattr(obj, k, None) for k in TAG_FIELDS + ARRIVAL_FIELDS}
-
-
-def sent_fields(obj) -> dict:
-    """obj's TAG_FIELDS only: what a generator writes."""
-    return {k: getattr(obj, k) for k in TAG_FIELDS}
-
-
-def _field(obj, name):
-    """A tag field of a stream-like object, or of a mapping (results.json's
-    conditions.streams entries); None where it has none."""
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
-
-
-def arriving(obj) -> Tuple[Optional[int], Optional[int]]:
-    """(vlan, svlan) of obj's frames at the receiving port: the sent tags
-    where the DUT keeps them. obj: anything with the TAG_FIELDS and
-    ARRIVAL_FIELDS as attributes, or a mapping of them."""
-    out = []
-    for tag in ("vlan", "svlan"):
-        override = _field(obj, f"rx_{tag}")
-        out.append(_field(obj, tag) if override is None else (None if override == UNTAGGED else override))
-    return out[0], out[1]
-
-
-def rewritten(obj) -> bool:
-    """Whether the DUT changes obj's tags on the way."""
-    return arriving(obj) != (_field(obj, "vlan"), _field(obj, "svlan"))
-
-
-def arriving_tags(obj) -> int:
-    """Tags per frame at the receiving port: 0, 1 or 2."""
-    return sum(t is not None for t in arriving(obj))
-
-
-def _stack_text(vlan, svlan, prio=lambda tag: ""):
-    """'untagged', 'VLAN 100' or 'QinQ 200/100', each tag followed by prio(tag)."""
-    if vlan is None:
-        return "untagged"
-    if svlan is None:
-        return f"VLAN {vlan}{prio('vlan')}"
-    return f"QinQ {svlan}{prio('svlan')}/{vlan}{prio('vlan')}"
-
-
-def describe(obj) -> str:
-    """'VLAN 100' or 'QinQ 200/100', with ' PCP 5 DEI 1' (per tag, outer
-    first) when set, and ', received VLAN 200' (or 'untagged') where the DUT
-    changes the tags: the report's and the messages' wording; '' for an
-    untagged stream the DUT leaves so. obj: anything with the TAG_FIELDS as
-    attributes, or a mapping of them (results.json's conditions.streams
-    entries)."""
-    def prio(tag):
-        pcp, dei = _field(obj, f"{tag}_pcp"), _field(obj, f"{tag}_dei")
-        return (f" PCP {pcp}" if pcp is not None else "") + (f" DEI {dei}" if dei is not None else "")
-    vlan, svlan = _field(obj, "vlan"), _field(obj, "svlan")
-    sent = _stack_text(vlan, svlan, prio)
-    if not rewritten(obj):
-        return "" if vlan is None else sent
-    return f"{sent}, received {_stack_text(*arriving(obj))}"
-
-
-def generator_commands(cfg) -> List[str]:
-    """A pktgen device's tag writes for cfg (a DeviceConfig), validated:
-    the inner tag first (the generator sends svlan only under it), each
-    tag's vlan_p/vlan_cfi after it (the in-tree pktgen takes them only
-    then)."""
-    if cfg.svlan is not None and cfg.vlan is None:
+def generator_commands(tags: Tags) -> List[str]:
+    """A pktgen device's writes for its tags, validated: the inner tag
+    first (the generator sends svlan only under it), each tag's
+    vlan_p/vlan_cfi after it (the in-tree pktgen takes them only then)."""
+    if tags.svlan is not None and tags.vlan is None:
         raise BadInput("an outer VLAN tag (svlan) needs the inner one (vlan)")
     cmds = []
     for tag, what in (("vlan", "VLAN id"), ("svlan", "outer VLAN id")):
-        tag_id = getattr(cfg, tag)
+        tag_id = getattr(tags, tag)
         if tag_id is not None:
             cmds.append(f"{tag}_id {validate.uint(tag_id, what, *VLAN_IDS)}")
         for field, word in (("pcp", "p"), ("dei", "cfi")):
-            value = getattr(cfg, f"{tag}_{field}")
+            value = getattr(tags, f"{tag}_{field}")
             if value is None:
                 continue
             if tag_id is None:
@@ -128,16 +50,16 @@ def generator_commands(cfg) -> List[str]:
     return cmds
 
 
-def readback(cfg) -> dict:
-    """What the device file shows for cfg's tags (pktgen.parse_device names
+def readback(tags: Tags) -> dict:
+    """What the device file shows for these tags (pktgen.parse_device names
     the outer tag's bits svlan_p/svlan_cfi)."""
     exp = {}
     for tag in ("vlan", "svlan"):
-        if getattr(cfg, tag) is not None:
-            exp[f"{tag}_id"] = str(getattr(cfg, tag))
+        if getattr(tags, tag) is not None:
+            exp[f"{tag}_id"] = str(getattr(tags, tag))
         for field, word in (("pcp", "p"), ("dei", "cfi")):
-            if getattr(cfg, f"{tag}_{field}") is not None:
-                exp[f"{tag}_{word}"] = str(getattr(cfg, f"{tag}_{field}"))
+            if getattr(tags, f"{tag}_{field}") is not None:
+                exp[f"{tag}_{word}"] = str(getattr(tags, f"{tag}_{field}"))
     return exp
 
 
@@ -181,7 +103,7 @@ def receiving_stacks(plans):
     tagged (with the tags they arrive with)."""
     out = {}
     for p in plans:
-        rx_vlan, rx_svlan = arriving(p)
+        rx_vlan, rx_svlan = p.tags.arriving()
         if rx_vlan is not None:
             out.setdefault(p.rx_host, set()).add((p.rx_port, rx_vlan, rx_svlan))
     return {h: sorted(v, key=lambda t: (t[0], t[1], t[2] or 0)) for h, v in out.items()}

@@ -13,15 +13,42 @@ def calibration_path(inventory):
     return Path(str(inventory.path) + ".calibration.json")
 
 
-def load_calibration(inventory):
+def generators_key(plans):
+    """Which generators a ceiling was measured with: each stream's count,
+    in stream order ("1", "2", "2,1"); None without plans."""
+    from rfc2544.engine.schedule import shape_of
+    return ",".join(str(n) for n in shape_of(plans)) or None
+
+
+def load_calibration(inventory, generators=None):
+    """{frame size: fps} the tester's ceiling with these `generators`
+    (generators_key; None: the file's first), or None: no calibration, or
+    none measured with them (a file from before ceilings named their
+    generators holds one generator per stream's)."""
     path = calibration_path(inventory)
     if not path.exists():
         return None
     try:
         data = json.loads(path.read_text())
-        return {str(k): float(v) for k, v in data["fps"].items()}
+        if generators is None:
+            return {str(k): float(v) for k, v in data["fps"].items()}
+        ones = ",".join("1" for _ in generators.split(","))
+        ceilings = data.get("ceilings") or [{"generators": ones, "fps": data["fps"]}]
+        for entry in ceilings:
+            if str(entry["generators"]) == generators:
+                return {str(k): float(v) for k, v in entry["fps"].items()}
+        return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise BadInput(f"{path}: not a calibration file (run 'rfc2544 calibrate' again)")
+
+
+def calibrated_generators(inventory):
+    """The generators keys the inventory's calibration has ceilings for."""
+    try:
+        data = json.loads(calibration_path(inventory).read_text())
+        return [str(e["generators"]) for e in data.get("ceilings") or []] or ["one per stream"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
 
 
 def link_speed(inventory, profile):
@@ -31,7 +58,9 @@ def link_speed(inventory, profile):
     return min(speeds) if speeds and all(speeds) else None
 
 
-def make_tester(inventory, profile):
+def make_tester(inventory, profile, generators=None):
+    """`generators`: generators per stream for every stream (None: each tx
+    port's inventory `generators`)."""
     try:
         from rfc2544.engine.tester import SSHTester
     except ImportError as exc:
@@ -40,7 +69,8 @@ def make_tester(inventory, profile):
     w = profile.model.waits
     waits = {"learning_s": w.learning_s, "residual_s": w.residual_s, "settle_s": w.settle_s}
     return SSHTester(inventory, waits=waits, bidirectional=profile.model.direction == "bi",
-                     modifiers=profile.model.modifiers if modifiers.enabled(profile.model.modifiers) else None)
+                     modifiers=profile.model.modifiers if modifiers.enabled(profile.model.modifiers) else None,
+                     generators=generators)
 
 
 def make_dut_reset(inventory):
@@ -67,7 +97,7 @@ def make_dut_reset(inventory):
     return lambda: threading.Thread(target=fire, name="dut-reset", daemon=True).start()
 
 
-def conditions_for(tester, inventory, profile, link_mbps, calibration):
+def conditions_for(tester, inventory, profile, link_mbps, calibration, generators=None):
     try:
         hosts = tester.conditions()
     except Exception as exc:        # facts are for the report; a failure must not stop the run
@@ -88,6 +118,16 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration):
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
         "calibration": calibration,
     }
+    clock = getattr(tester, "latency_clock", None)
+    if clock is not None:
+        # one-way latency's clock error: re-read at the end of the run (Runner)
+        try:
+            conditions["latency_clock"] = clock()
+        except Exception as exc:     # for the report: never stop the run
+            conditions["latency_clock"] = {"shared": False, "error_ns": None,
+                                           "text": f"unbounded: the clocks could not be read ({exc})"}
+    if generators is not None:
+        conditions["generators"] = generators     # the run's override, for --resume
     mods = getattr(tester, "modifiers", None)
     if mods:
         # RFC 2544 section 11's frames beside the streams, and the devices that sent them

@@ -6,7 +6,7 @@ interface counters as a lower-fidelity receiver.
 """
 from rfc2544.errors import InfraError
 
-from rfc2544.drivers import pgrx as pgrx_mod, probe, vlan
+from rfc2544.drivers import pgrx as pgrx_mod, probe
 
 GENERATOR_MODULE = "rfc2544_pktgen"
 GENERATOR_INTREE = "pktgen (in-tree)"
@@ -19,6 +19,7 @@ STREAM_ID_MODULE = (1, 3)     # the first with stream ids (generator's stream_id
 VLAN_RX_MODULE = (1, 4)       # the first whose pgrx counts frames that came in through VLAN devices
 IPV6_NETWORKS_MODULE = (1, 5)  # the first whose IPv6 destination range spans /64 networks
 IPV6_SOURCES_MODULE = (1, 6)   # the first with an IPv6 source range (src6_min/src6_max)
+START_OFFSET_MODULE = (1, 7)   # the first with start_offset (a stream's generators staggered)
 
 
 def module_at_least(host_probe, version):
@@ -56,7 +57,7 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
     watches = {h: max_rx_devices(found[h]) for h in rx_hosts}
     use_pgrx = all(found[h].pgrx for h in rx_hosts) and all(len(rx_ports[h]) <= watches[h] for h in rx_hosts)
     notes = []
-    tagged = sorted({p.rx_host for p in plans if vlan.arriving_tags(p)} & set(rx_hosts))
+    tagged = sorted({p.rx_host for p in plans if p.tags.arriving_count} & set(rx_hosts))
     old = [h for h in tagged if found[h].pgrx and not module_at_least(found[h], VLAN_RX_MODULE)]
     if use_pgrx and old:
         use_pgrx = False
@@ -78,6 +79,7 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
         # every generator sends IPv6 destination networks
         "ipv6_networks": all(module_at_least(found[h], IPV6_NETWORKS_MODULE) for h in tx_hosts),
         "ipv6_sources": all(module_at_least(found[h], IPV6_SOURCES_MODULE) for h in tx_hosts),
+        "start_offsets": all(module_at_least(found[h], START_OFFSET_MODULE) for h in tx_hosts),
         "receiver": RECEIVER_PGRX if use_pgrx else RECEIVER_COUNTERS,
         # every generator sends, and every pgrx counts, streams by their id
         "stream_ids": module and use_pgrx and all(module_at_least(found[h], STREAM_ID_MODULE)

@@ -6,8 +6,11 @@ the in-tree pktgen); every port present, up and with the inventory's MAC;
 tx ports' peers answering with the inventory's peer MAC; clocks synchronised
 when a stream is sent and received on different hosts (latency across hosts
 needs it); with `networks` > 1, the DUT's routes for a stream's destination
-networks (profile flow_spread: dst_networks). Nothing is changed on the hosts except the neighbour entry a ping
-to a peer creates.
+networks (profile flow_spread: dst_networks); each tester port's queues, NUMA
+node and IRQ CPUs (each TX queue's own IRQ), with the CPUs and TX queues its
+streams' generators would use and the CPUs that count what it receives.
+Nothing is changed on the hosts except the neighbour entry a ping to a peer
+creates.
 """
 import ipaddress
 import json
@@ -18,7 +21,9 @@ from rfc2544.errors import Rfc2544Error
 from rfc2544.drivers.ssh import SSHHost, quote
 
 from rfc2544.drivers import pktgen, validate
-from rfc2544.drivers.plan import stream_ends
+from rfc2544.drivers.clock import CLOCK_SCRIPT, format_error, pair_error, parse_clock
+from rfc2544.drivers.probe import QUEUE_SCRIPT, parse_probe
+from rfc2544.drivers.streams import stream_ends
 from rfc2544.drivers.session import HostSession
 
 HOST_SCRIPT = r"""p=/proc/net/pktgen
@@ -27,6 +32,7 @@ HOST_SCRIPT = r"""p=/proc/net/pktgen
 modprobe -n pktgen >/dev/null 2>&1 && echo "gen loadable"
 echo "clock $(timedatectl show -p NTPSynchronized --value 2>/dev/null || echo unknown)"
 command -v chronyc >/dev/null 2>&1 && echo "chrony $(chronyc -n tracking 2>/dev/null | sed -n 's/^Leap status *: *//p')"
+for f in $p/kpktgend_*; do [ -e "$f" ] && echo "thread ${f##*_}"; done
 """
 
 
@@ -34,10 +40,19 @@ def _port_script(ports):
     lines = []
     for name in ports:
         q = quote(validate.ifname(name))
-        lines.append(f'echo "port {name} $(cat /sys/class/net/{q}/operstate 2>/dev/null || echo missing) '
-                     f'$(cat /sys/class/net/{q}/carrier 2>/dev/null || echo -) '
-                     f'$(cat /sys/class/net/{q}/address 2>/dev/null || echo -)"')
+        d = f"/sys/class/net/{q}"
+        lines.append(f'echo "port {name} $(cat {d}/operstate 2>/dev/null || echo missing) '
+                     f'$(cat {d}/carrier 2>/dev/null || echo -) '
+                     f'$(cat {d}/address 2>/dev/null || echo -)"')
+        # the fields its RSS hashes UDP/IPv4 on (ethtool's lines after the
+        # first, joined; nothing where the driver offers no RSS)
+        lines.append(f'echo "rxhash {name} $(ethtool -n {q} rx-flow-hash udp4 2>/dev/null | '
+                     f"tail -n +2 | sed '/^$/d' | paste -sd ';')\"")
     return "\n".join(lines)
+
+
+# ethtool's names of the UDP ports in a flow hash
+_PORT_FIELDS = ("L4 bytes 0 & 1", "L4 bytes 2 & 3")
 
 
 def _peer_script(port, peer_ip):
@@ -48,8 +63,10 @@ def _peer_script(port, peer_ip):
 
 
 def parse_host(text):
-    """Pure: the host script's output -> dict."""
-    facts = {"module": False, "pgctrl": None, "loadable": False, "clock": "unknown", "chrony": None, "ports": {}}
+    """Pure: the host script's output -> dict ("probe": its queues, IRQs,
+    NUMA nodes and threads as drivers.probe parses them)."""
+    facts = {"module": False, "pgctrl": None, "loadable": False, "clock": "unknown", "chrony": None, "ports": {},
+             "rx_hash": {}}
     for line in text.splitlines():
         word, _, rest = line.partition(" ")
         if word == "gen":
@@ -64,11 +81,16 @@ def parse_host(text):
             facts["clock"] = rest.strip() or "unknown"
         elif word == "chrony":
             facts["chrony"] = rest.strip() or None
+        elif word == "rxhash":
+            name, _, fields = rest.partition(" ")
+            facts["rx_hash"][name] = [f.strip() for f in fields.split(";") if f.strip()]
         elif word == "port":
             parts = rest.split()
             if len(parts) == 4:
                 name, state, carrier, mac = parts
                 facts["ports"][name] = {"operstate": state, "carrier": carrier, "mac": mac.lower()}
+    facts["clock_state"] = parse_clock(text)    # the bound a run states (drivers/clock.py)
+    facts["probe"] = parse_probe(text)
     return facts
 
 
@@ -87,7 +109,7 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=F
     `sources`: check that the DUT routes this many source addresses per
     stream (flow_spread src_addresses) back out of the stream's ingress.
     `bidirectional`: every check covers the reverse streams too (profile
-    direction: bi; plan.stream_ends), whose rx ports send."""
+    direction: bi; streams.stream_ends), whose rx ports send."""
     inventory = replace(inventory, streams=stream_ends(inventory, bidirectional))
     results = []
     sessions = dict(sessions or {})
@@ -108,7 +130,8 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=F
                     continue
                 results.append((f"ssh {name}", True, f"{where}, host key verified against {host.known_hosts}"))
             try:
-                script = HOST_SCRIPT + "\n" + _port_script(sorted(host.ports))
+                script = (HOST_SCRIPT + "\n" + CLOCK_SCRIPT + '\necho "@end"\n' + _port_script(sorted(host.ports))
+                          + "\n" + QUEUE_SCRIPT)
                 facts[name] = parse_host(sessions[name].run(script, timeout=30)[1])
             except Rfc2544Error as exc:
                 results.append((f"commands on {name}", False, str(exc)))
@@ -125,6 +148,7 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=F
             if ipv6:
                 results += _source_checks(inventory, sessions, facts, sources, ipv6=True)
         results += _vlan_checks(inventory, sessions, facts)
+        results += _queue_checks(inventory, facts)
     finally:
         for c in connections.values():
             c.close()
@@ -225,6 +249,8 @@ def _clock_checks(inventory, facts):
         ok = all(_synced(f) for f in states.values())
         detail = ", ".join(f"{h}: NTPSynchronized={f['clock']}" + (f", chrony leap {f['chrony']}" if f["chrony"] else "")
                            for h, f in states.items())
+        error = pair_error([f["clock_state"] for f in states.values() if "clock_state" in f])
+        detail += f"; latency error bound {'unbounded' if error is None else '± ' + format_error(error)}"
         out.append((f"clock sync {tx}->{rx}", ok, detail + ("" if ok else ": cross-host latency will be wrong")))
     return out
 
@@ -358,7 +384,7 @@ def _vlan_checks(inventory, sessions, facts):
     `vlan` there, on an 802.1ad device of its `svlan` for QinQ (a Linux
     DUT; a DUT that bridges tags is not a host of the inventory)."""
     owners = port_owners(inventory)
-    tagged = [s for s in inventory.streams if s.vlan is not None]
+    tagged = [s for s in inventory.streams if s.tags.vlan is not None]
     out, devices = [], {}
     for s in tagged:
         dut, dut_port = _dut_of(inventory, owners, s)
@@ -373,16 +399,101 @@ def _vlan_checks(inventory, sessions, facts):
                 continue
         ingress = inventory.hosts[dut].ports[dut_port].name
         have = devices[dut]
-        if s.svlan is None:
-            name = have.get((ingress, "802.1Q", s.vlan))
-            want = f"802.1Q device of VLAN {s.vlan} on {ingress}"
+        if s.tags.svlan is None:
+            name = have.get((ingress, "802.1Q", s.tags.vlan))
+            want = f"802.1Q device of VLAN {s.tags.vlan} on {ingress}"
         else:
-            outer = have.get((ingress, "802.1AD", s.svlan))
-            name = outer and have.get((outer, "802.1Q", s.vlan))
-            want = f"802.1Q device of VLAN {s.vlan} on an 802.1ad device of VLAN {s.svlan} on {ingress}"
+            outer = have.get((ingress, "802.1AD", s.tags.svlan))
+            name = outer and have.get((outer, "802.1Q", s.tags.vlan))
+            want = f"802.1Q device of VLAN {s.tags.vlan} on an 802.1ad device of VLAN {s.tags.svlan} on {ingress}"
         if name:
             out.append((label, True, f"{dut} takes the tags on {name}"))
         else:
             out.append((label, False, f"{dut} has no {want}: it drops the stream's tagged frames "
                                       "(inventory/README.md, VLAN and QinQ tags)"))
     return out
+
+
+def _queue_checks(inventory, facts):
+    """Per tester port: its queues, NUMA node and IRQ CPUs (each TX queue's
+    own IRQ where it has one); per sending port: its streams' generators,
+    the queues and CPUs they would use (streams.assign_threads: a stream's
+    generators on distinct kpktgend threads, each on queue g where the port
+    has enough, on that queue's IRQ CPU where it is pinned), failing where
+    a stream has more generators than TX queues (they would share one); per
+    receiving port: the CPUs that count it (its RX IRQs' and RPS's)."""
+    from rfc2544.drivers.streams import assign_threads, plan_streams, stream_groups
+    out = []
+    try:
+        plans = plan_streams(inventory) if inventory.streams else []
+    except Rfc2544Error:        # a port without peer_mac: the peer checks say so
+        plans = []
+    devices = {}
+    for p in plans:
+        devices.setdefault(p.tx_host, []).append(p)
+    for name, host in sorted(inventory.hosts.items()):
+        f = facts.get(name)
+        if f is None or host.group != "testers":
+            continue
+        probe = f["probe"]
+        cpu_of = assign_threads(name, plans, [], probe.threads, probe) if probe.threads and devices.get(name) else {}
+        for pname in sorted(host.ports):
+            if pname not in probe.tx_queues:
+                continue
+            tx = probe.tx_queues[pname]
+            numa = probe.numa.get(pname)
+            irq_cpus = sorted(probe.irq_cpus.get(pname, ()))
+            detail = (f"{tx} TX, {probe.rx_queues[pname]} RX queues; NUMA node {numa if numa is not None else 'none'}; "
+                      f"IRQ CPUs {_cpus(irq_cpus) or 'none named'}; "
+                      f"RPS CPUs {_cpus(sorted(probe.rps_cpus.get(pname, ()))) or 'off'}")
+            own = probe.tx_irq_cpus.get(pname)
+            if own:
+                detail += "; TX queue IRQs " + ", ".join(f"{q} on CPU {_cpus(sorted(c))}" for q, c in sorted(own.items()))
+            sending = [g for g in stream_groups(plans) if g[0].tx_host == name and g[0].tx_port == pname]
+            ok = True
+            for group in sending:
+                p = group[0]
+                use = ", ".join(f"{g.device} on CPU {cpu_of.get(g.device, '?')}"
+                                + (f" queue {g.generator}" if p.generators > 1 and tx >= p.generators else "")
+                                for g in group)
+                detail += f"; stream {p.ends}: {p.generators} generator(s): {use}"
+                if p.generators > tx:
+                    ok = False
+                    detail += f" (only {tx} TX queue(s): they would share one)"
+            if any(p.rx_host == name and p.rx_port == pname for p in plans):
+                detail += "; " + _spread(probe, pname, f["rx_hash"].get(pname, []))
+            out.append((f"queues {name}:{pname}", ok, detail))
+    return out
+
+
+def _spread(probe, port, udp4):
+    """Which CPUs count what a receiving port receives, and how it spreads
+    a stream's flows over them: its NIC's RSS over several RX queues
+    (hashing the fields ethtool names), RPS (by the NIC's hash, else the
+    kernel's over addresses and UDP ports), or neither (every frame on one
+    CPU). The RSS hash of UDP over IPv4 stands for IPv6's too."""
+    counting = _cpus(sorted(probe.rx_cpus.get(port, ())))
+    rps = sorted(probe.rps_cpus.get(port, ()))
+    queues = probe.rx_queues.get(port, 1)
+    parts = []
+    if queues > 1 and udp4:
+        parts.append(f"RSS over {queues} RX queues hashing UDP/IPv4 on {', '.join(udp4)}")
+        if not all(any(f.startswith(p) for f in udp4) for p in _PORT_FIELDS):
+            parts.append(f"flows that differ only in UDP ports (flow_spread udp_ports) share one queue "
+                         f"('ethtool -N {port} rx-flow-hash udp4 sdfn' hashes the ports too)")
+    elif queues > 1:
+        parts.append(f"{queues} RX queues, the driver names no RSS hash")
+    if rps:
+        # RPS takes the NIC's receive hash where it gives one (its fields above)
+        parts.append(f"RPS over CPU(s) {_cpus(rps)} by the NIC's receive hash where it gives one, "
+                     "else addresses and UDP ports")
+    if not parts:
+        where = f" of {counting}" if "," in counting else (f" ({counting})" if counting else "")
+        return f"counted on one CPU{where}: one RX queue, no RPS"
+    return (f"counted on CPU(s) {counting or '?'}: " + "; ".join(parts)
+            + "; a stream of one flow is counted on one of them, its flows spread as hashed")
+
+
+def _cpus(cpus):
+    return ",".join(str(c) for c in cpus)
+

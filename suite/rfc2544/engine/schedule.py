@@ -11,7 +11,7 @@ from typing import List, Optional
 
 from rfc2544.errors import BadInput
 
-from rfc2544.drivers.plan import split_evenly
+from rfc2544.drivers.streams import split_evenly
 
 
 @dataclass(frozen=True)
@@ -35,40 +35,59 @@ def segments_of(spec) -> List[Segment]:
     return [first, Segment(spec.recovery_load_fps, duration_s=spec.recovery_duration_s)]
 
 
-def _split(segment, n):
-    """-> (frames per stream, frames/s per stream or None each)."""
+def _split(segment, shape):
+    """-> (frames per plan, frames/s per plan or None each). `shape`: the
+    generators of each stream; a stream's share (an even split over the
+    streams) is split evenly again over its generators."""
+    n = len(shape)
     if segment.frames is not None:
-        counts = split_evenly(segment.frames, n)
+        per_stream = split_evenly(segment.frames, n)
     else:
-        counts = split_evenly(max(round(segment.load_fps * segment.duration_s), n), n)
+        per_stream = split_evenly(max(round(segment.load_fps * segment.duration_s), n * max(shape)), n)
+    counts = [c for total, g in zip(per_stream, shape) for c in split_evenly(total, g)]
     if any(c < 1 for c in counts):
-        raise BadInput(f"{segment.frames or 0} frames cannot be split over {n} streams")
+        over = f"{n} streams" if len(counts) == n else f"the {len(counts)} generators of {n} streams"
+        raise BadInput(f"{segment.frames or 0} frames cannot be split over {over}")
     if segment.load_fps and segment.load_fps > 0:
-        rates = [max(int(round(segment.load_fps / n)), 1)] * n
+        rates = [max(int(round(segment.load_fps / n / g)), 1) for g in shape for _ in range(g)]
     else:
-        rates = [None] * n
+        rates = [None] * len(counts)
     return counts, rates
 
 
-class RateSchedule:
-    """Segments split over `n` streams: frames[k][i] and rates[k][i] are
-    segment k of stream i. Each device is configured with its total count
-    and the first rate; later rates are written while it sends."""
+def shape_of(plans_or_n):
+    """The generators of each stream, from a count of one-generator streams
+    or from plans (drivers/streams.py: a plan per generator)."""
+    if isinstance(plans_or_n, int):
+        return (1,) * plans_or_n
+    shape = {}
+    for p in plans_or_n:
+        shape[p.stream] = p.generators
+    return tuple(shape[k] for k in sorted(shape))
 
-    def __init__(self, segments, n):
+
+class RateSchedule:
+    """Segments split over the streams' generators: frames[k][i] and
+    rates[k][i] are segment k of plan i (`streams`: a count of
+    one-generator streams, or the plans). Each device is configured with
+    its total count and the first rate; later rates are written while it
+    sends, to every generator."""
+
+    def __init__(self, segments, streams):
         if not segments:
             raise BadInput("a trial needs at least one segment")
         if any(not s.load_fps or s.load_fps < 0 for s in segments[:-1]):
             # a change is aimed from the sending rate: as fast as possible has none
             raise BadInput("a rate change cannot follow a burst (a segment without a rate)")
         self.segments = list(segments)
-        split = [_split(s, n) for s in self.segments]
+        shape = shape_of(streams)
+        split = [_split(s, shape) for s in self.segments]
         self.frames = [c for c, _ in split]
         self.rates = [r for _, r in split]
 
     @classmethod
-    def of_spec(cls, spec, n):
-        return cls(segments_of(spec), n)
+    def of_spec(cls, spec, streams):
+        return cls(segments_of(spec), streams)
 
     @property
     def changes(self):

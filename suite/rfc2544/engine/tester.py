@@ -15,17 +15,16 @@ import time
 from dataclasses import dataclass, fields
 
 from rfc2544.drivers.pktgen import PGCTRL
-from rfc2544.errors import BadInput, InfraError
+from rfc2544.errors import BadInput, InfraError, Rfc2544Error
 from rfc2544.model import TrialResult, TrialSpec
 
 from rfc2544.engine.detection import (GENERATOR_INTREE, GENERATOR_MODULE, RECEIVER_COUNTERS,  # noqa: F401 (API)
                                RECEIVER_PGRX, detect_tools)
 from rfc2544.drivers.hooks import hooks_of
 from rfc2544.drivers.modifiers import plan_modifiers
-from rfc2544.drivers.plan import frame_tags, plan_streams
+from rfc2544.drivers.streams import assign_threads, frame_tags, plan_streams, stream_groups, tx_queue_of
 from rfc2544.drivers.readings import pktgen_sent
-from rfc2544.drivers import vlan
-from rfc2544.engine.schedule import RateSchedule, segments_of
+from rfc2544.engine.schedule import RateSchedule, Segment, segments_of
 from rfc2544.engine.transport import Transport
 from rfc2544.engine.trial_engine import TrialEngine, TrialSettings
 
@@ -78,15 +77,15 @@ class SSHTester:
 
     `waits`: a Waits or a dict of its fields. `poll_interval_s`: live
     counter reads while sending (progress, early abort). `abort_lag_s`: a
-    frame not received this long after it was sent counts as lost for the
-    early abort. `rate_tolerance`: below this fraction of the intended rate
+    frame not received this long after it was sent (and never less than the
+    residual wait) counts as lost for the early abort. `rate_tolerance`: below this fraction of the intended rate
     the trial is tester-limited. `quiet_window_s`: with interface counters,
     the rx counters must stay unchanged this long before a trial.
     `sessions`: host name -> session object (tests only; default: SSH to
     every host once). `clock`: an object with monotonic() and sleep() (the
     time module; tests pass a simulated clock so no bound depends on how
     fast the machine runs). `bidirectional`: every inventory stream is also
-    sent back at the same rate (drivers/plan.py). `modifiers`: the
+    sent back at the same rate (drivers/streams.py). `modifiers`: the
     profile's modifiers section (profile_model.Modifiers; None: none), the
     broadcast and management frames beside every trial (drivers/modifiers.py).
     Use as a context manager or call close().
@@ -96,12 +95,12 @@ class SSHTester:
 
     def __init__(self, inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
                  rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time,
-                 bidirectional=False, modifiers=None):
+                 bidirectional=False, modifiers=None, generators=None):
         self.inventory = inventory
         self._clock = clock
         self.settings = TrialSettings(Waits.of(waits), float(poll_interval_s), float(abort_lag_s),
                                       float(rate_tolerance), float(quiet_window_s))
-        self.plans = plan_streams(inventory, bidirectional)
+        self.plans = plan_streams(inventory, bidirectional, generators)
         self.tx_hosts = sorted({p.tx_host for p in self.plans})
         self.rx_hosts = sorted({p.rx_host for p in self.plans})
         self.transport = Transport(inventory, self.tx_hosts, sessions, clock)
@@ -126,13 +125,43 @@ class SSHTester:
 
     @property
     def stream_labels(self):
-        return [{"tx": f"{p.tx_host}:{p.tx_port}", "rx": f"{p.rx_host}:{p.rx_port}",
-                 **{k: v for k, v in vlan.tag_fields(p).items() if v is not None}}
-                for p in self.plans]
+        """conditions.streams: one per stream; where several generators
+        send it, their count and the CPU (kpktgend thread) and TX queue of
+        each (None: the driver's pick), as the run assigns them."""
+        out = []
+        placed = self._placement() if any(p.generators > 1 for p in self.plans) else {}
+        for group in stream_groups(self.plans):
+            p = group[0]
+            label = {"tx": f"{p.tx_host}:{p.tx_port}", "rx": f"{p.rx_host}:{p.rx_port}",
+                     **p.tags.as_entry()}
+            if p.generators > 1:
+                label["generators"] = p.generators
+                if placed:
+                    label["cpus"] = [placed["threads"][(g.tx_host, g.device)] for g in group]
+                    label["tx_queues"] = [tx_queue_of(g, placed["queues"]) for g in group]
+            out.append(label)
+        return out
+
+    def _placement(self):
+        """Where the generators go: {"threads": (host, device) -> thread,
+        "queues": (host, interface) -> TX queues}, from the detection; {}
+        when the hosts cannot be read."""
+        try:
+            det = self.detect()
+        except Rfc2544Error:
+            return {}
+        threads = {}
+        for host in self.tx_hosts:
+            found = det["hosts"][host]
+            extra = [m.device for m in self.modifiers if m.tx_host == host]
+            threads.update({(host, d): t for d, t in
+                            assign_threads(host, self.plans, extra, found.threads, found).items()})
+        queues = {(h, name): n for h in self.tx_hosts for name, n in det["hosts"][h].tx_queues.items()}
+        return {"threads": threads, "queues": queues}
 
     @property
     def frame_tags(self):
-        """VLAN tags the frame sizes count (plan.frame_tags)."""
+        """VLAN tags the frame sizes count (streams.frame_tags)."""
         return frame_tags(self.plans)
 
     @property
@@ -188,7 +217,7 @@ class SSHTester:
     # ------------------------------------------------------------ trials
     def _counts_and_rates(self, spec):
         """Frames and frames/s per stream of the spec's first segment (bench/)."""
-        schedule = RateSchedule(segments_of(spec)[:1], len(self.plans))
+        schedule = RateSchedule(segments_of(spec)[:1], self.plans)
         return schedule.totals(), schedule.first_rates()
 
     def run_trial(self, spec: TrialSpec, progress=None) -> TrialResult:
@@ -217,8 +246,7 @@ class SSHTester:
         sent, sending time in s, the run's Spacing or None when the
         generator records no departures)."""
         from rfc2544.engine.pacing import spacing_of
-        n = len(self.plans)
-        rates = [max(int(round(fps / n)), 1)] * n
+        rates = RateSchedule([Segment(fps, duration_s=duration_s)], self.plans).first_rates()
         tx = self._send_calibration_run(frame_size, float(fps), duration_s, ipv6, to_self=True, rates=rates)
         states = [tx.get(p.index) for p in self.plans]
         return (*_sent_and_elapsed(tx.values()), spacing_of(states, rates))
@@ -332,6 +360,19 @@ class SSHTester:
         """Facts for the report (results.json `conditions`)."""
         from rfc2544.drivers.facts import gather_conditions
         return gather_conditions(self)
+
+    def latency_clock(self, before=None):
+        """How far one-way latency may be off (drivers/clock.py): read the
+        sending and receiving hosts' clock daemons now; `before`: the
+        `conditions.latency_clock` of the run's start, whose reads count too."""
+        from rfc2544.drivers.clock import latency_clock, read_clocks, start_reads
+        pairs = [(p.tx_host, p.rx_host) for p in self.plans]
+        if all(tx == rx for tx, rx in pairs):
+            return latency_clock(pairs, {})
+        now = read_clocks(self.session, sorted({h for pair in pairs for h in pair}))
+        if before is None:
+            return latency_clock(pairs, now)
+        return latency_clock(pairs, start_reads(before), now)
 
 
 def _sent_and_elapsed(states):

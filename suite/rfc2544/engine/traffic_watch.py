@@ -133,8 +133,8 @@ class TrafficWatch:
         as the change nears (the reading is ~half a round trip old and the
         write lands ~half a round trip late: aim at now + left)."""
         k = self.next_segment
-        sofar = live["tx_frames"] / len(self.plans)
-        left = (self.schedule.boundary(k)[0] - sofar) / self.schedule.rates[k - 1][0]
+        sofar = live["tx_frames"]
+        left = (sum(self.schedule.boundary(k)) - sofar) / sum(self.schedule.rates[k - 1])
         if sofar > 0 and left <= 0.1:
             self.change_at = now + max(left, 0.0)
         elif sofar > 0:
@@ -176,15 +176,41 @@ class TrafficWatch:
             "elapsed_s": self.clock.monotonic() - self.t0, "intended_frames": self.intended,
             "tx_frames": tx_frames, "rx_frames": rx_frames, "gap_lost": gap_lost,
             "lost_frames": gap_lost if pgrx else None,
-            "seq_max": max((s.seq_max for r in rx.values() for s in r.streams), default=0) if pgrx else None,
+            "seq_max": self._trial_seq_max(rx) if pgrx else None,
             "finished": [st.finished for st in tx.values()],
         }
 
+    def _trial_seq_max(self, rx):
+        """The highest sequence number received, in frames of the whole
+        trial: each stream's (each generator's: its own sequence space)
+        divided by its share of the trial's rate, so that the recovery
+        procedure maps it to a send time with the trial's rate."""
+        by_id = self.reader.detection.get("stream_ids", False)
+        plan_of = {p.rx_key(self.spec.ipv6, by_id): p for p in self.plans}
+        rates = self.schedule.first_rates()
+        total = sum(r or 0 for r in rates)
+        counts = self.schedule.totals()      # as fast as possible: the shares of the frames
+        best = 0
+        for state in rx.values():
+            for st in state.streams:
+                p = plan_of.get(st.src)
+                if p is None:
+                    continue
+                share = rates[p.index] / total if total and rates[p.index] else counts[p.index] / sum(counts)
+                best = max(best, round(st.seq_max / share))
+        return best
+
     def _loss_estimate(self, live, now):
         """Frames that are certainly lost: sequence gaps (pgrx), or frames sent
-        at least `abort_lag_s` ago that have not arrived (any receiver)."""
+        at least `abort_lag_s` ago that have not arrived (any receiver). The
+        lag is at least the residual wait: a frame the DUT queues for less
+        than that is not lost in the final counts, and under a steady
+        overload a FIFO's delay only grows, so a frame that late means the
+        trial's last frames miss the final read too (a buffering DUT's
+        queued frames aborted trials wrongly before)."""
+        lag = max(self.settings.abort_lag_s, self.settings.waits.residual_s)
         lagged_tx = 0
         for t, tx in self.history:
-            if t <= now - self.settings.abort_lag_s:
+            if t <= now - lag:
                 lagged_tx = tx
         return max(live["gap_lost"], lagged_tx - live["rx_frames"])

@@ -9,10 +9,10 @@ A mixin of TrialEngine, whose state it uses: plans, settings, transport,
 clock, detect(), reader, setup(), ready, control_counts, and its own
 _written, _reference, _verifiable, _rx_level, _rx_format, _rx_pkt_size,
 _rx_declared, mismatch_detail."""
-from rfc2544.drivers import frame
+from rfc2544 import wire
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.drivers import pktgen
-from rfc2544.drivers import plan as plan_mod
+from rfc2544.drivers import streams as streams_mod
 from rfc2544.drivers.script import Batch
 from rfc2544.engine.detection import RECEIVER_PGRX
 from rfc2544.errors import InfraError
@@ -127,11 +127,11 @@ class ConfigurePhase:
         """The frame size `host`'s pgrx is to count (with FCS; RFC 2544
         section 10: the tester checks the length received): the size sent,
         changed by the tags a DUT adds or removes, or None (any) for an IMIX
-        or where that size cannot be told (plan.arriving_frame_size)."""
+        or where that size cannot be told (streams.arriving_frame_size)."""
         if spec is None or not spec.frame_size:
             return None
-        sent = frame.wire_frame_size(spec.frame_size, spec.ipv6, plan_mod.frame_tags(self.plans))
-        return plan_mod.arriving_frame_size(self.plans, host, sent)
+        sent = wire.wire_frame_size(spec.frame_size, spec.ipv6, streams_mod.frame_tags(self.plans))
+        return streams_mod.arriving_frame_size(self.plans, host, sent)
 
     def _declared_streams(self, host, spec):
         """The streams `host`'s pgrx is to know (issue 31: frames of any
@@ -139,10 +139,18 @@ class ConfigurePhase:
         by stream id where the testers have them, else by source address in
         the spec's IP version; None where pgrx cannot be told (before format
         v5) or there is no trial spec."""
-        if spec is None or self._rx_format.get(host, 0) < pgrx_mod.DECLARE_VERSION:
+        if spec is None:
+            return None
+        return self._declarable(host, spec.ipv6)
+
+    def _declarable(self, host, ipv6):
+        """The streams `host`'s pgrx would be told of in that IP version
+        (None: it cannot be told); BadInput past what it takes."""
+        if self._rx_format.get(host, 0) < pgrx_mod.DECLARE_VERSION:
             return None
         by_id = self.detect().get("stream_ids", False)
-        return tuple(sorted({p.rx_key(spec.ipv6, by_id) for p in self.plans if p.rx_host == host}))
+        return streams_mod.check_declared(host, {p.rx_key(ipv6, by_id) for p in self.plans if p.rx_host == host},
+                                       pgrx_mod.MAX_DECLARED)
 
     def _configure_and_zero(self, configs, level, full=False, spec=None):
         """One batch per host: reset receivers, configure generators, read all

@@ -25,7 +25,8 @@ from rfc2544.engine.detection import RECEIVER_PGRX
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.drivers import pktgen, vlan
 from rfc2544.drivers.hooks import hook_notes, run_hooks
-from rfc2544.drivers.plan import check_addresses, device_configs
+from rfc2544.drivers.streams import (assign_threads, check_addresses, check_generators, device_configs,
+                                  generator_share, shared_queue_notes)
 from rfc2544.drivers.readings import CounterReader
 from rfc2544.drivers.script import MAX_SLEEP_S, Batch
 from rfc2544.engine.schedule import RateSchedule
@@ -169,12 +170,19 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
             raise BadInput("broadcast and management frames (the profile's modifiers) need the rfc2544_pktgen "
                            "module 1.3 or later on every tester host: its stream ids keep them apart from "
                            "the test streams at the receiver. Run 'rfc2544 setup', or set the modifiers to 0")
+        check_generators(self.plans, {h: det["hosts"][h].threads for h in self.tx_hosts})
+        notes = shared_queue_notes(self.plans, self._generator_features()["tx_queues"])
+        if any(p.generators > 1 for p in self.plans) and not det.get("start_offsets"):
+            notes.append("a stream's generators start together, not staggered by a share of the gap (the "
+                         "rfc2544_pktgen module 1.7 staggers them: run 'rfc2544 setup')")
+        for note in notes:
+            if note not in det["notes"]:
+                det["notes"].append(note)
         batches = {}
         for host in self.tx_hosts:
-            threads = det["hosts"][host].threads
-            devices = [p.device for p in self.plans if p.tx_host == host]
-            devices += [m.device for m in self.modifiers if m.tx_host == host]
-            by_device = {d: threads[i % len(threads)] for i, d in enumerate(devices)}
+            found = det["hosts"][host]
+            by_device = assign_threads(host, self.plans, [m.device for m in self.modifiers if m.tx_host == host],
+                                       found.threads, found)
             batches.setdefault(host, Batch()).extend(pktgen.setup_batch(by_device))
         pgrx = det["receiver"] == RECEIVER_PGRX
         if pgrx:
@@ -189,6 +197,9 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
             self._rx_format = {h: self.reader.parse(outputs, "rxon")[1][h].version for h in self.rx_hosts}
             self._rx_pkt_size = {}
             self._rx_declared = {}
+            for host in self.rx_hosts:      # before any traffic: refused here, not at the first trial
+                self._declarable(host, ipv6=False)
+                self._declarable(host, ipv6=True)
         self._forget()   # fresh devices: every command is written again
         self.ready = True
 
@@ -222,15 +233,20 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
         """device_configs' switches for what every tester's module has."""
         d = self.detect()
         return {"extended": d.get("paced_bursts", False), "stream_ids": d.get("stream_ids", False),
-                "ipv6_networks": d.get("ipv6_networks", False), "ipv6_sources": d.get("ipv6_sources", False)}
+                "ipv6_networks": d.get("ipv6_networks", False), "ipv6_sources": d.get("ipv6_sources", False),
+                "start_offsets": d.get("start_offsets", False),
+                "tx_queues": {(h, name): n for h in self.tx_hosts
+                              for name, n in d["hosts"][h].tx_queues.items()}}
 
     def _learn(self, spec):
         w = self.settings.waits
         if not spec.learning or w.learning_frames == 0:
             return
-        n = len(self.plans)
-        configs = device_configs(self.plans, replace(spec, frames_per_burst=1), [w.learning_frames] * n,
-                                 [w.learning_fps] * n, **self._generator_features())
+        # per stream: a stream's generators share its learning frames and rate
+        counts = [max(generator_share(p, w.learning_frames), 1) for p in self.plans]
+        rates = [max(round(w.learning_fps / p.generators), 1) for p in self.plans]
+        configs = device_configs(self.plans, replace(spec, frames_per_burst=1), counts, rates,
+                                 **self._generator_features())
         batches = {}
         self._write_configs(configs, batches)
         self._write_modifiers(batches, self._idle_modifier_configs(spec, configs))
@@ -316,7 +332,7 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
         self.setup()
         self._imix_set = spec.frame_size == 0
         mark("setup")
-        schedule = schedule or RateSchedule.of_spec(spec, len(self.plans))
+        schedule = schedule or RateSchedule.of_spec(spec, self.plans)
         configs = device_configs(self.plans, spec, schedule.totals(), schedule.first_rates(),
                                  **self._generator_features())
         planned_modifiers = self._trial_modifier_configs(spec, schedule, configs)

@@ -463,6 +463,15 @@ class Lab:
         from rfc2544.lab import cap
         return cap.remove(self)
 
+    def shape_dut(self, pps: int, frame_len: int, queue_s: float):
+        """A buffering DUT: tbf at `pps` behind a FIFO of `queue_s` (cap.shape)."""
+        from rfc2544.lab import cap
+        return cap.shape(self, pps, frame_len, queue_s)
+
+    def unshape_dut(self):
+        from rfc2544.lab import cap
+        return cap.unshape(self)
+
 
 def _banner(port, timeout=3.0):
     """True once something on the port speaks SSH (QEMU's hostfwd accepts

@@ -53,6 +53,12 @@ NOMINAL_SPEED_MBPS = 10000      # virtio/veth report no real speed; nominal only
 DUT_EGRESS = "dut1"             # where cap_dut polices (toward the rx port)
 
 
+# TX queues of the single lab's tester ports (veth takes numtxqueues): a
+# stream's two generators each send on a queue of their own, as on a
+# multi-queue NIC (issue 44). One vCPU each, so two are enough.
+TESTER_TX_QUEUES = 2
+
+
 def addr(ip_prefix):
     return ip_prefix.split("/")[0]
 
@@ -108,7 +114,8 @@ class Topology:
             links = []
             for tester_port in TESTER_PORTS:
                 t, d = PORTS[tester_port], PORTS[PORTS[tester_port].peer]
-                links.append(f"link add {t.name} address {t.mac} type veth peer name {d.name} address {d.mac} netns {ns}")
+                links.append(f"link add {t.name} address {t.mac} numtxqueues {TESTER_TX_QUEUES} type veth "
+                             f"peer name {d.name} address {d.mac} netns {ns}")
             out += _batch(links) + [SETTLE]
             out += _side(TESTER_PORTS, None) + _tester_loop()
             out += _in_netns(ns, _side(DUT_PORTS, ns))

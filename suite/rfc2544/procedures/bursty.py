@@ -13,6 +13,7 @@ trials are bursty by design.
 """
 from rfc2544.errors import BadInput
 from rfc2544.procedures import Skip
+from rfc2544.procedures.throughput import note_wrong_aborts
 from rfc2544.search import search
 
 TEST = "bursty"
@@ -38,6 +39,7 @@ def run(ctx, frame_size, ipv6):
                 duration_sum=s.duration_sum_s, exceed_ratio=s.exceed_ratio)
         except BadInput as exc:
             raise Skip(str(exc))
+        note_wrong_aborts(ctx, measure, f"{frame_size} B, bursts of {size}")
         rows.append(burst_row(size, result, steady))
     passing = [r["frames_per_burst"] for r in rows if r["ndr_fps"]]
     largest = max(passing, default=None)

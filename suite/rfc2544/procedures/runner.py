@@ -11,7 +11,7 @@ import math
 import time
 from dataclasses import replace
 
-from rfc2544.drivers import frame
+from rfc2544 import wire
 from rfc2544.engine import pacing
 from rfc2544.results.deviations import Deviation, text_of
 from rfc2544.errors import InfraError, Rfc2544Error
@@ -38,7 +38,7 @@ DEFAULT_LATENCY_DEFINITION = (
 
 def build_plan(profile, tags=0):
     """The run's steps; `tags`: the VLAN tags the frames carry (the
-    inventory's streams, plan.frame_tags), which raise small sizes too."""
+    inventory's streams, streams.frame_tags), which raise small sizes too."""
     m = profile.model
     plan = []
     for v in m.ip_versions:
@@ -79,18 +79,18 @@ FULL_LOAD_PCT = 100.0       # latency at the throughput rate, as RFC 2544 26.2 a
 
 def sent_sizes(requested, ipv6, tags=0):
     """{size sent: size asked}, in the order asked: a size too small for the
-    headers is sent at the smallest that holds them (frame.wire_frame_size);
+    headers is sent at the smallest that holds them (wire.wire_frame_size);
     sizes that come out the same are one step, the one asked as sent kept."""
     sent = {}
     for size in requested:
-        wire = frame.wire_frame_size(size, ipv6, tags)
-        if wire == size or wire not in sent:
-            sent[wire] = size
+        on_wire = wire.wire_frame_size(size, ipv6, tags)
+        if on_wire == size or on_wire not in sent:
+            sent[on_wire] = size
     return sent
 
 
 def imix_mean_size(ipv6=False, tags=0):
-    return frame.imix_mean_size(ipv6, tags)
+    return wire.imix_mean_size(ipv6, tags)
 
 
 class Context:
@@ -179,10 +179,11 @@ class Context:
                 if t.get("unit") == self.unit and not t.get("superseded")]
         return rows[n]
 
-    def measure(self, frame_size, ipv6, early_abort=False, test="throughput", frames_per_burst=1):
+    def measure(self, frame_size, ipv6, early_abort=False, test="throughput", frames_per_burst=1,
+                latency=False):
         return make_measure(self.run_trial, frame_size, ipv6=ipv6, early_abort=early_abort, test=test,
                             tester_limited_retries=self.profile.model.search.tester_limited_retries,
-                            frames_per_burst=frames_per_burst)
+                            frames_per_burst=frames_per_burst, latency=latency)
 
     # -- facts for procedures --------------------------------------------------
     def link_mbps(self):
@@ -280,6 +281,10 @@ class Context:
     def receiver_name(self):
         return getattr(self._r.tester, "receiver_name", "receiver")
 
+    def latency_clock(self):
+        """conditions.latency_clock (drivers/clock.py), or None when not known."""
+        return self._r.results.data["conditions"].get("latency_clock")
+
     def latency_definition(self):
         return getattr(self._r.tester, "latency_definition", DEFAULT_LATENCY_DEFINITION)
 
@@ -319,7 +324,7 @@ class Runner:
         self.calibration = calibration
         self.dut_reset = dut_reset
         self.trials_run = 0
-        # VLAN tags the frames carry (plan.frame_tags): sizes count them
+        # VLAN tags the frames carry (streams.frame_tags): sizes count them
         self.frame_tags = getattr(tester, "frame_tags", 0)
 
     def run(self):
@@ -343,9 +348,22 @@ class Runner:
         except Exception as exc:
             self._interrupted(f"internal error: {type(exc).__name__}: {exc}")
             raise
+        self._reread_clocks()
         self.results.mark_complete()
         self.display.finished(self.results)
         return check_thresholds(self.results.data, self.profile)
+
+    def _reread_clocks(self):
+        """The clock error of one-way latency across two hosts, with the
+        end of the run's clock reads beside the start's (the worse counts)."""
+        conditions = self.results.data["conditions"]
+        before, read = conditions.get("latency_clock"), getattr(self.tester, "latency_clock", None)
+        if not before or before.get("shared") or read is None:
+            return
+        try:
+            conditions["latency_clock"] = read(before=before)
+        except Exception:       # the start's statement stands
+            pass
 
     def _run_step(self, step):
         unit, test = step["unit"], step["test"]

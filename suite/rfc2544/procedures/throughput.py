@@ -1,6 +1,10 @@
 """RFC 2544 26.1 Throughput: the NDR (and the PDR when asked) by the
-profile's search, classic bisection or MLRsearch."""
-from rfc2544.search import search
+profile's search, classic bisection or MLRsearch; with the profile's
+`search.latency_bound`, also the highest rate without loss within that
+bound (an extension: RFC 2544 and RFC 9971 define no latency goal)."""
+from rfc2544.procedures import Skip
+from rfc2544.search import LatencyBound, search
+from rfc2544.search.mlr import fits_bound_encoding
 
 TESTER_BOUND_MARGIN = 0.05     # within 5 % of the tester's own ceiling
 # A departure gap this long is the tester stopping (a stalled host or VM),
@@ -8,17 +12,96 @@ TESTER_BOUND_MARGIN = 0.05     # within 5 % of the tester's own ceiling
 TESTER_STALL_S = 0.1
 
 
+EXTENSION = "an extension of RFC 2544 and RFC 9971, which define no latency goal"
+BOUNDED_SEARCH = {"bisection": "a bisection of its own, below the NDR, after the NDR's search",
+                  "mlr": "a goal of the same MLRsearch pass, over the same trials as the NDR"}
+
+
 def run(ctx, frame_size, ipv6):
     s = ctx.profile.model.search
+    bound = LatencyBound.from_profile(s.latency_bound)
+    if bound is not None and not ctx.full_fidelity():
+        raise Skip(f"search.latency_bound needs latency, which the receiver ({ctx.receiver_name()}) does not give")
     max_load, source = ctx.max_load(frame_size, ipv6)
+    if bound is not None and s.method == "mlr" and not mlr_fits(max_load, ctx.profile.model, s):
+        raise Skip(f"search.latency_bound with MLRsearch needs trials of fewer than 1e11 frames "
+                   f"({max_load:.0f} fps for the longest trial is more): shorten the trials or use bisection")
     pdr = s.pdr_loss_pct / 100 if s.pdr_loss_pct else None
+    measure = ctx.measure(frame_size, ipv6, early_abort=s.early_abort, latency=bound is not None)
     result = search(
-        s.method, ctx.measure(frame_size, ipv6, early_abort=s.early_abort),
+        s.method, measure,
         min_load=max_load * s.min_load_pct / 100, max_load=max_load,
         resolution=s.resolution_pct / 100,
         search_duration=s.initial_duration_s, final_duration=ctx.profile.model.trial_duration_s,
-        pdr_loss_ratio=pdr, duration_sum=s.duration_sum_s, exceed_ratio=s.exceed_ratio)
-    return summarize(ctx, frame_size, ipv6, result, max_load, source, max_load * s.min_load_pct / 100)
+        pdr_loss_ratio=pdr, duration_sum=s.duration_sum_s, exceed_ratio=s.exceed_ratio,
+        latency_bound=bound)
+    note_wrong_aborts(ctx, measure, f"{frame_size} B")
+    entry = summarize(ctx, frame_size, ipv6, result, max_load, source, max_load * s.min_load_pct / 100)
+    if bound is not None:
+        entry.update(bounded_entry(ctx, frame_size, result, bound))
+    return entry
+
+
+def mlr_fits(max_load, model, s):
+    """MLRsearch's encoding of the bound holds for this profile's trials."""
+    return fits_bound_encoding(max_load, max(model.trial_duration_s, s.duration_sum_s or 0))
+
+
+def bounded_entry(ctx, frame_size, result, bound):
+    """The latency-bounded rate's fields of a throughput entry, and the
+    run's note when the DUT reached its NDR by queueing."""
+    rate = result.bounded_fps
+    theo = ctx.line_fps(frame_size)
+    bits = (frame_size or ctx.imix_mean_size()) * 8
+    fields = {
+        "latency_bound": {"percentile": bound.percentile, "us": bound.us, "text": bound.text,
+                          "extension": EXTENSION, "search": BOUNDED_SEARCH[result.method]},
+        "bounded_fps": rate, "bounded_upper_fps": result.bounded_upper_fps,
+        "bounded_mbps": rate * bits / 1e6 if rate else None,
+        "bounded_pct_of_max": rate * 100 / theo if rate and theo else None,
+        "bounded_latency_ns": deciding_latency(result.outcomes, rate, bound, bound),
+        "ndr_latency_ns": deciding_latency(result.outcomes, result.ndr_fps, bound),
+    }
+    clock = getattr(ctx, "latency_clock", lambda: None)()
+    if clock and not clock.get("shared") and (clock.get("error_ns") is None
+                                               or clock["error_ns"] >= bound.us * 1000):
+        ctx.note(f"throughput at {frame_size} B: the latency bound ({bound.text}) is judged on latency "
+                 f"across two hosts' clocks, whose error is {clock.get('text')}: the bounded rate is not "
+                 "trustworthy", code="latency_bound_clock")
+    ndr = result.ndr_fps
+    if ndr and (rate is None or rate < ndr * (1 - result.resolution)):
+        at = fields["ndr_latency_ns"]
+        ctx.note(f"throughput at {frame_size} B: the NDR ({ndr:.0f} fps) is above the rate within the "
+                 f"{bound.text} bound ({'none passed' if rate is None else f'{rate:.0f} fps'})"
+                 + (f"; at the NDR the latency was {at / 1000:.0f} us" if at is not None else "")
+                 + ": the DUT held the excess in its queue", code="latency_bound_below_ndr")
+    return fields
+
+
+def deciding_latency(outcomes, load, bound, passing=None):
+    """The latency at the bound's percentile in the last longest trial at
+    `load` that passed (without loss, and within `passing` when given: with
+    an exceed ratio a failed trial may sit beside the deciding one), in ns;
+    None without one."""
+    if not load:
+        return None
+    at = [o for o in outcomes if abs(o.load_fps - load) <= load * 1e-9 and o.passed(0.0, passing)]
+    if not at:
+        return None
+    longest = max(o.duration_s for o in at)
+    last = [o for o in at if o.duration_s == longest][-1]
+    return (last.latency_ns or {}).get(bound.field)
+
+
+def note_wrong_aborts(ctx, measure, what):
+    """The run's deviation for the trials early abort stopped wrongly
+    (procedures/measure.py: each was run again in full)."""
+    wrong = getattr(measure, "wrong_aborts", [])
+    if wrong:
+        ctx.note(f"early abort at {what} stopped {len(wrong)} trial(s) whose final counts showed no loss "
+                 f"beyond the goal (frames queued in the DUT, counted lost while it ran: at "
+                 f"{', '.join(f'{load:.0f}' for load in wrong)} fps); each was run again in full and that "
+                 "trial decided", code="early_abort_wrong")
 
 
 def summarize(ctx, frame_size, ipv6, result, max_load, source, min_load):

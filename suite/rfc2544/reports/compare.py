@@ -50,6 +50,17 @@ def _bursty_index(results):
             for e in results.get("bursty") or [] for b in e.get("bursts") or []}
 
 
+def _bounds(results):
+    """The latency bounds' texts of the throughput rows that have one."""
+    return {r["latency_bound"]["text"] for r in results["throughput"] if r.get("latency_bound")}
+
+
+def _bounded_index(results, text):
+    """{key: the rate within the bound `text`} (0 where none passed: a regression from any)."""
+    return {key_of(results, r): r.get("bounded_fps") or 0.0 for r in results["throughput"]
+            if (r.get("latency_bound") or {}).get("text") == text}
+
+
 def compare(old, new, threshold_pct):
     """Rows (one per frame size and metric), notes on differing conditions, failures."""
     rows = []
@@ -61,6 +72,12 @@ def compare(old, new, threshold_pct):
             if a is None and b is None:
                 continue
             rows.append(_row(metric, key, a, b, higher_better, gated, threshold_pct, label_ip))
+    for text in sorted(set(_bounds(old)) | set(_bounds(new))):
+        # a series per bound: rates under different bounds are not one figure
+        before, after = _bounded_index(old, text), _bounded_index(new, text)
+        for key in sorted(set(before) | set(after), key=lambda k: (k[0], k[1])):
+            rows.append(_row(f"throughput within {text} (frames/s)", key, before.get(key), after.get(key),
+                             True, True, threshold_pct, label_ip))
     before, after = _bursty_index(old), _bursty_index(new)
     for key in sorted(set(before) | set(after)):
         row = _row(BURSTY_METRIC, key[:3], before.get(key), after.get(key), True, True, threshold_pct, label_ip)

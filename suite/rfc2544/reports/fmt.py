@@ -82,8 +82,8 @@ def _undefined_as_none(func):
 
 def tag_text(stream):
     """A conditions.streams entry's tags: 'VLAN 100 PCP 5', 'QinQ 200/100'."""
-    from rfc2544.drivers.vlan import describe
-    return describe(stream)
+    from rfc2544.wire import Tags
+    return Tags.of(stream).text if isinstance(stream, dict) else ""
 
 
 FILTERS = {name: _undefined_as_none(func) for name, func in {

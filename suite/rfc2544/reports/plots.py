@@ -85,6 +85,15 @@ def throughput_svg(rows, link_mbps, calibration_rows=()):
             ax.plot([r["frame_size"] for r in mine], [r["fps"] for r in mine], "-o", color=COLORS[i * 2],
                     linewidth=1.8, markersize=5, label="measured throughput (0 % loss)"
                     + (f", IPv{version}" if len(versions) > 1 else ""))
+        for i, version in enumerate(versions):
+            # an extension of RFC 2544: the rate that also kept the latency bound
+            within = [r for r in rows if r.get("ip_version") == version and r.get("latency_bound")
+                      and r.get("bounded_fps")]
+            if within:
+                ax.plot([r["frame_size"] for r in within], [r["bounded_fps"] for r in within], "-.s",
+                        color=COLORS[i * 2 + 1], linewidth=1.6, markersize=5,
+                        label=f"within the latency bound ({within[0]['latency_bound']['text']})"
+                        + (f", IPv{version}" if len(versions) > 1 else ""))
         bound = [r for r in rows if r["tester_bound"]]
         if bound:
             ax.plot([r["frame_size"] for r in bound], [r["fps"] for r in bound], "o", markersize=11,
@@ -212,11 +221,12 @@ def compare_svg(rows, threshold_pct):
     return _title(svg, "fig-compare", "Change per frame size between two runs")
 
 
-def latency_loads_svg(rows):
+def latency_loads_svg(rows, bound=None):
     """Latency against the load, in % of the throughput, one series per
     frame size: the median (typical, solid) and the 99.9th percentile
     (worst case, dashed) of RFC 8219, averaged over the repetitions. Only
-    for frame sizes measured at two loads or more."""
+    for frame sizes measured at two loads or more. `bound`: the profile's
+    search.latency_bound ({percentile, us}), drawn as a line."""
     series = {}
     for r in rows:
         if r.get("median_ns") is not None or r.get("p999_ns") is not None:
@@ -234,6 +244,10 @@ def latency_loads_svg(rows):
                 pts = [(x, r[key] / 1000) for x, r in zip(xs, rs) if r.get(key) is not None]
                 ax.plot([x for x, _ in pts], [y for _, y in pts], style, marker=MARKERS[i % len(MARKERS)],
                         color=color, linewidth=1.6, markersize=5, label=f"{name}, {what}")
+        if bound:
+            which = "maximum" if bound["percentile"] == "max" else f"p{bound['percentile']}"
+            ax.axhline(bound["us"], color="#2a7f62", linestyle="-.", linewidth=1.2,
+                       label=f"latency bound ({which} <= {bound['us']:g} µs)")
         ax.set_xlim(-3, 103)
         ax.set_xticks(sorted({x for rs in series.values() for x in
                               (r["throughput_pct"] if r.get("throughput_pct") is not None else 100 for r in rs)}))

@@ -9,7 +9,7 @@ dash, so a partial file from a run cut short still renders.
 import json
 from numbers import Real
 
-from rfc2544.drivers import frame
+from rfc2544 import wire
 from rfc2544.errors import BadInput
 from rfc2544.results.reader import SCHEMA, SUPPORTED_VERSIONS, read_results, resolve
 
@@ -30,7 +30,8 @@ FIELDS = {
     "throughput": {"frame_size": INT, "fps": NUM, "mbps": NUM, "line_mbps": NUM, "pct_of_max": NUM,
                    "theoretical_max_fps": NUM, "tester_bound": BOOL, "search": STR, "ndr_fps": NUM,
                    "pdr_fps": NUM, "pdr_loss_ratio": NUM, "resolution_pct": NUM, "trials": INT,
-                   "traffic_s": NUM, "directions": LIST},
+                   "traffic_s": NUM, "directions": LIST, "latency_bound": DICT, "bounded_fps": NUM,
+                   "bounded_upper_fps": NUM, "bounded_latency_ns": NUM, "ndr_latency_ns": NUM},
     "latency": {"frame_size": INT, "load_fps": NUM, "definition": STR, "repetitions": INT,
                 "samples": INT, "min_ns": NUM, "mean_ns": NUM, "median_ns": NUM, "p999_ns": NUM,
                 "max_ns": NUM, "pdv_mean_ns": NUM},
@@ -111,7 +112,7 @@ SIZE_DERIVED = ("theoretical_max_fps", "mbps", "line_mbps", "pct_of_max", "load_
 def sizes_as_sent(data):
     """A file written before sizes were stated as sent (no `schema_minor`)
     states, at IPv6 64 B, the size asked for frames the generator padded to
-    82 B (drivers/frame.py; both generators pad alike). Its entries are
+    82 B (rfc2544/wire.py; both generators pad alike). Its entries are
     shown at the size sent, with `requested_frame_size`, and the figures
     derived from the size are left to be recomputed; a deviation says so.
     IMIX entries are left as written."""
@@ -123,22 +124,22 @@ def sizes_as_sent(data):
         if not isinstance(entry, dict) or not size or entry.get("requested_frame_size"):
             return entry
         ip = entry.get("ip_version") or default_ip
-        wire = frame.wire_frame_size(size, ip == 6)
-        if wire == size:
+        sent = wire.wire_frame_size(size, ip == 6)
+        if sent == size:
             return entry
-        raised.add((ip, size, wire))
+        raised.add((ip, size, sent))
         out = {k: v for k, v in entry.items() if k not in SIZE_DERIVED}
-        return {**out, "frame_size": wire, "requested_frame_size": size}
+        return {**out, "frame_size": sent, "requested_frame_size": size}
 
     data = dict(data)
     for key in SECTIONS + ("plan",):
         data[key] = [as_sent(e) for e in data[key]]
-    for ip, size, wire in sorted(raised):
+    for ip, size, sent in sorted(raised):
         data["deviations"] = list(data["deviations"]) + [{
-            "code": "frame_size_raised", "section": "RFC 5180 5.1.1", "asked": f"{size} B", "used": f"{wire} B",
-            "text": f"IPv{ip}: {size} B frames cannot hold the headers; the generator sent {wire} B frames, "
+            "code": "frame_size_raised", "section": "RFC 5180 5.1.1", "asked": f"{size} B", "used": f"{sent} B",
+            "text": f"IPv{ip}: {size} B frames cannot hold the headers; the generator sent {sent} B frames, "
                     f"and this file (written before sizes were stated as sent) said {size} B: shown here "
-                    f"as {wire} B, with rates recomputed for {wire} B"}]
+                    f"as {sent} B, with rates recomputed for {sent} B"}]
     return data
 
 
@@ -169,7 +170,7 @@ def _check(data):
     _check_fields("conditions", conditions, {"link_speed_mbps": NUM, "ip_version": INT, "hosts": DICT,
                                              "streams": LIST, "calibration": DICT, "generator": STR,
                                              "receiver": STR, "fidelity": STR, "latency_definition": STR,
-                                             "direction": STR})
+                                             "direction": STR, "generators": INT})
     for name, host in (conditions.get("hosts") or {}).items():
         _check_fields(f"conditions.hosts.{name}", host, {"nics": LIST, "tuning": DICT, "kernel": STR})
     for size, fps in (conditions.get("calibration") or {}).items():

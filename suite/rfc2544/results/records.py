@@ -32,7 +32,12 @@ SCHEMA_VERSION = 2
 # `vlan_dei`, `svlan_pcp`, `svlan_dei` on conditions.streams that set them.
 # 8 = `rx_vlan` and `rx_svlan` on conditions.streams whose tags the DUT changes
 # (the tags the frames arrive with; 0: none).
-SCHEMA_MINOR = 8
+# 9 = `generators` on conditions.streams sent by more than one generator, and
+# on their trial `streams` each generator's counts (model.StreamCounts).
+# 10 = the profile's `search.latency_bound` and, with it, `latency_bound`,
+# `bounded_fps` and the fields beside it on throughput entries; `p99_ns` in
+# a trial's latency; `conditions.latency_clock` (one-way latency's clock error).
+SCHEMA_MINOR = 10
 SECTIONS = tuple(SUMMARY_TYPES)
 
 
@@ -54,7 +59,7 @@ class PlanStep:
     state: str = "pending"      # pending | done | skipped
     note: Optional[str] = None  # why a step was skipped
     # the size the profile asked, when the headers do not fit in it and
-    # `frame_size` is the smallest that holds them (drivers/frame.py)
+    # `frame_size` is the smallest that holds them (rfc2544/wire.py)
     requested_frame_size: Optional[int] = None
     throughput_pct: Optional[float] = None   # latency at another load than the throughput's: the load in %
     flows: Optional[int] = None              # flows per stream, when more than one
@@ -153,6 +158,9 @@ class TrialRecord:
         for key, default in (("flows", 1), ("frames_per_burst", 1), ("flow_spread", "udp_ports")):
             if out["spec"].get(key) == default:    # the spec as it always was
                 del out["spec"][key]
+        for stream in out["streams"]:
+            if stream.get("generators") is None:   # one generator: the stream as it always was
+                stream.pop("generators", None)
         # hooks sit between notes and spec, as the writer has always put them
         tail = {k: out.pop(k) for k in self.KEY_ORDER if k in out}
         out.update(tail)

@@ -251,6 +251,10 @@ def run_conditions(results):
     """What the tester side of a run was: a change of any of these splits a series."""
     c = results["conditions"]
     testers = _role_hosts(results, "tester")
+    # generators per stream move the tester's ceiling; named only where
+    # more than one sends a stream, so a store's older runs stay comparable
+    generators = [s.get("generators", 1) for s in c.get("streams") or []]
+    several = {"generators": ",".join(map(str, generators))} if any(g > 1 for g in generators) else {}
     return {
         "tester_kernel": ",".join(sorted({h.get("kernel") or "?" for h in testers})) or None,
         "generator": " ".join(filter(None, [c.get("generator"), *sorted(
@@ -258,6 +262,7 @@ def run_conditions(results):
         "receiver": c.get("receiver"),
         "fidelity": c.get("fidelity"),
         "link_speed_mbps": c.get("link_speed_mbps"),
+        **several,
     }
 
 
@@ -284,6 +289,17 @@ def figures_of(results):
             yield {"test": test, "metric": metric, "frame_size": row["frame_size"], "ip_version": ip,
                    "better": better, "value": float(value),
                    "conditions": {**base, **marks.get((ip, flows, row["frame_size"]), {"tester_limited": False})}}
+    # the rate within a latency bound (an extension): a series per bound,
+    # named in the test, since rates under different bounds are not one figure
+    for row in results["throughput"]:
+        bound, value = row.get("latency_bound"), row.get("bounded_fps")
+        if not bound or value is None or isinstance(value, bool) or value <= 0:
+            continue
+        ip, flows = row.get("ip_version") or default_ip, row.get("flows") or 1
+        test = f"throughput within {bound['text']}" + (f", {flows} flows" if flows != 1 else "")
+        yield {"test": test, "metric": "bounded_fps", "frame_size": row["frame_size"], "ip_version": ip,
+               "better": "higher", "value": float(value),
+               "conditions": {**base, **marks.get((ip, flows, row["frame_size"]), {"tester_limited": False})}}
     # RFC 2544 section 21: a series per burst size (in the test's name),
     # the rate found; a burst size no rate passed gives no figure
     for entry in results.get("bursty") or []:

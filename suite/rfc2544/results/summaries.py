@@ -12,7 +12,7 @@ from typing import List, Optional
 class Summary:
     # Every entry's `frame_size` is the size sent, with FCS. Where the
     # profile asked a size the headers do not fit in, the entry also carries
-    # `requested_frame_size` (written only then; drivers/frame.py).
+    # `requested_frame_size` (written only then; rfc2544/wire.py).
 
     @classmethod
     def from_dict(cls, d):
@@ -79,13 +79,30 @@ class ThroughputSummary(Summary):
     # ("tx->rx"); written only with several streams
     directions: Optional[List[dict]] = None
     limited_by: Optional[List[str]] = None
+    # with the profile's search.latency_bound (minor 10; written only then):
+    # the bound ({percentile, us, text, extension, search}), the highest
+    # load without loss within it and the lowest seen failing it, and the
+    # latency at the bound's percentile in the trials that decided it and the NDR
+    latency_bound: Optional[dict] = None
+    bounded_fps: Optional[float] = None
+    bounded_upper_fps: Optional[float] = None
+    bounded_mbps: Optional[float] = None
+    bounded_pct_of_max: Optional[float] = None
+    bounded_latency_ns: Optional[float] = None
+    ndr_latency_ns: Optional[float] = None
+
+    BOUNDED_KEYS = ("bounded_fps", "bounded_upper_fps", "bounded_mbps", "bounded_pct_of_max",
+                    "bounded_latency_ns", "ndr_latency_ns")
 
     def to_dict(self):
         d = super().to_dict()
         if not d["tester_bursty"]:
             del d["tester_bursty"]
-        for key in ("tester_stall_s", "directions", "limited_by"):
+        for key in ("tester_stall_s", "directions", "limited_by", "latency_bound"):
             if d[key] is None:
+                del d[key]
+        if "latency_bound" not in d:
+            for key in self.BOUNDED_KEYS:
                 del d[key]
         return d
 

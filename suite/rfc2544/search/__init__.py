@@ -3,9 +3,11 @@
 A search sees only `measure(duration_s, load_fps, goal_loss_ratio=None) ->
 Outcome`: it knows nothing about testers, SSH or the results file. The goal
 is passed so that the measuring side may stop a trial early once its loss
-provably breaks that goal (early abort).
+provably breaks that goal (early abort). A search given a `latency_bound`
+(search.outcome.LatencyBound) also finds the highest load that passes
+without loss and within the bound: a goal of its own, beside the NDR.
 """
-from rfc2544.search.outcome import CountingMeasure, Outcome, SearchResult  # noqa: F401 (the API)
+from rfc2544.search.outcome import CountingMeasure, LatencyBound, Outcome, SearchResult  # noqa: F401 (the API)
 
 
 def search(method, measure, **kwargs):

@@ -1,7 +1,11 @@
 """What a search sees of a trial (Outcome) and what it returns
-(SearchResult); CountingMeasure adds up the trials a search ran."""
+(SearchResult); CountingMeasure adds up the trials a search ran;
+LatencyBound (in model.py, which the results layer reads too) is the
+latency goal a search may have beside its loss goals."""
 from dataclasses import dataclass, field
 from typing import List, Optional
+
+from rfc2544.model import BOUND_PERCENTILES, LatencyBound  # noqa: F401 (the search's API)
 
 
 @dataclass
@@ -21,9 +25,15 @@ class Outcome:
     longest_gap_s: float = 0.0   # the generator's longest departure gap in the trial (0: not recorded)
     # per stream (tx port, rx port): (frames sent, frames lost); empty when the receiver cannot attribute
     streams: dict = field(default_factory=dict)
+    # the trial's latency, LatencyStats field -> ns (median_ns, p99_ns,
+    # p999_ns, max_ns); None when the trial did not measure it
+    latency_ns: Optional[dict] = None
 
-    def passed(self, goal_loss_ratio):
-        return not self.tester_limited and not self.aborted and self.loss_ratio <= goal_loss_ratio
+    def passed(self, goal_loss_ratio, bound=None):
+        """Passes the loss goal (and, given a LatencyBound, that bound too)."""
+        if self.tester_limited or self.aborted or self.loss_ratio > goal_loss_ratio:
+            return False
+        return bound is None or not bound.exceeded(self)
 
 
 @dataclass
@@ -34,6 +44,11 @@ class SearchResult:
     pdr_loss_ratio: Optional[float] = None
     ndr_upper_fps: Optional[float] = None   # lowest load seen to fail the NDR goal
     pdr_upper_fps: Optional[float] = None
+    # the highest load without loss and within the latency bound (when the
+    # search had one), and the lowest seen to fail that goal
+    latency_bound: Optional[LatencyBound] = None
+    bounded_fps: Optional[float] = None
+    bounded_upper_fps: Optional[float] = None
     resolution: float = 0.0             # relative width the search stopped at (goal)
     trials: int = 0
     traffic_s: float = 0.0

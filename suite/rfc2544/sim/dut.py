@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from rfc2544.drivers import frame
+from rfc2544 import wire
 from rfc2544.model import LatencyStats, StreamCounts, TrialResult, theoretical_max_fps
 
 
@@ -124,6 +124,7 @@ class SimDUT:
             abort_after = spec.abort_loss_ratio * intended
         tx = rx = lost = 0.0
         queue = 0.0
+        delays = []                     # (frames forwarded, their queueing delay in s) per step
         elapsed = 0.0
         recovering_until = -1.0
         aborted = False
@@ -142,6 +143,7 @@ class SimDUT:
                 tx += sent
                 lost += dropped
                 rx += sent - dropped
+                delays.append((sent - dropped, queue / self._capacity if self._capacity else 0.0))
                 t += dt
                 elapsed += dt
                 if progress:
@@ -177,7 +179,7 @@ class SimDUT:
             streams=[StreamCounts(*ends, tx_i, rx_i, lost=tx_i - rx_i)],
         )
         if spec.latency and rx_i:
-            result.latency = self._latency(spec.load_fps, rx_i)
+            result.latency = self._latency(spec.load_fps, rx_i, delays)
         return result
 
     # -- the model ----------------------------------------------------------
@@ -185,7 +187,7 @@ class SimDUT:
         capacity = self.capacity_fps * min(spec.flows, self.cores) / self.cores
         if not self.capacity_mbps:
             return capacity
-        size = spec.frame_size or frame.imix_mean_size(spec.ipv6)
+        size = spec.frame_size or wire.imix_mean_size(spec.ipv6)
         return min(capacity, theoretical_max_fps(size, self.capacity_mbps))
 
     def _drop(self, sent, rate, dt, queue, now, recovering_until):
@@ -222,15 +224,38 @@ class SimDUT:
             return float(k)
         return max(0.0, round(self.rng.gauss(mean, math.sqrt(mean * (1 - p)))))
 
-    def _latency(self, load, n):
-        # queueing delay grows as the load approaches capacity
+    def _latency(self, load, n, delays=()):
+        # queueing delay grows as the load approaches capacity; above it, a
+        # buffer's queue adds its own delay (`delays`: per step, frames and s)
         rho = min(load / self.capacity_fps, 0.99) if self.capacity_fps != math.inf else 0.0
         base = self.latency_ns * (1 + rho / (1 - rho) * 0.1)
+        count = min(n, 5000)
+        queued = _spread(delays, count)
         xs = sorted(base * (1 + 0.05 * self.rng.random()) + (self.rng.expovariate(1 / base) if i % 997 == 0 else 0)
-                    for i in range(min(n, 5000)))
+                    + queued[i] * 1e9 for i in range(count))
+
+        def pct(q):
+            return xs[min(len(xs) - 1, math.ceil(q * len(xs)) - 1)]
         return LatencyStats(samples=n, min_ns=xs[0], mean_ns=statistics.fmean(xs), max_ns=xs[-1],
-                            median_ns=xs[len(xs) // 2], p999_ns=xs[min(len(xs) - 1, math.ceil(0.999 * len(xs)) - 1)],
+                            median_ns=xs[len(xs) // 2], p999_ns=pct(0.999), p99_ns=pct(0.99),
                             stddev_ns=statistics.pstdev(xs), pdv_mean_ns=base * 0.02, pdv_max_ns=base * 0.5)
+
+
+def _spread(delays, count):
+    """`count` samples of the queueing delay, each step's delay taken in
+    proportion to the frames it forwarded (zeros without steps)."""
+    total = sum(frames for frames, _ in delays)
+    if not total:
+        return [0.0] * count
+    out, cum, steps = [], 0.0, iter(delays)
+    frames, delay = next(steps)
+    for i in range(count):
+        target = (i + 0.5) * total / count
+        while cum + frames < target:
+            cum += frames
+            frames, delay = next(steps, (math.inf, delay))
+        out.append(delay)
+    return out
 
 
 # name -> (constructor arguments, true NDR fps, true PDR fps at 0.5 % loss)
