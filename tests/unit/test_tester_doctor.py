@@ -195,16 +195,28 @@ def test_the_receiving_port_s_hash_is_named(tmp_path):
     inv = make_inventory(tmp_path)
     rss = QUEUES.replace("queues rx0 1 1 -1\nrps rx0 rx-0 00000003\n",
                          "queues rx0 4 4 0\nirq rx0 51 0 rx0-TxRx-0\nirq rx0 52 1 rx0-TxRx-1\n")
-    l3 = "rxhash rx0 IP SA;IP DA\n"
+    l3 = "rxhash udp4 rx0 IP SA;IP DA\nrxhash udp6 rx0 IP SA;IP DA\n"
     r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD + rss + l3), "dut": Canned(DUT)}))
     ok, detail = r["queues tester:rx0"]
-    assert ok and "counted on CPU(s) 0,1: RSS over 4 RX queues hashing UDP/IPv4 on IP SA, IP DA" in detail, detail
-    assert "flows that differ only in UDP ports (flow_spread udp_ports) share one queue" in detail, detail
-    assert "'ethtool -N rx0 rx-flow-hash udp4 sdfn'" in detail, detail
-    l4 = "rxhash rx0 IP SA;IP DA;L4 bytes 0 & 1 [TCP/UDP src port];L4 bytes 2 & 3 [TCP/UDP dst port]\n"
-    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD + rss + l4), "dut": Canned(DUT)}))
+    assert ok and ("counted on CPU(s) 0,1: RSS over 4 RX queues hashing UDP/IPv4 and IPv6 on IP SA, IP DA"
+                   in detail), detail
+    assert "IPv4 and IPv6 flows that differ only in UDP ports (flow_spread udp_ports) share one queue" in detail, detail
+    assert "'ethtool -N rx0 rx-flow-hash udp4 sdfn' hashes the ports too, and the same for udp6" in detail, detail
+    l4 = "L4 bytes 0 & 1 [TCP/UDP src port];L4 bytes 2 & 3 [TCP/UDP dst port]"
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD + rss + f"rxhash udp4 rx0 IP SA;IP DA;{l4}\n"
+                                                       f"rxhash udp6 rx0 IP SA;IP DA;{l4}\n"),
+                                      "dut": Canned(DUT)}))
     ok, detail = r["queues tester:rx0"]
-    assert "hashing UDP/IPv4 on IP SA, IP DA, L4 bytes 0 & 1" in detail and "share one queue" not in detail, detail
+    assert "hashing UDP/IPv4 and IPv6 on IP SA, IP DA, L4 bytes 0 & 1" in detail and "share one queue" not in detail, detail
+    # a driver that hashes the ports of IPv4 only: the IPv6 flows are named apart
+    r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD + rss + f"rxhash udp4 rx0 IP SA;IP DA;{l4}\n"
+                                                       "rxhash udp6 rx0 IP SA;IP DA\n"),
+                                      "dut": Canned(DUT)}))
+    ok, detail = r["queues tester:rx0"]
+    assert "hashing UDP/IPv4 on IP SA, IP DA, L4 bytes 0 & 1" in detail, detail
+    assert "hashing UDP/IPv6 on IP SA, IP DA" in detail, detail
+    assert "IPv6 flows that differ only in UDP ports" in detail and "IPv4 flows" not in detail, detail
+    assert "'ethtool -N rx0 rx-flow-hash udp6 sdfn' hashes the ports too)" in detail, detail
     # one queue, no RPS: one CPU counts everything
     r = as_dict(doctor(inv, sessions={"tester": Canned(GOOD + QUEUES.replace("rps rx0 rx-0 00000003\n", "")),
                                       "dut": Canned(DUT)}))

@@ -44,13 +44,16 @@ def _port_script(ports):
         lines.append(f'echo "port {name} $(cat {d}/operstate 2>/dev/null || echo missing) '
                      f'$(cat {d}/carrier 2>/dev/null || echo -) '
                      f'$(cat {d}/address 2>/dev/null || echo -)"')
-        # the fields its RSS hashes UDP/IPv4 on (ethtool's lines after the
-        # first, joined; nothing where the driver offers no RSS)
-        lines.append(f'echo "rxhash {name} $(ethtool -n {q} rx-flow-hash udp4 2>/dev/null | '
-                     f"tail -n +2 | sed '/^$/d' | paste -sd ';')\"")
+        # the fields its RSS hashes UDP over IPv4 and IPv6 on (ethtool's
+        # lines after the first, joined; nothing where the driver offers no RSS)
+        for family in _HASH_FAMILIES:
+            lines.append(f'echo "rxhash {family} {name} $(ethtool -n {q} rx-flow-hash {family} 2>/dev/null | '
+                         f"tail -n +2 | sed '/^$/d' | paste -sd ';')\"")
     return "\n".join(lines)
 
 
+# ethtool's flow types of UDP, and the IP version each names
+_HASH_FAMILIES = {"udp4": "IPv4", "udp6": "IPv6"}
 # ethtool's names of the UDP ports in a flow hash
 _PORT_FIELDS = ("L4 bytes 0 & 1", "L4 bytes 2 & 3")
 
@@ -82,8 +85,10 @@ def parse_host(text):
         elif word == "chrony":
             facts["chrony"] = rest.strip() or None
         elif word == "rxhash":
+            family, _, rest = rest.partition(" ")
             name, _, fields = rest.partition(" ")
-            facts["rx_hash"][name] = [f.strip() for f in fields.split(";") if f.strip()]
+            if family in _HASH_FAMILIES:
+                facts["rx_hash"].setdefault(name, {})[family] = [f.strip() for f in fields.split(";") if f.strip()]
         elif word == "port":
             parts = rest.split()
             if len(parts) == 4:
@@ -461,26 +466,33 @@ def _queue_checks(inventory, facts):
                     ok = False
                     detail += f" (only {tx} TX queue(s): they would share one)"
             if any(p.rx_host == name and p.rx_port == pname for p in plans):
-                detail += "; " + _spread(probe, pname, f["rx_hash"].get(pname, []))
+                detail += "; " + _spread(probe, pname, f["rx_hash"].get(pname, {}))
             out.append((f"queues {name}:{pname}", ok, detail))
     return out
 
 
-def _spread(probe, port, udp4):
+def _spread(probe, port, hashes):
     """Which CPUs count what a receiving port receives, and how it spreads
     a stream's flows over them: its NIC's RSS over several RX queues
-    (hashing the fields ethtool names), RPS (by the NIC's hash, else the
-    kernel's over addresses and UDP ports), or neither (every frame on one
-    CPU). The RSS hash of UDP over IPv4 stands for IPv6's too."""
+    (hashing the fields ethtool names for UDP over IPv4 and over IPv6:
+    drivers set them apart), RPS (by the NIC's hash, else the kernel's over
+    addresses and UDP ports), or neither (every frame on one CPU)."""
     counting = _cpus(sorted(probe.rx_cpus.get(port, ())))
     rps = sorted(probe.rps_cpus.get(port, ()))
     queues = probe.rx_queues.get(port, 1)
     parts = []
-    if queues > 1 and udp4:
-        parts.append(f"RSS over {queues} RX queues hashing UDP/IPv4 on {', '.join(udp4)}")
-        if not all(any(f.startswith(p) for f in udp4) for p in _PORT_FIELDS):
-            parts.append(f"flows that differ only in UDP ports (flow_spread udp_ports) share one queue "
-                         f"('ethtool -N {port} rx-flow-hash udp4 sdfn' hashes the ports too)")
+    named = {family: fields for family, fields in hashes.items() if fields}
+    if queues > 1 and named:
+        same = len(named) == 2 and named["udp4"] == named["udp6"]
+        for family, fields in named.items():
+            if same and family == "udp6":
+                continue
+            version = "IPv4 and IPv6" if same else _HASH_FAMILIES[family]
+            parts.append(f"RSS over {queues} RX queues hashing UDP/{version} on {', '.join(fields)}")
+            if not all(any(f.startswith(p) for f in fields) for p in _PORT_FIELDS):
+                parts.append(f"{version} flows that differ only in UDP ports (flow_spread udp_ports) share one "
+                             f"queue ('ethtool -N {port} rx-flow-hash {'udp4' if same else family} sdfn' hashes the "
+                             "ports too" + (", and the same for udp6" if same else "") + ")")
     elif queues > 1:
         parts.append(f"{queues} RX queues, the driver names no RSS hash")
     if rps:
