@@ -25,6 +25,7 @@ from rfc2544.drivers.clock import CLOCK_SCRIPT, format_error, pair_error, parse_
 from rfc2544.drivers.probe import QUEUE_SCRIPT, parse_probe
 from rfc2544.drivers.streams import stream_ends
 from rfc2544.drivers.session import HostSession
+from rfc2544.engine.doctor_queues import HASH_FAMILIES, queue_checks
 
 HOST_SCRIPT = r"""p=/proc/net/pktgen
 [ -e $p/pgrx ] && echo "gen module"
@@ -46,16 +47,12 @@ def _port_script(ports):
                      f'$(cat {d}/address 2>/dev/null || echo -)"')
         # the fields its RSS hashes UDP over IPv4 and IPv6 on (ethtool's
         # lines after the first, joined; nothing where the driver offers no RSS)
-        for family in _HASH_FAMILIES:
+        for family in HASH_FAMILIES:
             lines.append(f'echo "rxhash {family} {name} $(ethtool -n {q} rx-flow-hash {family} 2>/dev/null | '
                          f"tail -n +2 | sed '/^$/d' | paste -sd ';')\"")
     return "\n".join(lines)
 
 
-# ethtool's flow types of UDP, and the IP version each names
-_HASH_FAMILIES = {"udp4": "IPv4", "udp6": "IPv6"}
-# ethtool's names of the UDP ports in a flow hash
-_PORT_FIELDS = ("L4 bytes 0 & 1", "L4 bytes 2 & 3")
 
 
 def _peer_script(port, peer_ip):
@@ -87,7 +84,7 @@ def parse_host(text):
         elif word == "rxhash":
             family, _, rest = rest.partition(" ")
             name, _, fields = rest.partition(" ")
-            if family in _HASH_FAMILIES:
+            if family in HASH_FAMILIES:
                 facts["rx_hash"].setdefault(name, {})[family] = [f.strip() for f in fields.split(";") if f.strip()]
         elif word == "port":
             parts = rest.split()
@@ -153,7 +150,7 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=F
             if ipv6:
                 results += _source_checks(inventory, sessions, facts, sources, ipv6=True)
         results += _vlan_checks(inventory, sessions, facts)
-        results += _queue_checks(inventory, facts)
+        results += queue_checks(inventory, facts)
     finally:
         for c in connections.values():
             c.close()
@@ -417,95 +414,3 @@ def _vlan_checks(inventory, sessions, facts):
             out.append((label, False, f"{dut} has no {want}: it drops the stream's tagged frames "
                                       "(inventory/README.md, VLAN and QinQ tags)"))
     return out
-
-
-def _queue_checks(inventory, facts):
-    """Per tester port: its queues, NUMA node and IRQ CPUs (each TX queue's
-    own IRQ where it has one); per sending port: its streams' generators,
-    the queues and CPUs they would use (streams.assign_threads: a stream's
-    generators on distinct kpktgend threads, each on queue g where the port
-    has enough, on that queue's IRQ CPU where it is pinned), failing where
-    a stream has more generators than TX queues (they would share one); per
-    receiving port: the CPUs that count it (its RX IRQs' and RPS's)."""
-    from rfc2544.drivers.streams import assign_threads, plan_streams, stream_groups
-    out = []
-    try:
-        plans = plan_streams(inventory) if inventory.streams else []
-    except Rfc2544Error:        # a port without peer_mac: the peer checks say so
-        plans = []
-    devices = {}
-    for p in plans:
-        devices.setdefault(p.tx_host, []).append(p)
-    for name, host in sorted(inventory.hosts.items()):
-        f = facts.get(name)
-        if f is None or host.group != "testers":
-            continue
-        probe = f["probe"]
-        cpu_of = assign_threads(name, plans, [], probe.threads, probe) if probe.threads and devices.get(name) else {}
-        for pname in sorted(host.ports):
-            if pname not in probe.tx_queues:
-                continue
-            tx = probe.tx_queues[pname]
-            numa = probe.numa.get(pname)
-            irq_cpus = sorted(probe.irq_cpus.get(pname, ()))
-            detail = (f"{tx} TX, {probe.rx_queues[pname]} RX queues; NUMA node {numa if numa is not None else 'none'}; "
-                      f"IRQ CPUs {_cpus(irq_cpus) or 'none named'}; "
-                      f"RPS CPUs {_cpus(sorted(probe.rps_cpus.get(pname, ()))) or 'off'}")
-            own = probe.tx_irq_cpus.get(pname)
-            if own:
-                detail += "; TX queue IRQs " + ", ".join(f"{q} on CPU {_cpus(sorted(c))}" for q, c in sorted(own.items()))
-            sending = [g for g in stream_groups(plans) if g[0].tx_host == name and g[0].tx_port == pname]
-            ok = True
-            for group in sending:
-                p = group[0]
-                use = ", ".join(f"{g.device} on CPU {cpu_of.get(g.device, '?')}"
-                                + (f" queue {g.generator}" if p.generators > 1 and tx >= p.generators else "")
-                                for g in group)
-                detail += f"; stream {p.ends}: {p.generators} generator(s): {use}"
-                if p.generators > tx:
-                    ok = False
-                    detail += f" (only {tx} TX queue(s): they would share one)"
-            if any(p.rx_host == name and p.rx_port == pname for p in plans):
-                detail += "; " + _spread(probe, pname, f["rx_hash"].get(pname, {}))
-            out.append((f"queues {name}:{pname}", ok, detail))
-    return out
-
-
-def _spread(probe, port, hashes):
-    """Which CPUs count what a receiving port receives, and how it spreads
-    a stream's flows over them: its NIC's RSS over several RX queues
-    (hashing the fields ethtool names for UDP over IPv4 and over IPv6:
-    drivers set them apart), RPS (by the NIC's hash, else the kernel's over
-    addresses and UDP ports), or neither (every frame on one CPU)."""
-    counting = _cpus(sorted(probe.rx_cpus.get(port, ())))
-    rps = sorted(probe.rps_cpus.get(port, ()))
-    queues = probe.rx_queues.get(port, 1)
-    parts = []
-    named = {family: fields for family, fields in hashes.items() if fields}
-    if queues > 1 and named:
-        same = len(named) == 2 and named["udp4"] == named["udp6"]
-        for family, fields in named.items():
-            if same and family == "udp6":
-                continue
-            version = "IPv4 and IPv6" if same else _HASH_FAMILIES[family]
-            parts.append(f"RSS over {queues} RX queues hashing UDP/{version} on {', '.join(fields)}")
-            if not all(any(f.startswith(p) for f in fields) for p in _PORT_FIELDS):
-                parts.append(f"{version} flows that differ only in UDP ports (flow_spread udp_ports) share one "
-                             f"queue ('ethtool -N {port} rx-flow-hash {'udp4' if same else family} sdfn' hashes the "
-                             "ports too" + (", and the same for udp6" if same else "") + ")")
-    elif queues > 1:
-        parts.append(f"{queues} RX queues, the driver names no RSS hash")
-    if rps:
-        # RPS takes the NIC's receive hash where it gives one (its fields above)
-        parts.append(f"RPS over CPU(s) {_cpus(rps)} by the NIC's receive hash where it gives one, "
-                     "else addresses and UDP ports")
-    if not parts:
-        where = f" of {counting}" if "," in counting else (f" ({counting})" if counting else "")
-        return f"counted on one CPU{where}: one RX queue, no RPS"
-    return (f"counted on CPU(s) {counting or '?'}: " + "; ".join(parts)
-            + "; a stream of one flow is counted on one of them, its flows spread as hashed")
-
-
-def _cpus(cpus):
-    return ",".join(str(c) for c in cpus)
-
