@@ -19,7 +19,7 @@ from rfc2544.model import TrialSpec
 
 from test_tester_sim import FAST, INVENTORY
 
-RESULTS = Path(__file__).parents[1] / "data" / "results" / "complete.json"
+RESULTS = Path(__file__).parents[2] / "data" / "results" / "complete.json"
 ON = Modifiers(broadcast_pct=1.0, management_fps=1.0)
 STREAM = '{tx: "tester:tx0", rx: "tester:rx0"}'
 

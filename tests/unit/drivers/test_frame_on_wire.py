@@ -26,7 +26,7 @@ from rfc2544.sim import dut as simdut
 from helpers_run import profile, start
 from schema_check import assert_valid
 
-KMOD = Path(__file__).resolve().parents[2] / "pktgen-kmod"
+KMOD = Path(__file__).resolve().parents[3] / "pktgen-kmod"
 LINK = 1000.0
 
 

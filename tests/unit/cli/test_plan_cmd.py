@@ -10,7 +10,7 @@ from rfc2544 import cli
 from rfc2544.config import profiles
 from rfc2544.procedures.runner import build_plan
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "results"
+DATA = Path(__file__).resolve().parents[2] / "data" / "results"
 
 
 def main(capsys, *args):

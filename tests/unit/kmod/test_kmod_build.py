@@ -16,7 +16,7 @@ import pytest
 
 from rfc2544.lab import module_build
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KMOD = ROOT / "pktgen-kmod"
 RELEASES = ["6.1.0-50-amd64", "6.12.107+deb12-amd64"]
 

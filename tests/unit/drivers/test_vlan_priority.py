@@ -105,7 +105,7 @@ def test_the_schema_and_the_report_take_the_bits(tmp_path):
     from schema_check import schema_errors
     from rfc2544.results.load import load_results
     from rfc2544.reports.render import render_html
-    data = json.loads((Path(__file__).parents[1] / "data" / "results" / "complete.json").read_text())
+    data = json.loads((Path(__file__).parents[2] / "data" / "results" / "complete.json").read_text())
     data["conditions"]["streams"] = [{"tx": "tester:tx0", "rx": "tester:rx0", "vlan": 100, "svlan": 200,
                                       "vlan_pcp": 5, "vlan_dei": 1, "svlan_pcp": 3},
                                      {"tx": "tester:tx1", "rx": "tester:rx0", "vlan": 300, "vlan_pcp": 0}]

@@ -11,7 +11,7 @@ from rfc2544 import cli
 from rfc2544.config import init_inventory
 from rfc2544.config import inventory
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "ipjson"
+DATA = Path(__file__).resolve().parents[2] / "data" / "ipjson"
 SSH_CONNECTION = {"tester": "192.0.2.99 50022 192.0.2.10 22", "dut": "192.0.2.99 50023 192.0.2.20 2222"}
 
 

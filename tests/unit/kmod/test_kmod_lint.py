@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KMOD = ROOT / "pktgen-kmod"
 TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 CACHE = Path.home() / ".cache" / "rfc2544" / "checkpatch"

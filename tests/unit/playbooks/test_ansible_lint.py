@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOKS = ROOT / "playbooks"
 ROLES = sorted(p for p in (PLAYBOOKS / "roles").iterdir() if p.is_dir())
 BIN = Path(sys.executable).parent

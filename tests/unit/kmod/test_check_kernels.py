@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KMOD = ROOT / "pktgen-kmod"
 SCRIPT = KMOD / "scripts" / "check-kernels"
 

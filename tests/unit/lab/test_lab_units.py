@@ -448,7 +448,7 @@ def test_status_and_connect_when_not_up():
 
 def test_documented_physical_example_inventory_loads():
     from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "inventory" / "example-two-box.yml"
+    path = Path(__file__).resolve().parents[3] / "inventory" / "example-two-box.yml"
     inv = inventory.load(path)
     assert [(s.tx_port, s.rx_port) for s in inv.streams] == [("enp1s0f0", "enp1s0f1")]
     assert inv.hosts["tester"].ports["enp1s0f0"].peer_mac == inv.hosts["dut"].ports["ens1f0"].mac

@@ -146,7 +146,7 @@ def test_the_results_schema_takes_tagged_streams():
     import json
     from pathlib import Path
     from schema_check import schema_errors
-    data = json.loads((Path(__file__).parents[1] / "data" / "results" / "complete.json").read_text())
+    data = json.loads((Path(__file__).parents[2] / "data" / "results" / "complete.json").read_text())
     data["conditions"]["streams"] = [{"tx": "tester:tx0", "rx": "tester:rx0", "vlan": 100, "svlan": 200}]
     assert schema_errors(data) == []
     data["conditions"]["streams"][0]["vlan"] = 4095
@@ -158,7 +158,7 @@ def test_the_report_names_each_streams_tags(tmp_path):
     from pathlib import Path
     from rfc2544.results.load import load_results
     from rfc2544.reports.render import render_html
-    data = json.loads((Path(__file__).parents[1] / "data" / "results" / "complete.json").read_text())
+    data = json.loads((Path(__file__).parents[2] / "data" / "results" / "complete.json").read_text())
     data["conditions"]["streams"] = [{"tx": "tester:tx0", "rx": "tester:rx0", "vlan": 100, "svlan": 200},
                                      {"tx": "tester:tx1", "rx": "tester:rx0", "vlan": 300},
                                      {"tx": "tester:tx1", "rx": "tester:rx1"}]

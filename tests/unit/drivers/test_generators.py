@@ -399,7 +399,7 @@ def test_the_schema_and_the_report_take_the_generators(tmp_path):
     from schema_check import schema_errors
     from rfc2544.results.load import load_results
     from rfc2544.reports.render import render_html
-    data = json.loads((Path(__file__).parents[1] / "data" / "results" / "complete.json").read_text())
+    data = json.loads((Path(__file__).parents[2] / "data" / "results" / "complete.json").read_text())
     data["conditions"]["streams"] = [{"tx": "tester:tx0", "rx": "tester:rx0", "generators": 2}]
     data["conditions"]["generators"] = 2
     trial = data["trials"][0]

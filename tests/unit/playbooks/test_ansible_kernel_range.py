@@ -19,7 +19,7 @@ import yaml
 
 from fake_ko import fake_ko
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KMOD = ROOT / "pktgen-kmod"
 BIN = Path(sys.executable).parent
 NAME = "rfc2544_unit_test"          # no host has a module of this name

@@ -15,7 +15,7 @@ import pytest
 
 from wheel_build import build_wheel, install_in_new_venv
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data" / "results"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MODULE = ROOT / "playbooks/roles/host_tuning/library/host_tuning_values.py"
 
 

@@ -14,7 +14,7 @@ from rfc2544.drivers import counters, pgrx, pktgen, probe
 from rfc2544.drivers.facts import parse_facts
 from rfc2544.errors import InfraError
 
-CAPTURED = Path(__file__).resolve().parents[1] / "data" / "captured"
+CAPTURED = Path(__file__).resolve().parents[2] / "data" / "captured"
 
 
 def captured(name):

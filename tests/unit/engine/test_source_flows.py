@@ -88,7 +88,7 @@ def test_doctor_names_the_sources_the_dut_would_not_route_back(tmp_path):
 
 def test_the_report_names_the_flows_sources():
     from rfc2544.reports.summary import labeller
-    results = json.loads((Path(__file__).parents[1] / "data" / "results" / "complete.json").read_text())
+    results = json.loads((Path(__file__).parents[2] / "data" / "results" / "complete.json").read_text())
     results["profile"]["flow_spread"] = "src_addresses"
     assert labeller(results)({"frame_size": 64, "flows": 256}).endswith(", 256 sources")
 

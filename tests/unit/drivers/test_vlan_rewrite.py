@@ -129,7 +129,7 @@ def test_a_popped_stream_is_counted_at_the_length_that_arrives(tmp_path):
 def test_the_schema_and_the_report_take_the_tags_that_arrive(tmp_path):
     from rfc2544.results.load import load_results
     from rfc2544.reports.render import render_html
-    data = json.loads((Path(__file__).parents[1] / "data" / "results" / "complete.json").read_text())
+    data = json.loads((Path(__file__).parents[2] / "data" / "results" / "complete.json").read_text())
     data["conditions"]["streams"] = [{"tx": "tester:tx0", "rx": "tester:rx0", "vlan": 100, "rx_vlan": 0},
                                      {"tx": "tester:tx1", "rx": "tester:rx0", "vlan": 100, "rx_vlan": 200},
                                      {"tx": "tester:rx0", "rx": "tester:tx0", "rx_vlan": 100}]
