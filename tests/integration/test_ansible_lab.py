@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from test_ansible_support import ROOT, PlaybookRun, frozen_source, host_state, playbook, state_script
-from test_kmod_helpers import KMOD_SRC, build_ko_for
+from kmod_helpers import KMOD_SRC, build_ko_for
 
 pytestmark = [pytest.mark.lab, pytest.mark.lab_background]     # conftest.py: off the critical path
 

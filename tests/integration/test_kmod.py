@@ -11,7 +11,7 @@ import time
 import pytest
 
 from rfc2544.lab.flow_counter import FlowCounter
-from test_kmod_helpers import (PG, REMOTE_KO, kmod, kernel_problems, parse_device,  # noqa: F401
+from kmod_helpers import (PG, REMOTE_KO, kmod, kernel_problems, parse_device,  # noqa: F401
                                parse_pgrx, setup_stream)
 
 pytestmark = pytest.mark.lab

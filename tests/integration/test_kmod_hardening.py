@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from test_kmod_helpers import (MODULE, PG, REMOTE_FUZZ, REMOTE_KO,  # noqa: F401
+from kmod_helpers import (MODULE, PG, REMOTE_FUZZ, REMOTE_KO,  # noqa: F401
                                kernel_problems, kmod, parse_device, parse_pgrx,
                                setup_stream)
 

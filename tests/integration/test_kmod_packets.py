@@ -10,7 +10,7 @@ from shlex import quote
 
 import pytest
 
-from test_kmod_helpers import (PG, kmod, parse_device, parse_pgrx,  # noqa: F401
+from kmod_helpers import (PG, kmod, parse_device, parse_pgrx,  # noqa: F401
                                setup_stream)
 
 pytestmark = pytest.mark.lab

@@ -5,7 +5,7 @@ free of oops/WARN/BUG. The heavy loops run inside the VM (one SSH round trip
 each)."""
 import pytest
 
-from test_kmod_helpers import (MODULE, PG, REMOTE_KO, kernel_problems, kmod,  # noqa: F401
+from kmod_helpers import (MODULE, PG, REMOTE_KO, kernel_problems, kmod,  # noqa: F401
                                parse_pgrx, setup_stream)
 
 pytestmark = [pytest.mark.lab, pytest.mark.lab_background]     # conftest.py: off the critical path

@@ -10,7 +10,7 @@ import pytest
 
 from rfc2544.drivers import vlan as vlan_devices
 from rfc2544.lab.flow_counter import backlog_drops
-from test_kmod_helpers import (PG, add_vlan_stack, dut_vlan, kmod, parse_device, parse_pgrx,  # noqa: F401
+from kmod_helpers import (PG, add_vlan_stack, dut_vlan, kmod, parse_device, parse_pgrx,  # noqa: F401
                                setup_stream)
 
 pytestmark = pytest.mark.lab

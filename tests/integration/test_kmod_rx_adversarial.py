@@ -44,7 +44,7 @@ import pytest
 from rfc2544.lab.flow_counter import FlowCounter
 from rfc2544.drivers.ssh import put_file
 from jhash_model import bucket, colliding_ipv4
-from test_kmod_helpers import kernel_problems, kmod, parse_pgrx, setup_stream  # noqa: F401
+from kmod_helpers import kernel_problems, kmod, parse_pgrx, setup_stream  # noqa: F401
 
 pytestmark = pytest.mark.lab
 

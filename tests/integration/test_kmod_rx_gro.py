@@ -31,7 +31,7 @@ import pytest
 
 from rfc2544.lab.flow_counter import FlowCounter
 from rfc2544.drivers.ssh import put_file, quote
-from test_kmod_helpers import kmod, parse_device, parse_pgrx, setup_stream  # noqa: F401
+from kmod_helpers import kmod, parse_device, parse_pgrx, setup_stream  # noqa: F401
 
 pytestmark = pytest.mark.lab
 

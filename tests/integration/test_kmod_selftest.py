@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from rfc2544.drivers.ssh import put_file, quote
-from test_kmod_helpers import MODULE, kernel_problems, kmod_on
+from kmod_helpers import MODULE, kernel_problems, kmod_on
 
 pytestmark = [pytest.mark.lab, pytest.mark.lab_background]     # not timing-sensitive
 
@@ -117,7 +117,7 @@ def selftest():
 def kmod(lab, selftest):
     """The tester VM (KmodVM, rfc2544_pktgen loaded by kmod_on) with the
     selftest binary; restores the guest afterwards (module docstring).
-    (Named like test_kmod_helpers' fixture, which it replaces here, so that
+    (Named like kmod_helpers' fixture, which it replaces here, so that
     a failure carries the guest's kernel log: conftest.py.)"""
     host = lab.connect("tester")
     try:

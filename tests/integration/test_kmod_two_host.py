@@ -11,7 +11,7 @@ import pytest
 
 from rfc2544.lab.flow_counter import FlowCounter, rx_packets
 from rfc2544.lab.topology import PORTS, addr
-from test_kmod_helpers import PG, kernel_problems, kmod_on, parse_device
+from kmod_helpers import PG, kernel_problems, kmod_on, parse_device
 
 pytestmark = pytest.mark.lab
 

@@ -32,7 +32,8 @@ from rfc2544.results.deviations import code_of
 from rfc2544.results.file import Results
 from rfc2544.procedures.runner import Runner, build_plan
 
-from test_run_lab import capped, small_profile, with_module  # noqa: F401 (fixtures)
+from run_lab_support import small_profile
+from run_lab_support import capped, with_module  # noqa: F401 (fixtures; with_module needs capped)
 
 pytestmark = pytest.mark.lab
 

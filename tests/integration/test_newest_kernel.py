@@ -14,7 +14,7 @@ conftest.py boots both labs (niced) while the unit tests run and runs
 NEWEST_TESTS in a child pytest on them (session_prep.py, step `newest`);
 each test here reports one of those tests' outcome, its failure text
 included. The module is built for the newest kernel with the compiler its
-headers were built with, inside the image's own root (test_kmod_helpers).
+headers were built with, inside the image's own root (kmod_helpers).
 """
 import pytest
 

@@ -9,7 +9,7 @@ lab, against DUTs whose answer is known:
   match that outage.
 
 Both seed the throughput (NDR) with the DUT's known capacity instead of
-searching for it: the search is tested in test_run_lab.py and would cost
+searching for it: the search is tested in test_run_ndr_lab.py and would cost
 minutes of emulated time here.
 """
 import pytest
@@ -164,7 +164,7 @@ def test_reset_time_is_the_outage_the_reset_command_made(outage_log, tmp_path):
 def queued(lab):
     """The two-stage DUT, and our generator and receiver (pgrx: sequence
     numbers, which the recovery estimate needs) loaded in the tester VM."""
-    from test_kmod_helpers import MODULE, build_ko_for
+    from kmod_helpers import MODULE, build_ko_for
     from rfc2544.drivers.ssh import put_file
     ko = build_ko_for(lab)
     remote = "/root/rfc2544_pktgen_recovery.ko"

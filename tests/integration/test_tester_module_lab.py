@@ -1,7 +1,7 @@
 """SSHTester with OUR module in the real lab: rfc2544_pktgen generator and
 its pgrx receiver (full fidelity: per-stream loss by sequence number,
 latency with percentiles). The module is built on the host against the lab
-kernel's headers (test_kmod_helpers.build_ko_for), copied in, loaded for this
+kernel's headers (kmod_helpers.build_ko_for), copied in, loaded for this
 file's tests and unloaded afterwards (DUT cap removed too).
 """
 import math
@@ -10,7 +10,7 @@ import re
 import pytest
 
 from host_load import until_clean
-from test_kmod_helpers import MODULE, KmodVM, build_ko_for, dut_vlan
+from kmod_helpers import MODULE, KmodVM, build_ko_for, dut_vlan
 from test_tester_lab import QUICK, tlab  # noqa: F401  (fixture: the lab to use)
 
 from rfc2544.config import inventory
