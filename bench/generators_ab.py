@@ -20,7 +20,16 @@ tarball, unchanged, `-i tx0 -t 2 -m <tx0's MAC>`: a device per thread
 (tx0@0, tx0@1), QUEUE_MAP_CPU, NO_TIMESTAMP, random UDP source ports; its
 figure is the frames of both devices over the longer of their times.
 
-Usage: bench/generators_ab.py [--lab NAME] [--rounds 6] [--seconds 2] [--frame-size 64]
+Last, the paced check (issue 44: a trial at 1.3x the N = 1 ceiling is
+tester-limited with N = 1 and sent in full with N = 2): per round, a trial
+through the lab's DUT at a load one generator cannot reach gives N = 1's
+trial ceiling T1 (forwarding included); then a trial at 1.3 T1 with N = 1
+and with N = 2, each judged as a run judges it (tester_limited, frames
+sent of those intended). A bench, not a lab test: whether two vCPU threads
+get two host cores is the host's doing, and the CI host's two cores run
+four VMs.
+
+Usage: bench/generators_ab.py [--lab NAME] [--rounds 6] [--seconds 2] [--frame-size 64] [--paced-rounds 3]
 """
 import re
 import statistics
@@ -62,11 +71,29 @@ def ceiling(b, inv, generators, frame_size, seconds):
     return frames / elapsed, [u / wall for u in used]
 
 
+PACED_OVER = 1.3
+
+
+def paced_round(inv, frame_size, seconds, c1):
+    """One paced round: (T1, {N: (tester_limited, sent / intended)})."""
+    from rfc2544.model import TrialSpec
+    waits = {"learning_frames": 0}
+    with SSHTester(inv, waits=waits, generators=1) as t:
+        # 1.5x the to-self ceiling is out of one generator's reach through the DUT
+        top = t.run_trial(TrialSpec(frame_size=frame_size, load_fps=1.5 * c1, duration_s=1.0))
+        t1 = top.achieved_fps
+        one = t.run_trial(TrialSpec(frame_size=frame_size, load_fps=PACED_OVER * t1, duration_s=seconds))
+    with SSHTester(inv, waits=waits, generators=2) as t:
+        two = t.run_trial(TrialSpec(frame_size=frame_size, load_fps=PACED_OVER * t1, duration_s=seconds))
+    return t1, {n: (r.tester_limited, r.tx_frames / r.intended_frames) for n, r in ((1, one), (2, two))}
+
+
 def main():
     p = parser(__doc__)
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--seconds", type=float, default=2.0)
     p.add_argument("--frame-size", type=int, default=64)
+    p.add_argument("--paced-rounds", type=int, default=3)
     args = p.parse_args()
     cases = (1, 2, "upstream")
     fps = {c: [] for c in cases}
@@ -89,6 +116,7 @@ def main():
                 fps[case].append(rate)
                 busy[case].append(share)
         b.use(OURS)
+        paced = [paced_round(inv, args.frame_size, args.seconds, median(fps[1])) for _ in range(args.paced_rounds)]
     ratios = [two / one for one, two in zip(fps[1], fps[2])]
     names = {1: "ours, N = 1", 2: "ours, N = 2", "upstream": "in-tree, sample02 -t 2"}
     rows = [[names[c], f"{median(fps[c]):,.0f}", f"{min(fps[c]):,.0f}..{max(fps[c]):,.0f}",
@@ -104,6 +132,11 @@ def main():
     up = [two / u for two, u in zip(fps[2], fps["upstream"])]
     print(f"ours N = 2 / in-tree sample02 -t 2: median of per-round ratios {statistics.median(up):.3f} "
           f"(min..max {min(up):.2f}..{max(up):.2f}); goal >= 1.0")
+    print(f"\npaced at {PACED_OVER:g} x N = 1's trial ceiling T1 through the DUT, {args.seconds:g} s trials; "
+          "goal: N = 1 tester-limited, N = 2 sent in full")
+    table(["round", "T1 fps", "N = 1: limited, sent", "N = 2: limited, sent"],
+          [[str(i + 1), f"{t1:,.0f}"] + [f"{'yes' if lim else 'no'}, {share:.1%}" for lim, share in (r[1], r[2])]
+           for i, (t1, r) in enumerate(paced)])
 
 
 if __name__ == "__main__":
