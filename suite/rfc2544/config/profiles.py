@@ -100,6 +100,12 @@ def load(name_or_path):
     return validate(input_files.load_yaml(path, "profile"), str(path))
 
 
+def _key(key):
+    """A field name as one line of a message: an odd key (a newline, not a
+    string) is shown quoted."""
+    return key if isinstance(key, str) and key.isprintable() else repr(key)
+
+
 def validate(raw, origin="profile"):
     if raw is None:
         raw = {}
@@ -109,7 +115,7 @@ def validate(raw, origin="profile"):
     sections = [s for s in SCHEMA if s is not None]
     for key in raw:
         if key not in SCHEMA[None] and key not in sections:
-            raise BadInput(f"{origin}: {key}: unknown field (known: {', '.join(sorted(list(SCHEMA[None]) + sections))})")
+            raise BadInput(f"{origin}: {_key(key)}: unknown field (known: {', '.join(sorted(list(SCHEMA[None]) + sections))})")
     for key, (kind, default) in SCHEMA[None].items():
         out[key] = _check(origin, key, kind, raw.get(key, copy.deepcopy(default)))
     for section in sections:
@@ -118,7 +124,7 @@ def validate(raw, origin="profile"):
             raise BadInput(f"{origin}: {section}: must be a mapping")
         for key in given:
             if key not in SCHEMA[section]:
-                raise BadInput(f"{origin}: {section}.{key}: unknown field (known: {', '.join(SCHEMA[section])})")
+                raise BadInput(f"{origin}: {section}.{_key(key)}: unknown field (known: {', '.join(SCHEMA[section])})")
         out[section] = {key: _check(origin, f"{section}.{key}", kind, given.get(key, copy.deepcopy(default)))
                         for key, (kind, default) in SCHEMA[section].items()}
     if out["search"]["initial_duration_s"] > out["trial_duration_s"]:
