@@ -22,7 +22,7 @@ from rfc2544.engine.detection import (GENERATOR_INTREE, GENERATOR_MODULE, RECEIV
                                RECEIVER_PGRX, detect_tools)
 from rfc2544.drivers.hooks import hooks_of
 from rfc2544.drivers.modifiers import plan_modifiers
-from rfc2544.drivers.streams import assign_threads, frame_tags, plan_streams, stream_groups, tx_queue_of
+from rfc2544.drivers.streams import frame_tags, plan_streams, stream_groups, tx_queue_of
 from rfc2544.drivers.readings import pktgen_sent
 from rfc2544.engine.schedule import RateSchedule, Segment, segments_of
 from rfc2544.engine.transport import Transport
@@ -148,14 +148,10 @@ class SSHTester:
         when the hosts cannot be read."""
         try:
             det = self.detect()
+            placed = self.engine.placement()
         except Rfc2544Error:
             return {}
-        threads = {}
-        for host in self.tx_hosts:
-            found = det["hosts"][host]
-            extra = [m.device for m in self.modifiers if m.tx_host == host]
-            threads.update({(host, d): t for d, t in
-                            assign_threads(host, self.plans, extra, found.threads, found).items()})
+        threads = {(host, d): t for host, by_device in placed.items() for d, t in by_device.items()}
         queues = {(h, name): n for h in self.tx_hosts for name, n in det["hosts"][h].tx_queues.items()}
         return {"threads": threads, "queues": queues}
 

@@ -179,10 +179,7 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
             if note not in det["notes"]:
                 det["notes"].append(note)
         batches = {}
-        for host in self.tx_hosts:
-            found = det["hosts"][host]
-            by_device = assign_threads(host, self.plans, [m.device for m in self.modifiers if m.tx_host == host],
-                                       found.threads, found)
+        for host, by_device in self.placement().items():
             batches.setdefault(host, Batch()).extend(pktgen.setup_batch(by_device))
         pgrx = det["receiver"] == RECEIVER_PGRX
         if pgrx:
@@ -202,6 +199,14 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
                 self._declarable(host, ipv6=True)
         self._forget()   # fresh devices: every command is written again
         self.ready = True
+
+    def placement(self):
+        """tx host -> {device: kpktgend thread} for its generators and
+        modifier devices (streams.assign_threads over the detection)."""
+        det = self.detect()
+        return {host: assign_threads(host, self.plans, [m.device for m in self.modifiers if m.tx_host == host],
+                                     det["hosts"][host].threads, det["hosts"][host])
+                for host in self.tx_hosts}
 
     def _add_vlan_devices(self):
         """pgrx sees a tagged stream only through VLAN devices on its port
