@@ -238,6 +238,39 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
     assert r.tx_frames == r.rx_frames == 2000, r.notes
 
 
+def test_calibrate_counts_the_receiver_on_the_calibration_link(tester):
+    """`calibrate`'s receive ceiling on the lab's cal0 -> cal1 veth pair:
+    the 64 B send ceiling offered on the link, counted by pgrx on cal1.
+    Every frame counted crossed the link (cal1's own rx counter grew by at
+    least as many), no more were counted than sent, the side named is the
+    one the counts say, and the trials' devices come back afterwards.
+    Which side bounds is not asserted: on veth the receive runs on the
+    sending vCPU, and TCG decides how fast either is."""
+    from rfc2544.engine.calibrate import RECEIVER_KEPT_UP, calibrate, receive_ceiling
+    from rfc2544.lab.topology import CALIBRATION_LINK
+    host = tester.inventory.hosts["tester"]
+    saved = host.calibration_link
+    host.calibration_link = CALIBRATION_LINK       # wired in the lab, left out of its inventory
+    stats = ("cat /sys/class/net/cal0/statistics/tx_packets /sys/class/net/cal1/statistics/rx_packets")
+    try:
+        ceilings = calibrate(tester.inventory, [64], 1.0, tester=tester)
+        before = [int(v) for v in tester.session("tester").run(stats, check=True)[1].split()]
+        rows = receive_ceiling(tester, ceilings, duration=1.0)
+        after = [int(v) for v in tester.session("tester").run(stats, check=True)[1].split()]
+    finally:
+        host.calibration_link = saved
+    print(ceilings, rows, before, after)
+    (row,) = rows
+    sent, received = row["sent_fps"], row["received_fps"]
+    assert row["frame_size"] == 64 and row["offered_fps"] == round(ceilings[64])
+    assert 0 < received <= sent * 1.0001 and row["received_frames"] <= row["sent_frames"]
+    cal0_tx, cal1_rx = after[0] - before[0], after[1] - before[1]
+    assert cal0_tx >= row["sent_frames"] and cal1_rx >= row["received_frames"] > 0, (cal0_tx, cal1_rx)
+    assert row["bound"] == ("sender" if row["received_share"] >= RECEIVER_KEPT_UP else "receiver")
+    r = tester.run_trial(TrialSpec(frame_size=64, load_fps=2000, duration_s=1.0))
+    assert r.tx_frames == r.rx_frames == 2000, r.notes
+
+
 def link_disagrees(fps, arrivals, departures):
     """Why the link's arrivals disagree with the module's departure
     records of the same frames (test_the_calibration_link_sees_what_the_module_recorded),

@@ -30,6 +30,9 @@ def _finite(param, value):
 @click.option("--pacing/--no-pacing", default=True, show_default=True,
               help="Also measure how evenly the generator paces below its ceiling (rfc2544_pktgen's "
                    "departure times, or arrivals on the inventory's calibration link).")
+@click.option("--receive/--no-receive", default=True, show_default=True,
+              help="Also measure the receiving side: each size's send ceiling offered on the inventory's "
+                   "calibration link, counted by the receiver; a run judges tester-bound against the lower.")
 @click.option("--compare-in-tree", is_flag=True,
               help="Also measure the in-tree pktgen's pacing at the same steps, on the inventory's calibration "
                    "link: unloads rfc2544_pktgen for it, then loads it again with its settings (it must be "
@@ -38,7 +41,7 @@ def _finite(param, value):
               help="Generators per stream to measure the ceiling with (repeatable: a table of the scaling; "
                    "runs use the ceiling of their own count) [default: each tx port's inventory `generators`].")
 @interruptible
-def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree, generator_counts):
+def calibrate(inventory_path, frame_sizes, duration, pacing, receive, compare_in_tree, generator_counts):
     """Measure the tester's own ceiling (frames/s it can send) without a DUT,
     and how evenly it paces below it."""
     inventory = inventory_arg.resolve(inventory_path)
@@ -71,6 +74,9 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree, ge
         measured.insert(0, (generators_key(tester.plans), ceilings))
         if len(measured) > 1:
             click.echo(scaling_table(measured, sizes, inventory, tester.plans))
+        received = None
+        if receive:
+            received = measure_receive(tester, ceilings, duration)
         fidelity = None
         if pacing:
             click.echo("pacing below the ceiling (gap p99.9 / nominal gap; micro-burst: frames each sent less "
@@ -99,7 +105,8 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree, ge
     fps = {str(k): float(v) for k, v in dict(ceilings).items()}
     path = calibration_path(inventory)
     try:
-        path.write_text(json.dumps({"inventory": str(inventory.path), "fps": fps, "pacing": fidelity,
+        path.write_text(json.dumps({"inventory": str(inventory.path), "fps": fps, "receive": received,
+                                    "pacing": fidelity,
                                     "ceilings": [{"generators": key, "fps": {str(k): float(v) for k, v in c.items()}}
                                                  for key, c in measured],
                                     "measured": datetime.now().isoformat(timespec="seconds")}, indent=1))
@@ -107,6 +114,26 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, compare_in_tree, ge
         raise BadInput(f"{path}: cannot save the calibration: {exc.strerror}")
     click.echo(f"saved to {path}; runs on this inventory cap the load there and flag "
                "results within 5 % of it as tester-bound")
+
+
+def measure_receive(tester, ceilings, duration):
+    """receive_ceiling's rows, printed as they come; None (and why) without
+    a calibration link."""
+    from rfc2544.engine.calibrate import receive_ceiling
+    if not tester.has_calibration_link:
+        click.echo("receive ceiling: not measured (the inventory names no calibration link, "
+                   "rfc2544_calibration_link: two tester ports cabled to each other)")
+        return None
+    click.echo("receive ceiling (the send ceiling offered on the calibration link, counted by "
+               f"{tester.receiver_name}):")
+    return receive_ceiling(tester, ceilings, duration, progress=lambda row: click.echo(receive_line(row)))
+
+
+def receive_line(row):
+    bound = ("the sender bounds it" if row["bound"] == "sender"
+             else f"the receiver bounds it at {row['received_fps']:,.0f} fps")
+    return (f"{row['frame_size']:>6} B  sent {row['sent_fps']:>12,.0f} fps  received {row['received_fps']:>12,.0f} fps"
+            f"  ({row['received_share'] * 100:.2f} %): {bound}")
 
 
 def scaling_table(measured, sizes, inventory, plans):

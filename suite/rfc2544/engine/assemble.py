@@ -22,24 +22,39 @@ def generators_key(plans):
 
 def load_calibration(inventory, generators=None):
     """{frame size: fps} the tester's ceiling with these `generators`
-    (generators_key; None: the file's first), or None: no calibration, or
+    (generators_key; None: the file's first), lowered where the saved
+    receive ceiling says the receiver bounds it; or None: no calibration, or
     none measured with them (a file from before ceilings named their
     generators holds one generator per stream's)."""
+    from rfc2544.engine.calibrate import bounded_ceilings
     path = calibration_path(inventory)
     if not path.exists():
         return None
     try:
         data = json.loads(path.read_text())
         if generators is None:
-            return {str(k): float(v) for k, v in data["fps"].items()}
-        ones = ",".join("1" for _ in generators.split(","))
-        ceilings = data.get("ceilings") or [{"generators": ones, "fps": data["fps"]}]
-        for entry in ceilings:
-            if str(entry["generators"]) == generators:
-                return {str(k): float(v) for k, v in entry["fps"].items()}
-        return None
+            send = data["fps"]
+        else:
+            ones = ",".join("1" for _ in generators.split(","))
+            ceilings = data.get("ceilings") or [{"generators": ones, "fps": data["fps"]}]
+            send = next((entry["fps"] for entry in ceilings if str(entry["generators"]) == generators), None)
+            if send is None:
+                return None
+        # a receiver that counted less than it was sent lowers every count's ceiling
+        return bounded_ceilings({str(k): float(v) for k, v in send.items()}, data.get("receive"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise BadInput(f"{path}: not a calibration file (run 'rfc2544 calibrate' again)")
+
+
+def calibration_bounds(inventory):
+    """{frame size: "sender" or "receiver"}: which side bounds the tester
+    at each size the saved calibration measured the receiver at (rfc2544
+    calibrate, with a calibration link), or None."""
+    try:
+        rows = json.loads(calibration_path(inventory).read_text()).get("receive") or []
+        return {str(r["frame_size"]): str(r["bound"]) for r in rows} or None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def calibrated_generators(inventory):
@@ -118,6 +133,9 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration, generator
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
         "calibration": calibration,
     }
+    bounds = calibration_bounds(inventory) if calibration else None
+    if bounds:
+        conditions["calibration_bound"] = bounds
     clock = getattr(tester, "latency_clock", None)
     if clock is not None:
         # one-way latency's clock error: re-read at the end of the run (Runner)

@@ -48,6 +48,51 @@ def calibrate(inventory, frame_sizes, duration=2.0, *, tester=None, ipv6=False, 
             tester.close()
 
 
+# A receiver that counted less than this share of what was sent to it on the
+# calibration link bounds the tester (what it missed is more than the
+# 0.1 % a loss-free trial could hide in rounding).
+RECEIVER_KEPT_UP = 0.999
+BOUND_RECEIVER, BOUND_SENDER = "receiver", "sender"
+
+
+def receive_ceiling(tester, ceilings, duration=2.0, progress=None):
+    """The receiving side beside the sending side: per frame size, a trial
+    on the inventory's calibration link (a tester port cabled to another
+    of the same host) offered that size's send ceiling, counted by the
+    receiver as a run's rx ports are. Where the receiver counted at least
+    RECEIVER_KEPT_UP of what was sent, the sender bounds the tester at
+    that size; else the receiver does, at the rate it counted.
+    Returns [{"frame_size", "offered_fps", "sent_frames", "received_frames",
+    "sent_fps", "received_fps", "received_share", "bound"}], or None
+    without a calibration link."""
+    if not tester.has_calibration_link:
+        return None
+    rows = []
+    for size, ceiling in sorted(ceilings.items()):
+        trial = tester.count_on_link(size, ceiling, duration)
+        share = trial.rx_frames / trial.tx_frames if trial.tx_frames else 0.0
+        seconds = trial.traffic_s or duration
+        rows.append({"frame_size": size, "offered_fps": round(ceiling), "sent_frames": trial.tx_frames,
+                     "received_frames": trial.rx_frames, "sent_fps": trial.achieved_fps,
+                     "received_fps": trial.rx_frames / seconds if seconds > 0 else 0.0,
+                     "received_share": share,
+                     "bound": BOUND_SENDER if share >= RECEIVER_KEPT_UP else BOUND_RECEIVER})
+        if progress is not None:
+            progress(rows[-1])
+    return rows
+
+
+def bounded_ceilings(send, receive):
+    """{size: fps} of the send ceilings, lowered to the receive ceiling
+    where the receiver bounds the tester (receive_ceiling's rows)."""
+    out = dict(send)
+    for row in receive or ():
+        key = next((k for k in out if str(k) == str(row["frame_size"])), None)
+        if key is not None and row["bound"] == BOUND_RECEIVER:
+            out[key] = min(out[key], float(row["received_fps"]))
+    return out
+
+
 PACING_STEPS = (0.25, 0.5, 0.75, 0.9)       # of the measured ceiling
 # settings tried at the highest step, each restored afterwards
 PACING_ALTERNATIVES = (("spin_ns", lambda v: v * 3), ("catchup_pct", lambda v: 10 if v == 0 else 0))

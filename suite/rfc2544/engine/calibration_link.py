@@ -21,6 +21,7 @@ from rfc2544.config import inventory as inventory_mod
 from rfc2544.drivers import pktgen, validate
 from rfc2544.errors import InfraError
 from rfc2544.engine.pacing import scaled_to, spacing_of_arrivals
+from rfc2544.model import TrialSpec
 
 # fixed addresses of the RFC 2544 test range: the frames never leave the link
 LINK_ADDRESSES = {"ipv4": ("198.18.255.1/30", "198.18.255.2/30"),
@@ -107,6 +108,19 @@ class LinkPacing:
         if status != 0:
             raise InfraError(f"{self.host.name}: reading the calibration link's capture failed: {err.strip()}")
         return frames, elapsed, spacing_of_arrivals(parse_times(out), fps)
+
+    def count(self, frame_size, fps, duration_s, ipv6=False):
+        """A trial on the link at `fps` for `duration_s`, the link's rx port
+        counting with the host's receiver as a run's rx ports do: the
+        TrialResult (sent, counted, sending time). No capture: only the
+        receiver's own cost is on the receiving side."""
+        link = self._link()
+        link.engine.ready = False
+        try:
+            return link.run_trial(TrialSpec(frame_size=frame_size, load_fps=float(fps), duration_s=duration_s,
+                                            ipv6=ipv6, learning=False, test="calibrate"))
+        finally:
+            self.tester.engine.ready = False
 
     @staticmethod
     def _wait_for_capture(session, frames, frame_size):

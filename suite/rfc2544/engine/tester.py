@@ -277,6 +277,12 @@ class SSHTester:
         arrivals; None without a calibration link."""
         return self._on_link(lambda link: link.measure(frame_size, fps, duration_s, ipv6))
 
+    def count_on_link(self, frame_size, fps, duration_s, ipv6=False):
+        """A trial on the calibration link, counted by its rx port's
+        receiver (LinkPacing.count): the TrialResult; None without a
+        calibration link."""
+        return self._on_link(lambda link: link.count(frame_size, fps, duration_s, ipv6))
+
     def _on_link(self, use):
         if self._link_pacing is None:
             from rfc2544.engine.calibration_link import LinkPacing, link_host

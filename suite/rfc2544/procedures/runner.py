@@ -213,6 +213,9 @@ class Context:
     def _ceiling(self, frame_size, ipv6):
         calibrated = self._calibrated(frame_size)
         if calibrated:
+            bounds = self._r.results.data.get("conditions", {}).get("calibration_bound") or {}
+            if bounds.get(str(frame_size)) == "receiver":
+                return calibrated, "calibrated receive ceiling"
             return calibrated, "calibrated tester ceiling"
         probed = self._r.results.data.get("probes", {}).get(f"ipv{6 if ipv6 else 4}/{frame_size}")
         if probed:

@@ -168,7 +168,8 @@ def _check(data):
             raise ValueError(f"deviations[{i}]: expected a string or a record with a text")
     conditions = data.get("conditions") or {}
     _check_fields("conditions", conditions, {"link_speed_mbps": NUM, "ip_version": INT, "hosts": DICT,
-                                             "streams": LIST, "calibration": DICT, "generator": STR,
+                                             "streams": LIST, "calibration": DICT, "calibration_bound": DICT,
+                                             "generator": STR,
                                              "receiver": STR, "fidelity": STR, "latency_definition": STR,
                                              "direction": STR, "generators": INT})
     for name, host in (conditions.get("hosts") or {}).items():

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -449,6 +450,12 @@ def test_calibrate_compare_in_tree_measures_both_and_saves_them(setup, monkeypat
             assert self.generator_name == "pktgen (in-tree)"
             return int(fps * duration), duration, self.spacing(fps, 8, "calibration link")
 
+        receiver_name = "pgrx"
+
+        def count_on_link(self, size, fps, duration):
+            sent = int(fps * duration)
+            return SimpleNamespace(tx_frames=sent, rx_frames=sent, achieved_fps=fps, traffic_s=duration)
+
         @contextlib.contextmanager
         def in_tree_generator(self):
             self.generator_name = "pktgen (in-tree)"
@@ -470,3 +477,67 @@ def test_calibrate_compare_in_tree_measures_both_and_saves_them(setup, monkeypat
     assert saved["source"] == "generator" and saved["in_tree"]["source"] == "calibration link"
     assert [r["longest_micro_burst"] for r in saved["in_tree"]["rows"]] == [8] * 4
     assert [r["fps"] for r in saved["in_tree"]["rows"]] == [r["fps"] for r in saved["rows"]]
+    assert "the sender bounds it" in out
+
+
+def test_calibrate_measures_the_receiver_and_a_run_names_the_side_that_bounds(setup, monkeypatch, capsys):
+    """Simulated (no host): on the calibration link the receiver counts
+    all of a 1518 B ceiling but only 60 % of the 64 B one. calibrate says
+    which side bounds each size and saves the rows; a run caps 64 B at what
+    the receiver counted, names it the receive ceiling, and records the
+    bound in its conditions."""
+    import rfc2544.engine.calibrate as cal
+    import rfc2544.engine.tester as tester_mod
+    tmp, inv, prof, testers = setup
+    monkeypatch.setattr(cal, "calibrate", lambda inventory, sizes, duration=2.0, tester=None, progress=None:
+                        {s: 50_000.0 for s in sizes})
+    offered = []
+
+    class Sim:
+        has_calibration_link = True
+        receiver_name = "pgrx"
+        plans = ()
+
+        def __init__(self, inventory, waits=None, generators=None):
+            pass
+
+        def count_on_link(self, size, fps, duration):
+            offered.append((size, fps, duration))
+            sent = int(fps * duration)
+            return SimpleNamespace(tx_frames=sent, rx_frames=int(sent * (0.6 if size == 64 else 1.0)),
+                                   achieved_fps=fps, traffic_s=duration)
+
+        def close(self):
+            pass
+    monkeypatch.setattr(tester_mod, "SSHTester", Sim)
+    assert main("calibrate", "-i", str(inv), "--frame-size", "64", "--frame-size", "1518", "--duration", "1",
+                "--no-pacing") == 0
+    out = capsys.readouterr().out
+    assert offered == [(64, 50_000.0, 1.0), (1518, 50_000.0, 1.0)]
+    assert "64 B  sent       50,000 fps  received       30,000 fps  (60.00 %): the receiver bounds it at 30,000" in out
+    assert "1518 B  sent       50,000 fps  received       50,000 fps  (100.00 %): the sender bounds it" in out
+    saved = json.loads((tmp / "inventory.yml.calibration.json").read_text())
+    assert [(r["frame_size"], r["bound"]) for r in saved["receive"]] == [(64, "receiver"), (1518, "sender")]
+    assert saved["fps"] == {"64": 50_000.0, "1518": 50_000.0}       # the send ceilings as measured
+    loaded = inventory_mod.load(inv)
+    assert assemble.load_calibration(loaded) == {"64": 30_000.0, "1518": 50_000.0}
+    prof.write_text(PROFILE.replace(", max_load_fps: 100000", ""))
+    testers.append(simdut.make("tester-ceiling", tester_ceiling_fps=29_000))
+    run_out = tmp / "o"
+    assert main("run", "-i", str(inv), "-p", str(prof), "--out", str(run_out), "--format", "csv") == 0
+    data = json.loads((run_out / "results.json").read_text())
+    row = data["throughput"][0]
+    assert row["max_load_fps"] == 30_000.0 and row["max_load_source"] == "calibrated receive ceiling"
+    assert data["conditions"]["calibration_bound"] == {"64": "receiver", "1518": "sender"}
+
+
+def test_calibrate_without_a_calibration_link_says_the_receiver_is_not_measured(setup, monkeypatch, capsys):
+    import rfc2544.engine.calibrate as cal
+    tmp, inv, _, _ = setup
+    monkeypatch.setattr(cal, "calibrate", lambda inventory, sizes, duration=2.0, tester=None, progress=None:
+                        {s: 50_000.0 for s in sizes})
+    assert main("calibrate", "-i", str(inv), "--frame-size", "64", "--no-pacing") == 0
+    assert "receive ceiling: not measured (the inventory names no calibration link" in capsys.readouterr().out
+    assert json.loads((tmp / "inventory.yml.calibration.json").read_text())["receive"] is None
+    assert main("calibrate", "-i", str(inv), "--frame-size", "64", "--no-pacing", "--no-receive") == 0
+    assert "receive ceiling" not in capsys.readouterr().out

@@ -655,3 +655,40 @@ def test_a_calibration_link_run_cut_short_is_measured_again(monkeypatch):
     # never more than `attempts` runs: a link that always comes up short says so in its spacing
     runs[:] = [(10, 0.0, SimpleNamespace(frames=10))] * 3
     assert link.measure(64, 6000, 1.0)[2].frames == 10 and len(runs) == 1
+
+
+class _LinkCounter:
+    """Simulated (no host): a calibration link whose receiver counts
+    `share(size)` of what is sent to it."""
+    has_calibration_link = True
+
+    def __init__(self, share):
+        self.share, self.offered = share, []
+
+    def count_on_link(self, size, fps, duration):
+        from types import SimpleNamespace
+        self.offered.append((size, fps))
+        sent = int(fps * duration)
+        return SimpleNamespace(tx_frames=sent, rx_frames=int(sent * self.share(size)), achieved_fps=fps,
+                               traffic_s=duration)
+
+
+def test_the_receive_ceiling_names_the_side_that_bounds_and_lowers_only_the_receivers():
+    from rfc2544.engine.calibrate import RECEIVER_KEPT_UP, bounded_ceilings, receive_ceiling
+    link = _LinkCounter(lambda size: {64: 0.5, 512: RECEIVER_KEPT_UP, 1518: 1.0}[size])
+    send = {1518: 8_000.0, 64: 40_000.0, 512: 20_000.0}
+    rows = receive_ceiling(link, send, duration=2.0)
+    assert link.offered == [(64, 40_000.0), (512, 20_000.0), (1518, 8_000.0)]
+    assert [(r["frame_size"], r["bound"]) for r in rows] == [(64, "receiver"), (512, "sender"), (1518, "sender")]
+    assert rows[0]["received_fps"] == 20_000.0 and rows[0]["received_share"] == 0.5
+    assert bounded_ceilings(send, rows) == {1518: 8_000.0, 64: 20_000.0, 512: 20_000.0}
+    # the file's keys are strings; no receive rows change nothing
+    assert bounded_ceilings({"64": 40_000.0}, rows) == {"64": 20_000.0}
+    assert bounded_ceilings({"64": 40_000.0}, None) == {"64": 40_000.0}
+
+
+def test_no_calibration_link_measures_no_receive_ceiling():
+    from rfc2544.engine.calibrate import receive_ceiling
+    link = _LinkCounter(lambda size: 1.0)
+    link.has_calibration_link = False
+    assert receive_ceiling(link, {64: 1.0}) is None and link.offered == []
