@@ -221,7 +221,8 @@ class Lab:
                         # Under TCG a vCPU can run code another vCPU is
                         # live-patching (an int3 of text_poke_bp the kernel no
                         # longer expects): an emulator race, not the guest's
-                        # bug. Boot that VM once more from a fresh overlay; a
+                        # bug. So is a guest that spins without reaching SSH.
+                        # Boot that VM once more from a fresh overlay; a
                         # second crash (or hang) fails. A clock the kernel
                         # mis-measured under load (ClockFault): the same, the
                         # next boot told the HPET's rate.
@@ -304,7 +305,7 @@ class Lab:
             size = console.stat().st_size if console.exists() else 0
             if size != console_size:
                 console_size, grown_at = size, time.monotonic()
-            banner = _banner(port)
+            banner = qemu.ssh_banner(port)
             banner_seen = banner_seen or banner
             if not banner_seen and time.monotonic() - grown_at > stall_s:
                 what = (f"hung: console silent for {stall_s:.0f} s after "
@@ -344,9 +345,15 @@ class Lab:
             time.sleep(2)
         elapsed, cpu = time.monotonic() - t0, qemu.cpu_seconds(pid)
         ran = "" if cpu is None or cpu0 is None else f"; its QEMU ran {cpu - cpu0:.0f} s on a CPU"
-        raise InfraError(f"lab {self.name}: SSH to {vm} (127.0.0.1:{port}) not ready after "
-                         f"{max(wait_s, elapsed):.0f} s ({last_err}{ran}); console tail:\n"
-                         + qemu.console_tail(console))
+        stalls = qemu.console_stalls(console)
+        what = (f"SSH to {vm} (127.0.0.1:{port}) not ready after {max(wait_s, elapsed):.0f} s ({last_err}{ran}"
+                + (f"; its kernel reported {len(stalls)} stall(s), first: {stalls[0]})" if stalls else ")"))
+        # It had the CPU and got nowhere: a guest spinning under TCG (CI: stall
+        # reports for 600 s while its QEMU ran 657 s on a CPU). A starved VM
+        # is not booted again: the next boot would starve too.
+        if retry and not banner_seen and ran and cpu - cpu0 >= CPU_SHARE * wait_s:
+            raise BootCrash(what)
+        raise InfraError(f"lab {self.name}: {what}; console tail:\n" + qemu.console_tail(console))
 
     @staticmethod
     def _waited_enough(t0, wait_s, pid, cpu0):
@@ -471,17 +478,6 @@ class Lab:
     def unshape_dut(self):
         from rfc2544.lab import cap
         return cap.unshape(self)
-
-
-def _banner(port, timeout=3.0):
-    """True once something on the port speaks SSH (QEMU's hostfwd accepts
-    connections before the guest's sshd listens)."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-            s.settimeout(timeout)
-            return s.recv(4).startswith(b"SSH-")
-    except OSError:
-        return False
 
 
 def images_in_use():

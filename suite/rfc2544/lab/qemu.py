@@ -239,6 +239,33 @@ def boot_crash(path: Path):
     return None
 
 
+def ssh_banner(port, timeout=3.0):
+    """True once something on the port speaks SSH (QEMU's hostfwd accepts
+    connections before the guest's sshd listens)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            return s.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+# The kernel's watchdog reports: a CPU stuck (soft or hard lockup), an RCU
+# grace period that did not end, a task blocked. Their stack traces fill a
+# console's tail, so the headline is read apart.
+STALL_REPORT = re.compile(r"\] .*(soft lockup - CPU|hard LOCKUP|rcu: INFO: .*detected stall"
+                          r"|rcu_\w+ (?:self-)?detected stall|INFO: task .* blocked for more than)")
+
+
+def console_stalls(path: Path) -> list:
+    """The headline of each watchdog report in the console log, in order."""
+    try:
+        text = path.read_bytes().decode(errors="replace")
+    except OSError:
+        return []
+    return [line.strip() for line in text.replace("\r", "").splitlines() if STALL_REPORT.search(line)]
+
+
 def console_tail(path: Path, lines=15) -> str:
     try:
         text = path.read_bytes().decode(errors="replace")

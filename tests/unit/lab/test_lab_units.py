@@ -286,12 +286,71 @@ def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
     # a VM that had the CPU all along: the wait ends at its timeout
     monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: clock[0])
     with pytest.raises(InfraError) as exc:
-        lab._wait_ready("tester", lab._state()["vms"]["tester"]["ssh_port"], clock[0], 0)
+        lab._wait_ready("tester", lab._state()["vms"]["tester"]["ssh_port"], clock[0], 0, retry=False)
     msg = str(exc.value)
     # (the wait polls every 2 s: it ends at the first look past its timeout)
     assert re.search(r"SSH to tester \(127.0.0.1:\d+\) not ready after 2 s \(no answer; its QEMU ran 2 s "
                      r"on a CPU\)", msg), msg
     assert msg.endswith("[    9.9] Kernel panic - not syncing")
+
+
+STALLED_CONSOLE = """\
+[  540.101] rcu: INFO: rcu_sched self-detected stall on CPU
+[  540.102] rcu: \t1-....: (5249 ticks this GP) idle=8e4/1/0x4000000000000000
+[  540.350] Call Trace:
+[  576.350] watchdog: BUG: soft lockup - CPU#1 stuck for 23s! [ext4lazyinit:201]
+[  576.351]  ext4_lazyinit_thread+0x565/0x630 [ext4]
+[  576.352]  kthread+0xd7/0x100
+"""
+
+
+def test_a_vm_that_had_the_cpu_but_never_answered_is_booted_again(monkeypatch, tmp_path):
+    """Simulated, on a fake clock: a 'VM' whose QEMU ran its whole wait on
+    a CPU while its console filled with stall reports and no SSH banner
+    came (CI: a background VM, 657 s on a CPU in 601 s). The first boot
+    raises BootCrash naming the first stall (up() boots it again); the
+    retry fails with the console's tail. A starved VM is not retried."""
+    import types
+    from rfc2544.lab import lab as lab_mod
+    clock = [0.0]
+    monkeypatch.setattr(lab_mod, "time", types.SimpleNamespace(
+        monotonic=lambda: clock[0], time=lambda: clock[0],
+        sleep=lambda s: clock.__setitem__(0, clock[0] + s)))
+    lab = Lab("unit")
+    lab.dir.mkdir(parents=True)
+    (lab.dir / "tester").mkdir()
+    (lab.dir / "tester" / "console.log").write_text(STALLED_CONSOLE)
+    lab._save({"vms": {"tester": {"pid": 1, "ssh_port": qemu.free_port()}}})
+    monkeypatch.setattr(lab_mod, "SSH_TIMEOUT", 1.0)
+    monkeypatch.setattr(lab_mod, "STALL_S", 60.0)
+    monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
+    port = lab._state()["vms"]["tester"]["ssh_port"]
+    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: 1.1 * clock[0])
+    with pytest.raises(lab_mod.BootCrash) as exc:
+        lab._wait_ready("tester", port, clock[0], 0)
+    assert re.search(r"not ready after 2 s \(no answer; its QEMU ran 2 s on a CPU; its kernel reported "
+                     r"2 stall\(s\), first: \[  540.101\] rcu: INFO: rcu_sched self-detected stall on CPU\)",
+                     exc.value.first_line), exc.value.first_line
+    with pytest.raises(InfraError) as exc:
+        lab._wait_ready("tester", port, clock[0], 0, retry=False)
+    assert not isinstance(exc.value, lab_mod.BootCrash)
+    assert str(exc.value).endswith("kthread+0xd7/0x100")
+    # starved (no CPU in its wait): the next boot would starve too
+    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: 5.0)
+    with pytest.raises(InfraError, match="its QEMU ran 0 s on a CPU") as exc:
+        lab._wait_ready("tester", port, clock[0], 0)
+    assert not isinstance(exc.value, lab_mod.BootCrash)
+
+
+def test_console_stalls_reads_each_watchdog_headline(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(STALLED_CONSOLE + "[  600.0] INFO: task systemd:1 blocked for more than 120 seconds.\n"
+                   "[  601.0] Kernel panic - not syncing\n")
+    assert [line.split("] ", 1)[1] for line in qemu.console_stalls(log)] == [
+        "rcu: INFO: rcu_sched self-detected stall on CPU",
+        "watchdog: BUG: soft lockup - CPU#1 stuck for 23s! [ext4lazyinit:201]",
+        "INFO: task systemd:1 blocked for more than 120 seconds."]
+    assert qemu.console_stalls(tmp_path / "missing.log") == []
 
 
 def test_a_starved_vm_is_waited_for_until_it_had_the_cpu(monkeypatch, tmp_path):
@@ -595,7 +654,7 @@ def test_a_guest_whose_clock_runs_fast_is_booted_again_with_the_hpets_rate(monke
     monkeypatch.setattr(qemu, "stop", lambda pid, name: True)
     # only the newest 'QEMU' runs (the one an earlier up() left is gone)
     monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: pid == 100 + len(starts))
-    monkeypatch.setattr(lab_mod, "_banner", lambda port: True)
+    monkeypatch.setattr(qemu, "ssh_banner", lambda port: True)
     monkeypatch.setattr(Lab, "_ssh", lambda self, vm, port, timeout=10: _ReadyHost(logs[len(starts) - 1]))
     monkeypatch.setattr(Lab, "_stop_all", lambda self, state: [])
     monkeypatch.setattr(lab_mod.inventory_file, "write", lambda *a: None)
