@@ -5,6 +5,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/etherdevice.h>
 #include <linux/kernel.h>
 #include <linux/seq_file.h>
 #include "rfcpg.h"

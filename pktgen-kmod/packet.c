@@ -124,7 +124,7 @@ static int pg_range6_word(const struct in6_addr *lo, const struct in6_addr *hi)
 int pg_dev_prepare(struct pg_dev *pd)
 {
 	pg_dev_release_run(pd);
-	/* allocated by the flows command (device.c), in the writer's memcg */
+	/* allocated by the flows command (device_hdr.c), in the writer's memcg */
 	if (pd->nflows)
 		memset(pd->flows, 0, pd->nflows * sizeof(*pd->flows));
 	if (pd->nfrags) {

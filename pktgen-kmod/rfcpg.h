@@ -114,6 +114,7 @@ struct pg_dev {
 	struct mutex cfg_lock;		/* config writes vs. start */
 	bool running;			/* written by the thread under cfg_lock */
 	bool resched;			/* delay changed while running */
+	bool held;			/* first frame waits for started_at (start_offset) */
 
 	/* configuration */
 	u64 count;

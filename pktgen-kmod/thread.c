@@ -77,12 +77,24 @@ static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
 	pd->seq_num = 1;
 	memset(pd->imix_counts, 0, sizeof(pd->imix_counts));
 	pd->started_at = ktime_get();
+	pd->held = false;
 	if (pd->start_offset) {
 		/* the first frame's slot: elapsed time starts there */
 		u64 at = READ_ONCE(t->pn->start_ns) + pd->start_offset;	/* <= 1 s: no wrap */
+		u64 now = ktime_to_ns(pd->started_at);
+		u64 gap = pg_nominal_gap(pd->delay);
 
-		if (at > ktime_to_ns(pd->started_at))
+		/*
+		 * Picked up late (threads take the start one after another):
+		 * the next slot of the same phase, so that the generators of
+		 * one stream stay interleaved.
+		 */
+		if (at <= now && gap)
+			at += (div64_u64(now - at, gap) + 1) * gap;
+		if (at > now) {
 			pd->started_at = ns_to_ktime(min_t(u64, at, KTIME_MAX));
+			pd->held = true;
+		}
 	}
 	pd->stopped_at = pd->started_at;
 	pd->dep_clear = false;
@@ -584,7 +596,7 @@ static int pg_thread_fn(void *arg)
 			continue;
 		}
 		if (!READ_ONCE(pd->delay) && !READ_ONCE(pg_catchup_pct) &&
-		    !(pd->start_offset && !pd->sofar)) {	/* held: its first frame waits */
+		    likely(!pd->held)) {
 			now = 0;		/* no rate limit: no schedule to keep */
 		} else {
 			now = ktime_get_ns();
@@ -596,6 +608,7 @@ static int pg_thread_fn(void *arg)
 				cond_resched();
 				continue;
 			}
+			pd->held = false;	/* its slot came, sent or not */
 		}
 		pg_xmit(t, pd, now);
 		if (++budget >= 64) {
