@@ -57,6 +57,12 @@ class StreamPlan:
         return self.device.partition("@")[0]
 
     @property
+    def port_slot(self):
+        """Its number among the generators of its port, every stream's (the
+        N of IF@N; 0 for IF alone)."""
+        return int(self.device.partition("@")[2] or 0)
+
+    @property
     def label(self):
         """This generator's label (the stream's, with one generator)."""
         if self.generators == 1:
@@ -148,13 +154,15 @@ def stream_groups(plans):
 
 def tx_queue_of(plan, tx_queues):
     """The TX queue plan's generator sends on (queue_map_min = max), or
-    None (the driver picks, as for one generator): a stream of N > 1
-    generators takes queues 0..N-1 where its port has at least N
-    (`tx_queues`: (host, interface) -> queues, from sysfs)."""
+    None (the driver picks, as for one generator, or a port of one queue).
+    The generators of N > 1 streams take their port's queues in turn (its
+    port_slot modulo the queues: two streams of 4 on 8 queues use 0-3 and
+    4-7; 4 on 2 queues share them by two), `tx_queues`: (host, interface)
+    -> queues, from sysfs."""
     if plan.generators == 1:
         return None
     have = tx_queues.get((plan.tx_host, plan.tx_ifname), 1)
-    return plan.generator if have >= plan.generators else None
+    return plan.port_slot % have if have > 1 else None
 
 
 def frame_tags(plans):
@@ -281,15 +289,21 @@ def check_generators(plans, threads):
 
 
 def shared_queue_notes(plans, tx_queues):
-    """What to declare where a stream's generators outnumber its port's TX
-    queues: they then share queue 0, serialised on its lock."""
+    """What to declare where the generators of a port's N > 1 streams
+    outnumber its TX queues: some then share a queue, serialised on its
+    lock (tx_queue_of)."""
+    ports: Dict[tuple, List[StreamPlan]] = {}
+    for p in plans:
+        if p.generators > 1:
+            ports.setdefault((p.tx_host, p.tx_ifname), []).append(p)
     notes = []
-    for group in stream_groups(plans):
-        p = group[0]
-        have = tx_queues.get((p.tx_host, p.tx_ifname), 1)
-        if p.generators > 1 and have < p.generators:
-            notes.append(f"{p.tx_host}:{p.tx_ifname} has {have} TX queue(s) for the {p.generators} generators of "
-                         f"stream {p.ends}: they share a queue (its lock serialises them)")
+    for (host, ifname), group in ports.items():
+        have = tx_queues.get((host, ifname), 1)
+        if have < len(group):
+            streams = sorted({p.ends for p in group})
+            notes.append(f"{host}:{ifname} has {have} TX queue(s) for the {len(group)} generators of "
+                         f"stream{'s' if len(streams) > 1 else ''} {', '.join(streams)}: they share "
+                         f"{'a queue' if have == 1 else 'queues'} (a queue's lock serialises its generators)")
     return notes
 
 

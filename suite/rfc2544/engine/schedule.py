@@ -49,7 +49,12 @@ def _split(segment, shape):
         over = f"{n} streams" if len(counts) == n else f"the {len(counts)} generators of {n} streams"
         raise BadInput(f"{segment.frames or 0} frames cannot be split over {over}")
     if segment.load_fps and segment.load_fps > 0:
-        rates = [max(int(round(segment.load_fps / n / g)), 1) for g in shape for _ in range(g)]
+        # whole frames/s (the module's ratep) that add up to the stream's rate
+        per_stream = max(int(round(segment.load_fps / n)), 1)
+        if per_stream < max(shape):
+            raise BadInput(f"{segment.load_fps:g} frames/s over {n} stream(s) is {per_stream} frames/s a stream: "
+                           f"under 1 frame/s for each of its {max(shape)} generators (use fewer generators)")
+        rates = [r for g in shape for r in split_evenly(per_stream, g)]
     else:
         rates = [None] * len(counts)
     return counts, rates

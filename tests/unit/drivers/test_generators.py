@@ -93,6 +93,23 @@ def test_queues_are_the_generators_own_where_the_port_has_them(tmp_path):
     assert tx_queue_of(one[0], {("tester", "tx0"): 4}) is None
 
 
+def test_the_streams_of_one_port_take_its_queues_in_turn(tmp_path):
+    """Two streams of 2 generators on one port (devices tx0@0..3): queues
+    0-3 where it has 4, shared by two where it has 2 (and declared), not
+    every stream on queues 0-1 or every generator on queue 0."""
+    from dataclasses import replace
+    first = plan_streams(inventory_with(tmp_path, generators=2))
+    plans = first + [replace(p, index=p.index + 2, device=f"tx0@{p.generator + 2}", stream=1) for p in first]
+    assert [p.port_slot for p in plans] == [0, 1, 2, 3]
+    assert [tx_queue_of(p, {("tester", "tx0"): 4}) for p in plans] == [0, 1, 2, 3]
+    assert [tx_queue_of(p, {("tester", "tx0"): 2}) for p in plans] == [0, 1, 0, 1]
+    assert shared_queue_notes(plans, {("tester", "tx0"): 4}) == []
+    note, = shared_queue_notes(plans, {("tester", "tx0"): 2})
+    assert "2 TX queue(s) for the 4 generators" in note and "share queues" in note
+    three = plan_streams(inventory_with(tmp_path, generators=3))
+    assert [tx_queue_of(p, {("tester", "tx0"): 2}) for p in three] == [0, 1, 0]
+
+
 def test_the_declared_stream_limit_counts_every_generator(tmp_path):
     """Each generator is a stream of its own to pgrx (sid:N): past what
     pgrx can be told of, the trial is refused before any traffic."""
@@ -127,6 +144,19 @@ def test_frames_and_rates_split_per_stream_then_per_generator(tmp_path):
     assert s.first_rates() == [750, 750, 1500]       # each stream half the load
     odd = RateSchedule([Segment(None, frames=7)], plans)
     assert odd.totals() == [2, 2, 3] and sum(odd.totals()) == 7
+    # a stream's generators' rates add up to the stream's, in whole frames/s
+    assert RateSchedule([Segment(3002, duration_s=1.0)], plans).first_rates() == [751, 750, 1501]
+
+
+def test_a_rate_under_one_frame_per_generator_is_refused(tmp_path):
+    """Each generator sends at least 1 frame/s: a stream's rate below its
+    generator count would be sent faster than asked, so it is refused."""
+    inv = inventory_with(tmp_path, generators=4, streams=(("tester:tx0", "tester:rx0"), ("tester:tx1", "tester:rx0")))
+    plans = plan_streams(inv)                       # tx0: 4 generators, tx1: 1
+    assert RateSchedule([Segment(8, duration_s=1.0)], plans).first_rates() == [1, 1, 1, 1, 4]
+    with pytest.raises(BadInput, match="6 frames/s over 2 stream.* 3 frames/s a stream: under 1 frame/s for each "
+                                       "of its 4 generators"):
+        RateSchedule([Segment(6, duration_s=1.0)], plans)
 
 
 # ---------------------------------------------------------------- trials (simulated host)
@@ -414,3 +444,21 @@ def test_the_schema_and_the_report_take_the_generators(tmp_path):
     assert "tester:tx0 &rarr; tester:rx0, 2 generators</td>" in row[:row.index("</tr>")]
     data["conditions"]["streams"][0]["generators"] = 1       # one generator is written as none
     assert schema_errors(data)
+
+
+def test_streams_are_declared_per_ip_version_without_the_ports_that_lack_it(tmp_path):
+    """Simulated: the receiver is told of the streams of one IP version;
+    without stream ids (an in-tree tx host) a port with no IPv6 address
+    names no IPv6 stream, and is left out rather than sorted beside one
+    (a TypeError before)."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+    from rfc2544.drivers import pgrx as pgrx_mod
+    from rfc2544.engine.trial_configure import ConfigurePhase
+    inv = inventory_with(tmp_path, streams=(("tester:tx0", "tester:rx0"), ("tester:tx1", "tester:rx0")))
+    plans = plan_streams(inv)
+    plans[1] = replace(plans[1], src6=None)
+    engine = SimpleNamespace(_rx_format={"tester": pgrx_mod.DECLARE_VERSION}, plans=plans,
+                             detect=lambda: {"stream_ids": False})
+    assert ConfigurePhase._declarable(engine, "tester", ipv6=True) == (plans[0].src6,)
+    assert ConfigurePhase._declarable(engine, "tester", ipv6=False) == tuple(sorted(p.src4 for p in plans))
