@@ -4,6 +4,7 @@ A `Tester` runs one trial (RFC 2544 section 23: learning frames, waits, the
 traffic, the residual wait) and returns a `TrialResult`. Searches never see a
 Tester: they see `measure(duration, load)` built on top of it.
 """
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Protocol
 
@@ -95,7 +96,8 @@ class LatencyBound:
         latency to judge (a rate that cannot be shown within the bound is
         not within it)."""
         value = (outcome.latency_ns or {}).get(self.field)
-        return value is None or value > self.us * 1000.0
+        # NaN compares false with every bound: it shows nothing, so it is over
+        return value is None or not math.isfinite(value) or value > self.us * 1000.0
 
 
 @dataclass

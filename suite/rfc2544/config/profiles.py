@@ -244,6 +244,10 @@ BOUND_PERCENTILES = ("50", "99", "99.9", "max")
 MAX_BOUND_US = 3.6e9        # an hour: beyond it no trial could show the bound
 
 
+def _real(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and not (isinstance(x, float) and math.isnan(x))
+
+
 def _latency_bound(value, bad):
     """None, or {percentile: "50" | "99" | "99.9" | "max", us: float}."""
     if value is None:
@@ -251,13 +255,14 @@ def _latency_bound(value, bad):
     if not isinstance(value, dict) or set(value) != {"percentile", "us"}:
         bad("must be a mapping {percentile: 50 | 99 | 99.9 | max, us: microseconds}")
     pct = value["percentile"]
-    word = pct if isinstance(pct, str) else (f"{pct:g}" if isinstance(pct, (int, float))
-                                             and not isinstance(pct, bool) else None)
+    # a number names the percentile it equals exactly (99.90000001 is none)
+    word = pct if isinstance(pct, str) else next(
+        (w for w in BOUND_PERCENTILES if w != "max" and _real(pct) and pct == float(w)), None)
     if word not in BOUND_PERCENTILES:
         bad(f"percentile must be one of {', '.join(BOUND_PERCENTILES)}")
     us = value["us"]
-    if (isinstance(us, bool) or not isinstance(us, (int, float)) or not math.isfinite(us)
-            or not 0 < us <= MAX_BOUND_US):
+    # (compared before any float(): an integer past a float's range is refused, not an OverflowError)
+    if not _real(us) or not 0 < us <= MAX_BOUND_US:
         bad(f"us must be a number of microseconds in (0, {MAX_BOUND_US:g}]")
     return {"percentile": word, "us": float(us)}
 

@@ -61,13 +61,19 @@ def _bounded_index(results, text):
             if (r.get("latency_bound") or {}).get("text") == text}
 
 
+def _row_order(key):
+    """(ip, flows, size) keys in order: sizes by number, IMIX (size 0) after them."""
+    ip, flows, size = key
+    return (ip or 0, flows or 0, not size, size or 0)
+
+
 def compare(old, new, threshold_pct):
     """Rows (one per frame size and metric), notes on differing conditions, failures."""
     rows = []
     label_ip = len(set(ip_versions(old)) | set(ip_versions(new))) > 1
     for metric, (section, field, higher_better, gated) in METRICS.items():
         before, after = _index(old, section, field), _index(new, section, field)
-        for key in sorted(set(before) | set(after), key=lambda k: (k[0], k[1])):
+        for key in sorted(set(before) | set(after), key=_row_order):
             a, b = before.get(key), after.get(key)
             if a is None and b is None:
                 continue
@@ -75,7 +81,7 @@ def compare(old, new, threshold_pct):
     for text in sorted(set(_bounds(old)) | set(_bounds(new))):
         # a series per bound: rates under different bounds are not one figure
         before, after = _bounded_index(old, text), _bounded_index(new, text)
-        for key in sorted(set(before) | set(after), key=lambda k: (k[0], k[1])):
+        for key in sorted(set(before) | set(after), key=_row_order):
             rows.append(_row(f"throughput within {text} (frames/s)", key, before.get(key), after.get(key),
                              True, True, threshold_pct, label_ip))
     before, after = _bursty_index(old), _bursty_index(new)

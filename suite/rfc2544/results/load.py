@@ -31,7 +31,7 @@ FIELDS = {
                    "theoretical_max_fps": NUM, "tester_bound": BOOL, "search": STR, "ndr_fps": NUM,
                    "pdr_fps": NUM, "pdr_loss_ratio": NUM, "resolution_pct": NUM, "trials": INT,
                    "traffic_s": NUM, "directions": LIST, "latency_bound": DICT, "bounded_fps": NUM,
-                   "bounded_upper_fps": NUM, "bounded_latency_ns": NUM, "ndr_latency_ns": NUM},
+                   "bounded_upper_fps": NUM, "bounded_mbps": NUM, "bounded_pct_of_max": NUM, "bounded_latency_ns": NUM, "ndr_latency_ns": NUM},
     "latency": {"frame_size": INT, "load_fps": NUM, "definition": STR, "repetitions": INT,
                 "samples": INT, "min_ns": NUM, "mean_ns": NUM, "median_ns": NUM, "p999_ns": NUM,
                 "max_ns": NUM, "pdv_mean_ns": NUM},
@@ -55,6 +55,11 @@ NON_NEGATIVE = ("fps", "mbps", "_frames", "frames", "_s", "trials", "repetitions
 POINT_FIELDS = {"load_pct": NUM, "load_fps": NUM, "loss_pct": NUM}
 BURST_FIELDS = {"frames_per_burst": INT, "fps": NUM, "ndr_fps": NUM, "ndr_upper_fps": NUM, "bursts_per_s": NUM,
                 "burst_interval_us": NUM, "pct_of_throughput": NUM, "trials": INT, "traffic_s": NUM}
+# Records inside the fields above that the report, compare and the store read.
+BOUND_FIELDS = {"percentile": STR, "us": NUM, "text": STR, "extension": STR, "search": STR}
+BOUND_PERCENTILES = ("50", "99", "99.9", "max")
+CLOCK_FIELDS = {"shared": BOOL, "error_ns": NUM, "text": STR, "hosts": DICT}
+STREAM_FIELDS = {"tx": STR, "rx": STR, "generators": INT}
 TOP_FIELDS = {"complete": BOOL, "started": STR, "finished": STR, "tool": DICT, "profile": DICT,
               "plan": LIST, "deviations": LIST, "conditions": DICT, "notes": LIST}
 
@@ -159,6 +164,8 @@ def _check(data):
             if section == "bursty":
                 for j, burst in enumerate(entry["bursts"]):
                     _check_fields(f"bursty[{i}].bursts[{j}]", burst, BURST_FIELDS, ("frames_per_burst",))
+            if section == "throughput" and entry.get("latency_bound") is not None:
+                _check_bound(f"throughput[{i}].latency_bound", entry["latency_bound"], ("percentile", "us", "text"))
     for i, item in enumerate(data.get("plan") or []):
         _check_fields(f"plan[{i}]", item, {"test": STR, "frame_size": INT}, ("test",))
     for i, deviation in enumerate(data.get("deviations") or []):
@@ -172,8 +179,29 @@ def _check(data):
                                              "generator": STR,
                                              "receiver": STR, "fidelity": STR, "latency_definition": STR,
                                              "direction": STR, "generators": INT})
+    if conditions.get("latency_clock") is not None:
+        _check_fields("conditions.latency_clock", conditions["latency_clock"], CLOCK_FIELDS, ("shared", "text"))
+    for i, stream in enumerate(conditions.get("streams") or []):
+        _check_fields(f"conditions.streams[{i}]", stream, STREAM_FIELDS)
+        if (stream.get("generators") or 1) < 1:
+            raise ValueError(f"conditions.streams[{i}].generators: at least 1, got {stream['generators']}")
+    search = (data.get("profile") or {}).get("search")
+    if search is not None:
+        _check_fields("profile.search", search, {"latency_bound": DICT})
+        if search.get("latency_bound") is not None:
+            _check_bound("profile.search.latency_bound", search["latency_bound"], ("percentile", "us"))
     for name, host in (conditions.get("hosts") or {}).items():
         _check_fields(f"conditions.hosts.{name}", host, {"nics": LIST, "tuning": DICT, "kernel": STR})
     for size, fps in (conditions.get("calibration") or {}).items():
         if not _is(NUM, fps):
             raise ValueError(f"conditions.calibration.{size}: expected a number")
+
+
+def _check_bound(where, bound, required):
+    """A latency bound's record: a known percentile and a positive bound."""
+    _check_fields(where, bound, BOUND_FIELDS, required)
+    if bound["percentile"] not in BOUND_PERCENTILES:
+        raise ValueError(f"{where}.percentile: one of {', '.join(BOUND_PERCENTILES)}, "
+                         f"got {json.dumps(bound['percentile'])[:40]}")
+    if not bound["us"] > 0:
+        raise ValueError(f"{where}.us: a bound above 0 microseconds, got {bound['us']}")

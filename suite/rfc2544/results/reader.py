@@ -8,6 +8,7 @@ tolerates missing ones (a partial file still renders).
 """
 import json
 import math
+import sys
 from pathlib import Path
 
 from rfc2544 import input_files
@@ -37,13 +38,21 @@ def _finite_float(text):
     return value
 
 
+def _float_range_int(text):
+    value = int(text)
+    if abs(value) > sys.float_info.max:     # every figure is shown, compared and plotted as a float
+        raise ValueError(f"{text[:40]}... is out of range for a number")
+    return value
+
+
 def read_results(path):
     """(resolved path, the parsed document) of an rfc2544 results file of a
     supported version; anything else is one BadInput line naming the file."""
     path = resolve(path)
     text = input_files.read_text(path, "results file")
     try:
-        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float,
+                          parse_int=_float_range_int)
     except ValueError as exc:
         if not isinstance(exc, json.JSONDecodeError):
             raise BadInput(f"{path}: corrupt results file: {exc}") from None

@@ -37,6 +37,8 @@ SCHEMA_VERSION = 2
 # 10 = the profile's `search.latency_bound` and, with it, `latency_bound`,
 # `bounded_fps` and the fields beside it on throughput entries; `p99_ns` in
 # a trial's latency; `conditions.latency_clock` (one-way latency's clock error).
+# 11 = `conditions.calibration_bound`: per frame size, which side (sender or
+# receiver) bounds the calibrated ceiling.
 SCHEMA_MINOR = 11
 SECTIONS = tuple(SUMMARY_TYPES)
 

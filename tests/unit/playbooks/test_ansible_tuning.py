@@ -145,11 +145,11 @@ def test_apply_changes_every_concern_and_records_originals_first(tmp_path):
     assert len(t.changes) == len(snap["entries"]) == 9
 
 
-def test_each_tx_queue_irq_is_pinned_to_a_cpu_of_its_own_and_restored(tmp_path):
-    """A NIC whose /proc/interrupts names per-queue vectors (simulated
-    files, as e1000e and ixgbe name them): each TX queue's IRQ on one CPU
-    of the list (queue q on the q-th), the others on the list; restore
-    puts every one back."""
+def queue_irqs_host(tmp_path):
+    """A simulated host of 4 CPUs whose /proc/interrupts names per-queue
+    vectors (as e1000e and ixgbe name them): eth1's TX queues 0 (IRQ 30)
+    and 1 (33, with RX), its RX queue (31) and its other vector (32);
+    eth2's queue 0 (40)."""
     fake = FakeHost(tmp_path)
     (tmp_path / "proc/irq/33").mkdir(parents=True)
     (tmp_path / "proc/irq/33/smp_affinity_list").write_text("0-3\n")
@@ -168,10 +168,22 @@ def test_each_tx_queue_irq_is_pinned_to_a_cpu_of_its_own_and_restored(tmp_path):
     (tmp_path / "proc/irq/40/smp_affinity_list").write_text("0-3\n")
     with open(tmp_path / "proc/interrupts", "a") as f:
         f.write("  40:          1          0          0          0   PCI-MSI 1048580-edge      eth2-TxRx-0\n")
+    return fake
+
+
+PINNED_IRQS = (30, 31, 32, 33, 40)
+
+
+def test_each_tx_queue_irq_is_pinned_to_a_cpu_of_its_own_and_restored(tmp_path):
+    """A NIC whose /proc/interrupts names per-queue vectors (simulated
+    files, as e1000e and ixgbe name them): each TX queue's IRQ on one CPU
+    of the list (queue q on the q-th), the others on the list; restore
+    puts every one back."""
+    fake = queue_irqs_host(tmp_path)
     before = fake.values()
     t = ht.Tuning(fake.host, SNAP, False)
     ht.tune_irq_affinity(t, ["eth1", "eth2"], "", "1-3")
-    pinned = {irq: (tmp_path / f"proc/irq/{irq}/smp_affinity_list").read_text() for irq in (30, 31, 32, 33, 40)}
+    pinned = {irq: (tmp_path / f"proc/irq/{irq}/smp_affinity_list").read_text() for irq in PINNED_IRQS}
     assert pinned == {30: "1", 31: "1-3", 32: "1-3", 33: "2", 40: "3"}
     entries = {e["key"]: e for e in snapshot(fake)["entries"]}
     assert entries["irq:30"]["tx_queue"] == 0 and entries["irq:33"]["tx_queue"] == 1
@@ -349,3 +361,22 @@ def test_restore_keeps_a_snapshot_directory_that_was_there(tmp_path):
     assert "created_dir" not in snapshot(fake)
     assert ht.restore(ht.Tuning(fake.host, SNAP, False)) == []
     assert (tmp_path / "var/lib/rfc2544").is_dir()
+
+
+@pytest.mark.parametrize("cpus, queues, note", [
+    ("2,5", {30: "2", 33: "2", 40: "2"}, None),          # CPU 5 is not online: the queues share CPU 2
+    ("5-7", {30: "5-7", 33: "5-7", 40: "5-7"}, "none of the CPUs 5-7 is online"),
+])
+def test_a_queue_irq_goes_on_an_online_cpu_only(tmp_path, cpus, queues, note):
+    """Simulated host of CPUs 0-3: a lone offline CPU written to an IRQ is
+    refused by the kernel (EINVAL), so a TX queue's IRQ takes the online
+    CPUs of the list only; with none online it keeps the whole list, and
+    the run says why."""
+    fake = queue_irqs_host(tmp_path)
+    t = ht.Tuning(fake.host, SNAP, False)
+    ht.tune_irq_affinity(t, ["eth1", "eth2"], "", cpus)
+    pinned = {irq: (tmp_path / f"proc/irq/{irq}/smp_affinity_list").read_text() for irq in (30, 33, 40)}
+    assert pinned == queues
+    assert (tmp_path / "proc/irq/31/smp_affinity_list").read_text() == cpus
+    said = [line for line in t.skipped if "is online" in line]
+    assert len(said) == (1 if note else 0) and all(note in line for line in said), t.skipped

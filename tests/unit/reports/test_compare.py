@@ -197,3 +197,15 @@ def test_a_negative_rate_is_bad_input(capsys, tmp_path):
     code, out, err = run_cli(capsys, COMPLETE, negative)
     assert code == 2 and "throughput[0].fps: a rate or count cannot be negative" in err, err
     assert err.count("\n") == 1 and out == ""
+
+
+def test_rows_follow_the_frame_sizes_in_order_imix_last():
+    """Per metric, rows go by IP version, flows, then size as a number
+    (a set of keys alone gave 128, 1518, 64); IMIX (size 0) comes last."""
+    r = copy.deepcopy(load_results(COMPLETE))
+    imix = copy.deepcopy(r["throughput"][0])
+    imix["frame_size"] = 0
+    r["throughput"] = [imix] + list(reversed(r["throughput"]))
+    sizes_shown = [row["label"] for row in compare(r, r, 5.0)["rows"] if row["metric"] == "throughput (frames/s)"]
+    numbers = [int(s.split()[0]) for s in sizes_shown[:-1]]
+    assert numbers == sorted(numbers) and len(numbers) > 1 and "imix" in sizes_shown[-1].lower()

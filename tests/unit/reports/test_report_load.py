@@ -70,6 +70,25 @@ def _complete():
     (lambda d: d["trials"][5].update(tx_frames=1.5), "trials[5].tx_frames: expected an integer"),
     (lambda d: d["conditions"].update(hosts=[]), "conditions.hosts: expected an object"),
     (lambda d: d.update(deviations=[3]), "deviations[0]: expected a string"),
+    # the records inside fields that the report, compare and the store read
+    (lambda d: d["throughput"][0].update(latency_bound={"percentile": "99.9", "us": 50}),
+     "throughput[0].latency_bound.text: missing"),
+    (lambda d: d["throughput"][0].update(latency_bound={"percentile": "99.9", "us": 50, "text": ["a"]}),
+     'throughput[0].latency_bound.text: expected a string, got ["a"]'),
+    (lambda d: d["throughput"][0].update(latency_bound={"percentile": "98", "us": 50, "text": "t"}),
+     'throughput[0].latency_bound.percentile: one of 50, 99, 99.9, max, got "98"'),
+    (lambda d: d["throughput"][0].update(latency_bound={"percentile": "max", "us": 0, "text": "t"}),
+     "throughput[0].latency_bound.us: a bound above 0 microseconds, got 0"),
+    (lambda d: d["profile"].update(search={"latency_bound": {"us": 5}}),
+     "profile.search.latency_bound.percentile: missing"),
+    (lambda d: d["profile"].update(search={"latency_bound": {"percentile": "99", "us": "5"}}),
+     'profile.search.latency_bound.us: expected a number, got "5"'),
+    (lambda d: d["conditions"].update(latency_clock="one host"), "conditions.latency_clock: expected an object"),
+    (lambda d: d["conditions"].update(latency_clock={"shared": False, "error_ns": "1", "text": "t"}),
+     'conditions.latency_clock.error_ns: expected a number, got "1"'),
+    (lambda d: d["conditions"].update(streams=[{"tx": "a", "rx": "b", "generators": "3"}]),
+     'conditions.streams[0].generators: expected an integer, got "3"'),
+    (lambda d: d["conditions"].update(streams=["a->b"]), "conditions.streams[0]: expected an object"),
 ])
 def test_malformed_fields_name_the_field(tmp_path, mutate, expected):
     data = _complete()
@@ -104,3 +123,26 @@ def test_resume_and_report_refuse_a_bad_file_with_the_same_line(tmp_path, name):
     with pytest.raises(BadInput) as by_resume:
         Results.load(DATA / name)
     assert str(by_resume.value) == str(by_report.value)
+
+
+def test_an_integer_past_a_float_is_refused_not_a_crash(tmp_path):
+    """Every figure is shown, compared and plotted as a float: 10**400
+    frames/s would raise OverflowError there."""
+    path = _write(tmp_path, _complete())
+    text = path.read_text().replace('"fps": ', '"fps": 1' + "0" * 400 + ', "was": ', 1)
+    path.write_text(text)
+    with pytest.raises(BadInput, match="corrupt results file: 1000000000.* is out of range for a number"):
+        load_results(path)
+
+
+def test_a_throughput_row_without_resolution_renders(tmp_path):
+    """A bounded row whose search resolution is null (the loader allows it)
+    renders instead of failing in the template's arithmetic."""
+    from rfc2544.reports.render import render_html
+    data = _complete()
+    data["profile"]["search"] = {"latency_bound": {"percentile": "99.9", "us": 5000.0}}
+    data["throughput"][0].update(latency_bound={"percentile": "99.9", "us": 5000.0, "text": "p99.9 latency <= 5000 us",
+                                                "extension": "x", "search": "mlrsearch"},
+                                 bounded_fps=500.0, ndr_fps=1000.0, resolution_pct=None)
+    html = render_html(load_results(_write(tmp_path, data)))
+    assert "DUT queued to its NDR" in html

@@ -47,6 +47,8 @@ def test_a_trial_passes_the_bounded_goal_only_lossless_and_within_the_bound():
     # no latency to judge: not shown within the bound, so not within it
     assert outcome().passed(0.0) and not outcome().passed(0.0, bound)
     assert not outcome(p999_us=1, aborted=True).passed(0.0, bound)
+    # NaN compares false with the bound: it shows nothing, so it is not within it
+    assert not outcome(p999_us=math.nan).passed(0.0, bound)
     # the percentile named is the one judged: max is 2 x p99.9 here
     assert not outcome(p999_us=3000).passed(0.0, LatencyBound("max", 5000.0))
     assert outcome(p999_us=3000).passed(0.0, LatencyBound("99", 21.0))
@@ -69,6 +71,9 @@ def test_the_profile_field_is_validated_with_its_name():
                        ({"percentile": "99", "us": math.nan}, "us must be a number of microseconds"),
                        ({"percentile": "99", "us": -1}, "us must be"),
                        ({"percentile": "99", "us": True}, "us must be"),
+                       ({"percentile": "99", "us": 10 ** 400}, "us must be"),          # not an OverflowError
+                       ({"percentile": 10 ** 400, "us": 5}, "percentile must be one of"),
+                       ({"percentile": 99.90000001, "us": 5}, "percentile must be one of"),
                        ({"percentile": "99"}, "must be a mapping"),
                        ({"percentile": "99", "us": 5, "p": 1}, "must be a mapping"),
                        ("5ms", "must be a mapping")]:
