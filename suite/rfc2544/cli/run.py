@@ -136,7 +136,7 @@ def _run_tests(inventory, profile, results, out_dir, display, generators=None):
     """Create the results (unless resuming) and run the plan: (results, threshold misses)."""
     link = assemble.link_speed(inventory, profile)
     tester = assemble.make_tester(inventory, profile, generators)
-    key = assemble.generators_key(getattr(tester, "plans", ()))
+    key = assemble.calibration_key(getattr(tester, "plans", ()), inventory)
     calibration = assemble.load_calibration(inventory, key)
     if calibration is None and assemble.calibration_path(inventory).exists():
         click.echo(f"calibration: {assemble.calibration_path(inventory)} has no ceiling measured with {key} "

@@ -20,6 +20,14 @@ def generators_key(plans):
     return ",".join(str(n) for n in shape_of(plans)) or None
 
 
+def calibration_key(plans, inventory):
+    """The generators key a run's ceiling is looked up by: its forward
+    streams' (the inventory's own). `calibrate` sends those only, so a
+    `direction: bi` run, whose reverse streams come after them, takes the
+    ceiling measured with the same generators per stream."""
+    return generators_key([p for p in plans if p.stream < len(inventory.streams)])
+
+
 def load_calibration(inventory, generators=None):
     """{frame size: fps} the tester's ceiling with these `generators`
     (generators_key; None: the file's first), lowered where the saved

@@ -58,21 +58,24 @@ BOUND_RECEIVER, BOUND_SENDER = "receiver", "sender"
 def receive_ceiling(tester, ceilings, duration=2.0, progress=None):
     """The receiving side beside the sending side: per frame size, a trial
     on the inventory's calibration link (a tester port cabled to another
-    of the same host) offered that size's send ceiling, counted by the
-    receiver as a run's rx ports are. Where the receiver counted at least
-    RECEIVER_KEPT_UP of what was sent, the sender bounds the tester at
-    that size; else the receiver does, at the rate it counted.
-    Returns [{"frame_size", "offered_fps", "sent_frames", "received_frames",
-    "sent_fps", "received_fps", "received_share", "bound"}], or None
-    without a calibration link."""
+    of the same host) offered a tx port's share of that size's send
+    ceiling (the ceiling sums the run's tx ports; the link is one port),
+    counted by the receiver as a run's rx ports are. Where the receiver
+    counted at least RECEIVER_KEPT_UP of what was sent, the sender bounds
+    the tester at that size; else the receiver does (bounded_ceilings).
+    Returns [{"frame_size", "ports", "offered_fps", "sent_frames",
+    "received_frames", "sent_fps", "received_fps", "received_share",
+    "bound"}], or None without a calibration link."""
     if not tester.has_calibration_link:
         return None
+    ports = len({(p.tx_host, p.tx_port) for p in getattr(tester, "plans", ())}) or 1
     rows = []
     for size, ceiling in sorted(ceilings.items()):
-        trial = tester.count_on_link(size, ceiling, duration)
+        trial = tester.count_on_link(size, ceiling / ports, duration)
         share = trial.rx_frames / trial.tx_frames if trial.tx_frames else 0.0
         seconds = trial.traffic_s or duration
-        rows.append({"frame_size": size, "offered_fps": round(ceiling), "sent_frames": trial.tx_frames,
+        rows.append({"frame_size": size, "ports": ports, "offered_fps": round(ceiling / ports),
+                     "sent_frames": trial.tx_frames,
                      "received_frames": trial.rx_frames, "sent_fps": trial.achieved_fps,
                      "received_fps": trial.rx_frames / seconds if seconds > 0 else 0.0,
                      "received_share": share,
@@ -83,13 +86,15 @@ def receive_ceiling(tester, ceilings, duration=2.0, progress=None):
 
 
 def bounded_ceilings(send, receive):
-    """{size: fps} of the send ceilings, lowered to the receive ceiling
-    where the receiver bounds the tester (receive_ceiling's rows)."""
+    """{size: fps} of the send ceilings, lowered where the receiver bounds
+    the tester (receive_ceiling's rows) by the share it counted: the link
+    measured one port's share of the ceiling, whatever the run's ports and
+    generators, so its share, not its rate, carries over to the whole."""
     out = dict(send)
     for row in receive or ():
         key = next((k for k in out if str(k) == str(row["frame_size"])), None)
         if key is not None and row["bound"] == BOUND_RECEIVER:
-            out[key] = min(out[key], float(row["received_fps"]))
+            out[key] = out[key] * min(1.0, float(row["received_share"]))
     return out
 
 

@@ -175,6 +175,14 @@ def test_calibrate_measures_each_generator_count_and_runs_take_their_own(setup, 
     assert assemble.load_calibration(loaded, "1") == {"64": 30_000.0}
     assert assemble.load_calibration(loaded, "4") is None
     assert assemble.calibrated_generators(loaded) == ["1", "2"]
+    # a direction: bi run looks its ceiling up by its forward streams, which
+    # calibrate measured (its key counted the reverse ones: "1,1", none found)
+    from dataclasses import replace
+    from rfc2544.drivers.streams import plan_streams
+    forward = plan_streams(loaded, generators=2)
+    bi = forward + [replace(p, stream=len(loaded.streams) + p.stream) for p in forward]   # their reverses
+    assert assemble.generators_key(bi) == "2,2" and assemble.calibration_key(bi, loaded) == "2"
+    assert assemble.load_calibration(loaded, assemble.calibration_key(bi, loaded)) == {"64": 60_000.0}
     # a file from before ceilings named their generators: one per stream's
     (tmp / "inventory.yml.calibration.json").write_text(json.dumps({"fps": {"64": 1.0}}))
     assert assemble.load_calibration(loaded, "1") == {"64": 1.0}

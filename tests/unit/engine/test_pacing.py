@@ -687,6 +687,20 @@ def test_the_receive_ceiling_names_the_side_that_bounds_and_lowers_only_the_rece
     assert bounded_ceilings({"64": 40_000.0}, None) == {"64": 40_000.0}
 
 
+def test_the_link_is_offered_one_ports_share_and_its_share_carries_over():
+    """Simulated: a ceiling summed over two tx ports is offered halved on
+    the one-port link; a receiver that counts 90 % there lowers the whole
+    ceiling by that share, not to the one port's rate it counted."""
+    from types import SimpleNamespace
+    from rfc2544.engine.calibrate import bounded_ceilings, receive_ceiling
+    link = _LinkCounter(lambda size: 0.9)
+    link.plans = [SimpleNamespace(tx_host="t", tx_port=port) for port in ("tx0", "tx0", "tx1")]
+    rows = receive_ceiling(link, {64: 30_000_000.0}, duration=1.0)
+    assert link.offered == [(64, 15_000_000.0)] and rows[0]["ports"] == 2
+    assert rows[0]["bound"] == "receiver" and rows[0]["received_fps"] == 13_500_000.0
+    assert bounded_ceilings({64: 30_000_000.0}, rows) == {64: 27_000_000.0}
+
+
 def test_no_calibration_link_measures_no_receive_ceiling():
     from rfc2544.engine.calibrate import receive_ceiling
     link = _LinkCounter(lambda size: 1.0)
