@@ -267,9 +267,11 @@ def test_image_key_changes_with_inputs(monkeypatch):
     assert image.image_key() != key
 
 
-def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
-    """Simulated, on a fake clock: a 'VM' that stays running (patched
-    process check) but whose SSH port never answers; the timeout is 1 s."""
+def fake_clock_lab(monkeypatch, console_text):
+    """Simulated, on a fake clock (the wait's sleeps advance it; nothing
+    sleeps): a booting lab 'unit' whose tester VM stays running (patched
+    process check), with `console_text` on its console and SSH on a port
+    that never answers. Returns (lab, the lab module, clock, port)."""
     import types
     from rfc2544.lab import lab as lab_mod
     clock = [0.0]
@@ -279,14 +281,22 @@ def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
     lab = Lab("unit")
     lab.dir.mkdir(parents=True)
     (lab.dir / "tester").mkdir()
-    (lab.dir / "tester" / "console.log").write_text("[    1.0] Linux version 6.1\n[    9.9] Kernel panic - not syncing\n")
+    (lab.dir / "tester" / "console.log").write_text(console_text)
     lab._save({"vms": {"tester": {"pid": 1, "ssh_port": qemu.free_port()}}})
-    monkeypatch.setattr("rfc2544.lab.lab.SSH_TIMEOUT", 1.0)
     monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
+    return lab, lab_mod, clock, lab._state()["vms"]["tester"]["ssh_port"]
+
+
+def test_ssh_never_up_reports_console_tail(monkeypatch, tmp_path):
+    """Simulated, on a fake clock: a 'VM' that stays running (patched
+    process check) but whose SSH port never answers; the timeout is 1 s."""
+    lab, lab_mod, clock, port = fake_clock_lab(
+        monkeypatch, "[    1.0] Linux version 6.1\n[    9.9] Kernel panic - not syncing\n")
+    monkeypatch.setattr(lab_mod, "SSH_TIMEOUT", 1.0)
     # a VM that had the CPU all along: the wait ends at its timeout
     monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: clock[0])
     with pytest.raises(InfraError) as exc:
-        lab._wait_ready("tester", lab._state()["vms"]["tester"]["ssh_port"], clock[0], 0, retry=False)
+        lab._wait_ready("tester", port, clock[0], 0, retry=False)
     msg = str(exc.value)
     # (the wait polls every 2 s: it ends at the first look past its timeout)
     assert re.search(r"SSH to tester \(127.0.0.1:\d+\) not ready after 2 s \(no answer; its QEMU ran 2 s "
@@ -310,21 +320,9 @@ def test_a_vm_that_had_the_cpu_but_never_answered_is_booted_again(monkeypatch, t
     came (CI: a background VM, 657 s on a CPU in 601 s). The first boot
     raises BootCrash naming the first stall (up() boots it again); the
     retry fails with the console's tail. A starved VM is not retried."""
-    import types
-    from rfc2544.lab import lab as lab_mod
-    clock = [0.0]
-    monkeypatch.setattr(lab_mod, "time", types.SimpleNamespace(
-        monotonic=lambda: clock[0], time=lambda: clock[0],
-        sleep=lambda s: clock.__setitem__(0, clock[0] + s)))
-    lab = Lab("unit")
-    lab.dir.mkdir(parents=True)
-    (lab.dir / "tester").mkdir()
-    (lab.dir / "tester" / "console.log").write_text(STALLED_CONSOLE)
-    lab._save({"vms": {"tester": {"pid": 1, "ssh_port": qemu.free_port()}}})
+    lab, lab_mod, clock, port = fake_clock_lab(monkeypatch, STALLED_CONSOLE)
     monkeypatch.setattr(lab_mod, "SSH_TIMEOUT", 1.0)
     monkeypatch.setattr(lab_mod, "STALL_S", 60.0)
-    monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
-    port = lab._state()["vms"]["tester"]["ssh_port"]
     monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: 1.1 * clock[0])
     with pytest.raises(lab_mod.BootCrash) as exc:
         lab._wait_ready("tester", port, clock[0], 0)
@@ -358,21 +356,9 @@ def test_a_starved_vm_is_waited_for_until_it_had_the_cpu(monkeypatch, tmp_path):
     sleeps): a 'VM' whose QEMU gets no CPU (a niced VM on a busy host) is
     waited for past its 1 s timeout up to STARVED_CAP times it; one that
     gets its CPU_SHARE late is waited for until then, and no longer."""
-    import types
-    from rfc2544.lab import lab as lab_mod
-    clock = [0.0]
-    monkeypatch.setattr(lab_mod, "time", types.SimpleNamespace(
-        monotonic=lambda: clock[0], time=lambda: clock[0],
-        sleep=lambda s: clock.__setitem__(0, clock[0] + s)))
-    lab = Lab("unit")
-    lab.dir.mkdir(parents=True)
-    (lab.dir / "tester").mkdir()
-    (lab.dir / "tester" / "console.log").write_text("[  585.1] Mounted tmp.mount\n")
-    lab._save({"vms": {"tester": {"pid": 1, "ssh_port": qemu.free_port()}}})
+    lab, lab_mod, clock, port = fake_clock_lab(monkeypatch, "[  585.1] Mounted tmp.mount\n")
     monkeypatch.setattr(lab_mod, "SSH_TIMEOUT", 1.0)
     monkeypatch.setattr(lab_mod, "STALL_S", 60.0)
-    monkeypatch.setattr(qemu, "is_our_qemu", lambda pid, name: True)
-    port = lab._state()["vms"]["tester"]["ssh_port"]
     monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: 7.0)
     t0 = clock[0]
     with pytest.raises(InfraError, match=r"not ready after [3-5] s \(no answer; its QEMU ran 0 s on a CPU\)"):
