@@ -389,6 +389,8 @@ def parse_device(text):
                   r"(\d+)pps (\d+)Mb/sec \((\d+)bps\) errors: (\d+)", text)
     if m:
         d["usec"], d["packets"], d["pps"] = int(m.group(1)), int(m.group(4)), int(m.group(7))
+    m = re.search(r"max_gap_ns: (\d+)", text)        # the departure records (module 1.5)
+    d["max_gap_ns"] = int(m.group(1)) if m else None
     d["result"] = text[text.rfind("Result:"):].strip()
     return d
 

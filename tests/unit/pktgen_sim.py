@@ -1,7 +1,7 @@
 """A simulated tester host for unit tests (no SSH, no kernel: SIMULATED).
 
 `SimKernel` models /proc/net/pktgen (pgctrl, kpktgend_N, device files in the
-section B format), the module's pgrx (display script v1 to v4) and interface
+section B format), the module's pgrx (display script v1 to v6) and interface
 counters, plus a DUT with a forwarding capacity and a tester with a sending
 ceiling, in SIMULATED time: `SimClock` is shared by the kernel and the
 SSHTester under test (its `clock`), and sleeping only advances it, so every
