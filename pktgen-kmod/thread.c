@@ -522,6 +522,13 @@ static void pg_xmit_done(struct pg_thread *t, struct pg_dev *pd, u64 now,
 	 */
 	if (check_mul_overflow(delay, (u64)frames, &gap))
 		gap = U64_MAX;
+	/*
+	 * No rate: 1 ns a frame, so that the thread's unlimited devices take
+	 * turns (pg_next_due takes the earliest); else the first one listed
+	 * sent alone until its count ran out.
+	 */
+	if (!gap)
+		gap = frames;
 	if (!pg_burst_continues(pd, frames, &gap)) {
 		pd->next_tx = pg_sat_add(pd->next_tx, gap);
 		if (READ_ONCE(pg_catchup_pct))

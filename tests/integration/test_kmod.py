@@ -369,3 +369,26 @@ def test_a_burst_16_run_shows_micro_bursts_of_16(kmod):
     finally:
         kmod.pg("kpktgend_0", "rem_device_all")
         kmod.sh("ip link del kmdep0")
+
+
+def test_unlimited_devices_on_one_thread_take_turns(kmod):
+    """Two devices without a rate on one kpktgend thread both send while
+    they run: the thread takes them in turn (1 ns of schedule a frame),
+    where the first one listed used to send alone until its count ran
+    out. Counted by frames, not by time: after any run each has sent a
+    fair share of what both sent."""
+    thread = "kpktgend_0"
+    kmod.pg(thread, "rem_device_all")
+    kmod.pg(thread, "add_device tx0@0", "add_device tx0@1")
+    for dev in ("tx0@0", "tx0@1"):
+        kmod.pg(dev, "count 0", "pkt_size 64", f"dst_mac {kmod.mac('dut0', netns=True)}",
+                "dst 198.19.0.1", "src_min 198.18.0.1")
+    try:
+        kmod.start_bg()
+        time.sleep(1.0)
+    finally:
+        kmod.stop()
+    states = [parse_device(kmod.read(dev)) for dev in ("tx0@0", "tx0@1")]
+    sent = [d["sofar"] + d["tx_dropped"] for d in states]
+    kmod.pg(thread, "rem_device_all")
+    assert min(sent) > 0.4 * sum(sent) > 0, sent
