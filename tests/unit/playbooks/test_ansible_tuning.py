@@ -380,3 +380,22 @@ def test_a_queue_irq_goes_on_an_online_cpu_only(tmp_path, cpus, queues, note):
     assert (tmp_path / "proc/irq/31/smp_affinity_list").read_text() == cpus
     said = [line for line in t.skipped if "is online" in line]
     assert len(said) == (1 if note else 0) and all(note in line for line in said), t.skipped
+
+
+def test_a_port_whose_irqs_name_no_tx_queue_says_so(tmp_path):
+    """Simulated host: a port with three IRQs, none named as a TX queue's
+    (as virtio names its vectors): every one stays on the list, and the
+    run says no generator gets its queue's CPU instead of skipping it
+    silently."""
+    fake = FakeHost(tmp_path)
+    (tmp_path / "proc/interrupts").write_text(
+        "           CPU0       CPU1       CPU2       CPU3\n"
+        "  30:          5          0          0          0   PCI-MSI 1048576-edge      virtio0-output.0\n"
+        "  31:          7          0          0          0   PCI-MSI 1048577-edge      virtio0-input.0\n"
+        "  32:          1          0          0          0   PCI-MSI 1048578-edge      virtio0-config\n")
+    t = ht.Tuning(fake.host, SNAP, False)
+    ht.tune_irq_affinity(t, ["eth1"], "", "1-3")
+    assert {irq: (tmp_path / f"proc/irq/{irq}/smp_affinity_list").read_text() for irq in (30, 31, 32)} == \
+        {30: "1-3", 31: "1-3", 32: "1-3"}
+    said = [line for line in t.skipped if "is named as a TX queue's" in line]
+    assert len(said) == 1 and "none of its 3 IRQs" in said[0], t.skipped

@@ -398,6 +398,10 @@ def tune_irq_affinity(t, ports, netns, cpus):
             t.skip(f"irq affinity {port}: the device has no IRQs of its own (virtual NIC such as veth)")
             continue
         queues = {irq: tx_queue_of_irq(names.get(irq, ""), port) for irq in irqs}
+        if len(irqs) > 1 and all(q is None for q in queues.values()):
+            # (virtio's "virtio0-output.0", mlx5's "mlx5_comp0@pci...", a port that is down)
+            t.skip(f"irq affinity {port}: none of its {len(irqs)} IRQs is named as a TX queue's "
+                   f"({port}-tx-N, {port}-TxRx-N): all stay on the list, no generator gets its queue's CPU")
         for irq in irqs:
             path = f"/proc/irq/{irq}/smp_affinity_list"
             if not t.host.exists(path):
