@@ -100,6 +100,13 @@ static void pg_dev_start(struct pg_thread *t, struct pg_dev *pd)
 	pd->dep_clear = false;
 	pg_dep_reset(&pd->dep, ktime_to_ns(pd->started_at));
 	pd->next_tx = ktime_to_ns(pd->started_at);
+	/*
+	 * Without a rate the schedule only orders the thread's devices (1 ns
+	 * a frame): those of one start share an epoch, pgctrl's, so they take
+	 * turns from the first frame, not after the first one's head start.
+	 */
+	if (!pd->delay && !pd->held)
+		pd->next_tx = min_t(u64, pd->next_tx, READ_ONCE(t->pn->start_ns));
 	pd->earliest_tx = pd->next_tx;
 	pd->burst_done = 0;
 	pd->burst_gap = 0;
