@@ -1,5 +1,8 @@
 """Session fixtures for lab integration tests (owned by the lab).
 
+lab_plan.py says in one page which labs a full run boots, what runs on
+each and in which order; this file and session_prep.py carry it out.
+
 `lab`  - the single topology (tester VM, DUT in netns `dut`), booted once per
          pytest session under the lab name `pytest<PID>-single`, torn down at the end.
 `lab2` - the two-host topology (tester VM + DUT VM), lab name `pytest<PID>-two`.
@@ -62,17 +65,9 @@ from pathlib import Path
 import pytest
 
 from background_priority import BackgroundPriority
+from lab_plan import BACKGROUND_KERNEL_ARGS, BACKGROUND_NICE, LATE_MODULES, STEPS
 from test_ansible_support import wheel_venv as build_wheel_venv
 
-# The niceness of the background labs' QEMUs and of the child processes,
-# each in a session of its own niced as a whole (rfc2544.lab.niceness): the
-# session lab's timing tests come first. Not 19: a guest starved for tens of
-# seconds reports RCU stalls and soft lockups that are not the module's.
-BACKGROUND_NICE = 10
-# The slab allocator's checks (sanity, red zones, poisoning) in the
-# background lab, whose tests unload the module under traffic: a
-# use-after-free there oopses or is reported instead of passing silently.
-BACKGROUND_KERNEL_ARGS = ("slub_debug=FZP",)
 _BACKGROUND = {"nodeids": [], "proc": None, "t0": None}    # the lab_background tests run by a child pytest; session_prep.py
 _CHILDREN_RAN = {}  # "background"/"newest" -> (exit code, junit, log, start, end) of its child pytest
 _CHILD_SLOWEST = {}     # "background"/"newest" -> its slowest tests (the junit file goes with the session)
@@ -81,7 +76,6 @@ _NEWEST = {}    # the newest-kernel step: release, nic, tests (test_newest_kerne
 _TMP = []       # the early steps' scratch dir, removed at session end
 _ON_NEWEST = set()  # two-host tests skipped here: the newest kernel's child pytest runs them
 _PRIORITY = BackgroundPriority(BACKGROUND_NICE)     # not niced once our own lab tests are done
-_LATE = ("test_kernel_matrix", "test_ansible_tuning_lab", "test_newest_kernel")
 
 
 def pytest_configure(config):
@@ -101,7 +95,7 @@ def pytest_collection_modifyitems(session, config, items):
     # runs after the newest kernel's two-host lab has booted). (Both labs
     # stay up to the session's end: tests may request `lab` dynamically, so
     # its last user is not known.)
-    items.sort(key=lambda item: (_module_name(item) in _LATE,
+    items.sort(key=lambda item: (_module_name(item) in LATE_MODULES,
                                  "lab2" in getattr(item, "fixturenames", ()),
                                  item.nodeid in _BACKGROUND["nodeids"],
                                  item.get_closest_marker("lab_down_last") is not None))
@@ -228,7 +222,7 @@ def pytest_runtest_setup(item):
     runs, and only then (background_priority.py)."""
     names = getattr(item, "fixturenames", ())
     own_lab = (any(f in names for f in SESSION_LAB_FIXTURES)
-               and item.nodeid not in _BACKGROUND["nodeids"] and _module_name(item) not in _LATE)
+               and item.nodeid not in _BACKGROUND["nodeids"] and _module_name(item) not in LATE_MODULES)
     _PRIORITY.set(BACKGROUND_NICE if own_lab else 0)
 
 
@@ -264,30 +258,31 @@ def pytest_collection_finish(session):
         if item.nodeid not in _ON_NEWEST:
             needs.update(n for n in ("lab", "lab2", "wheel_venv") if n in getattr(item, "fixturenames", ()))
     tuning = any(_module_name(item) == "test_ansible_tuning_lab" for item in session.items)
-    steps = []
+    wanted = set()      # the steps this selection needs (lab_plan.py), run in STEPS order
     if any(_module_name(item) == "test_kernel_matrix" for item in session.items):
-        steps.append("kernels")      # a niced process of its own from the start
+        wanted.add("kernels")      # a niced process of its own from the start
     # (the background pytest's Ansible tests use the wheel too)
     if ("wheel_venv" in needs or _BACKGROUND["nodeids"]) and not os.environ.get("RFC2544_WHEEL_VENV"):
-        steps.append("wheel_venv")
+        wanted.add("wheel_venv")
     if "lab" in needs and not os.environ.get("RFC2544_REUSE_LAB"):
-        steps.append("single")
+        wanted.add("single")
     if _BACKGROUND["nodeids"]:
-        steps.append("background")
+        wanted.add("background")
     newest = _newest_runs(session.config, session.items)
     if newest is not None:
-        steps.append("newest")
+        wanted.add("newest")
         # the tuning's lab work runs on the newest kernel's two-host lab too
         _NEWEST.update(newest.NEWEST, tests=[f"tests/integration/{t}" for t in newest.NEWEST_TESTS],
                        tuning=tuning)
-        if tuning:
-            steps.append("tuning")
     elif tuning:
         needs.add("lab2")
+    if tuning:
+        wanted.add("tuning")
     if "lab2" in needs and not os.environ.get("RFC2544_REUSE_LAB2"):
-        steps.append("two")
-        if tuning and newest is None:
-            steps.append("tuning")
+        wanted.add("two")
+    elif tuning and newest is None:
+        wanted.discard("tuning")        # no two-host lab of ours to run it on
+    steps = [step for step in STEPS if step in wanted]
     if steps:
         _start_early(steps)
 

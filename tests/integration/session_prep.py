@@ -48,10 +48,9 @@ import time
 import traceback
 from pathlib import Path
 
+from lab_plan import BESIDE
+
 ROOT = Path(__file__).resolve().parents[2]
-# Steps that run in a thread of their own beside the next ones: the newest
-# kernel's labs boot while the two-host lab does (they only wait on QEMU).
-BESIDE = ("newest",)
 
 
 def wheel_lab_up(venv, name, log):

@@ -42,7 +42,7 @@ FRESH_SETUP_TIMEOUT_S = 2700    # setup.yml on a fresh guest that builds the mod
 
 
 def on_newest(lab):
-    from test_newest_kernel import NEWEST
+    from lab_plan import NEWEST
     return lab.status()["release"] == NEWEST["release"]
 
 

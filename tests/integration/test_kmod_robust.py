@@ -61,7 +61,7 @@ def test_100_load_unload_cycles_with_traffic(kmod):
     on the default kernel; on the newest (test_newest_kernel.py) 40, ten of
     them under traffic: the same paths on its kernel API, in the 2-core CI
     host's time its insmod takes (108 s for 100 under TCG)."""
-    from test_newest_kernel import NEWEST
+    from lab_plan import NEWEST
     cycles = 40 if kmod.lab.status()["release"] == NEWEST["release"] else 100
     dmac = kmod.mac("dut0", netns=True)
     script = f"""
