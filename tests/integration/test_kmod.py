@@ -391,5 +391,4 @@ def test_unlimited_devices_on_one_thread_take_turns(kmod):
     states = [parse_device(kmod.read(dev)) for dev in ("tx0@0", "tx0@1")]
     sent = [d["sofar"] + d["tx_dropped"] for d in states]
     kmod.pg(thread, "rem_device_all")
-    print("sent", sent)
     assert min(sent) > 0.4 * sum(sent) > 0, sent

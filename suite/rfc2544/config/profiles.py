@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rfc2544 import input_files
 from rfc2544.errors import BadInput
+from rfc2544.model import BOUND_PERCENTILES
 
 BUILTIN_DIR = Path(str(resources.files("rfc2544") / "profiles"))
 TESTS = ("throughput", "latency", "frame_loss", "back_to_back", "bursty", "system_recovery", "reset")
@@ -136,14 +137,19 @@ def validate(raw, origin="profile"):
     return out
 
 
+def _usable_number(value):
+    """An int or float a range check can judge. NaN compares false both
+    ways and would pass every range check; an int past a float's range is
+    no usable number either (float() of it overflows)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and abs(value) <= sys.float_info.max and math.isfinite(value))
+
+
 def _check(origin, where, kind, value):
     def bad(msg):
         raise BadInput(f"{origin}: {where}: {msg} (got {value!r})")
 
-    # NaN compares false both ways and would pass every range check below
-    # (an int past a float's range is no usable number either: float() of it overflows)
-    number = (isinstance(value, (int, float)) and not isinstance(value, bool)
-              and abs(value) <= sys.float_info.max and math.isfinite(value))
+    number = _usable_number(value)
     if isinstance(kind, tuple):
         if value not in kind:
             bad(f"must be one of {', '.join(kind)}")
@@ -240,12 +246,7 @@ def _check(origin, where, kind, value):
     raise AssertionError(kind)
 
 
-BOUND_PERCENTILES = ("50", "99", "99.9", "max")
 MAX_BOUND_US = 3.6e9        # an hour: beyond it no trial could show the bound
-
-
-def _real(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and not (isinstance(x, float) and math.isnan(x))
 
 
 def _latency_bound(value, bad):
@@ -257,12 +258,11 @@ def _latency_bound(value, bad):
     pct = value["percentile"]
     # a number names the percentile it equals exactly (99.90000001 is none)
     word = pct if isinstance(pct, str) else next(
-        (w for w in BOUND_PERCENTILES if w != "max" and _real(pct) and pct == float(w)), None)
+        (w for w in BOUND_PERCENTILES if w != "max" and _usable_number(pct) and pct == float(w)), None)
     if word not in BOUND_PERCENTILES:
         bad(f"percentile must be one of {', '.join(BOUND_PERCENTILES)}")
     us = value["us"]
-    # (compared before any float(): an integer past a float's range is refused, not an OverflowError)
-    if not _real(us) or not 0 < us <= MAX_BOUND_US:
+    if not _usable_number(us) or not 0 < us <= MAX_BOUND_US:
         bad(f"us must be a number of microseconds in (0, {MAX_BOUND_US:g}]")
     return {"percentile": word, "us": float(us)}
 

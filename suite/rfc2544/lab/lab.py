@@ -344,14 +344,15 @@ class Lab:
                     last_err = "network setup still running"
             time.sleep(2)
         elapsed, cpu = time.monotonic() - t0, qemu.cpu_seconds(pid)
-        ran = "" if cpu is None or cpu0 is None else f"; its QEMU ran {cpu - cpu0:.0f} s on a CPU"
+        used = None if cpu is None or cpu0 is None else cpu - cpu0
+        ran = "" if used is None else f"; its QEMU ran {used:.0f} s on a CPU"
         stalls = qemu.console_stalls(console)
         what = (f"SSH to {vm} (127.0.0.1:{port}) not ready after {max(wait_s, elapsed):.0f} s ({last_err}{ran}"
                 + (f"; its kernel reported {len(stalls)} stall(s), first: {stalls[0]})" if stalls else ")"))
         # It had the CPU and got nowhere: a guest spinning under TCG (CI: stall
         # reports for 600 s while its QEMU ran 657 s on a CPU). A starved VM
         # is not booted again: the next boot would starve too.
-        if retry and not banner_seen and ran and cpu - cpu0 >= CPU_SHARE * wait_s:
+        if retry and not banner_seen and used is not None and used >= CPU_SHARE * wait_s:
             raise BootCrash(what)
         raise InfraError(f"lab {self.name}: {what}; console tail:\n" + qemu.console_tail(console))
 

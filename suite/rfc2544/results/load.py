@@ -11,6 +11,7 @@ from numbers import Real
 
 from rfc2544 import wire
 from rfc2544.errors import BadInput
+from rfc2544.model import BOUND_PERCENTILES
 from rfc2544.results.reader import SCHEMA, SUPPORTED_VERSIONS, read_results, resolve
 
 __all__ = ["load_results", "resolve", "SCHEMA", "SUPPORTED_VERSIONS"]
@@ -31,7 +32,8 @@ FIELDS = {
                    "theoretical_max_fps": NUM, "tester_bound": BOOL, "search": STR, "ndr_fps": NUM,
                    "pdr_fps": NUM, "pdr_loss_ratio": NUM, "resolution_pct": NUM, "trials": INT,
                    "traffic_s": NUM, "directions": LIST, "latency_bound": DICT, "bounded_fps": NUM,
-                   "bounded_upper_fps": NUM, "bounded_mbps": NUM, "bounded_pct_of_max": NUM, "bounded_latency_ns": NUM, "ndr_latency_ns": NUM},
+                   "bounded_upper_fps": NUM, "bounded_mbps": NUM, "bounded_pct_of_max": NUM,
+                   "bounded_latency_ns": NUM, "ndr_latency_ns": NUM},
     "latency": {"frame_size": INT, "load_fps": NUM, "definition": STR, "repetitions": INT,
                 "samples": INT, "min_ns": NUM, "mean_ns": NUM, "median_ns": NUM, "p999_ns": NUM,
                 "max_ns": NUM, "pdv_mean_ns": NUM},
@@ -57,7 +59,6 @@ BURST_FIELDS = {"frames_per_burst": INT, "fps": NUM, "ndr_fps": NUM, "ndr_upper_
                 "burst_interval_us": NUM, "pct_of_throughput": NUM, "trials": INT, "traffic_s": NUM}
 # Records inside the fields above that the report, compare and the store read.
 BOUND_FIELDS = {"percentile": STR, "us": NUM, "text": STR, "extension": STR, "search": STR}
-BOUND_PERCENTILES = ("50", "99", "99.9", "max")
 CLOCK_FIELDS = {"shared": BOOL, "error_ns": NUM, "text": STR, "hosts": DICT}
 STREAM_FIELDS = {"tx": STR, "rx": STR, "generators": INT}
 TOP_FIELDS = {"complete": BOOL, "started": STR, "finished": STR, "tool": DICT, "profile": DICT,
