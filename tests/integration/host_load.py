@@ -12,6 +12,10 @@ none was clean. A product fault repeats in every attempt and still fails.
 import os
 
 ATTEMPTS = 3
+# A gap this long between two departures or two arrivals: the vCPU that
+# sends or receives was held back (TCG on a shared 2-core host: up to
+# ~200 ms). A paced run on an idle lab host has none over a few ms.
+STALL_MS = 50
 
 
 def until_clean(attempt, held_back, attempts=ATTEMPTS):

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from rfc2544.lab.flow_counter import FlowCounter
+from host_load import STALL_MS
 from kmod_helpers import (PG, REMOTE_KO, kmod, kernel_problems, parse_device,  # noqa: F401
                                parse_pgrx, setup_stream)
 
@@ -250,11 +251,9 @@ def _rate_attempt(kmod, ratep):
 
 
 RATE_ATTEMPTS = 3
-# A gap this long in the departures or the arrivals: the vCPU was held back
-# (TCG on a shared 2-core host: up to ~200 ms). Shorter gaps cannot explain
-# a miss: the generator catches up on debts under max_lag_ns (1 s), so only
-# the run's last gap stretches it, by at most 50 ms of 4 s (1.25 %).
-STALL_MS = 50
+# Gaps shorter than STALL_MS cannot explain a miss: the generator catches up
+# on debts under max_lag_ns (1 s), so only the run's last gap stretches it,
+# by at most 50 ms of 4 s (1.25 %).
 
 
 @pytest.mark.parametrize("ratep", RATES)

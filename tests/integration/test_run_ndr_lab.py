@@ -15,7 +15,7 @@ from rfc2544.cli.display import Display
 from rfc2544.results.file import Results
 from rfc2544.procedures.runner import Runner, build_plan
 
-from host_load import until_clean
+from host_load import STALL_MS, until_clean
 from run_lab_support import CAP_PPS, CAP_BURST, RFC2544, small_profile, run_ndr_search
 from run_lab_support import capped, with_module  # noqa: F401 (fixtures; with_module needs capped)
 
@@ -199,9 +199,17 @@ def test_bidirectional_ndr_names_the_policed_direction(with_module, tmp_path):
                               resolution_pct=2, tester_limited_retries=1)
 
     def held_back(results):
-        # a search that only failed where the tester could not send says nothing of the DUT
+        # searched again only when the trials at the upper bound show the
+        # tester held back (the search's own tester verdicts, or a departure
+        # gap of STALL_MS or more), never because no direction was named
         row = results.data["throughput"][0]
-        return not row.get("limited_by") and f"no direction lost frames at the upper bound: {row}"
+        upper = row.get("ndr_upper_fps")
+        at_upper = [t for t in results.data["trials"]
+                    if upper and abs(t["load_fps"] - upper) <= upper * 0.001]
+        held = [f"#{t['id']} {t['verdict']}, longest gap {(t.get('spacing') or {}).get('max_gap_ns', 0) / 1e6:.0f} ms"
+                for t in at_upper if t["verdict"] in ("tester-limited", "tester-bursty")
+                or (t.get("spacing") or {}).get("max_gap_ns", 0) >= STALL_MS * 1e6]
+        return not row.get("limited_by") and held and f"no direction named, the upper bound's trials {held}"
     results, spoiled = until_clean(search, held_back, attempts=2)
     row = results.data["throughput"][0]
     print(f"bidirectional NDR {row['ndr_fps']:.0f} fps (known {known:.0f}), {row['directions']}, "

@@ -23,6 +23,10 @@ from rfc2544.engine.tester import SSHTester
 pytestmark = pytest.mark.lab
 
 REMOTE = "/root/rfc2544_pktgen_tester.ko"
+# test_the_calibration_link_sees_what_the_module_recorded: a gap this long
+# in a 1.5 s paced run means a held vCPU (idle lab host: 4.6-16.6 ms at
+# 3000 fps, 0.3-7.5 ms at 12000, in 5 runs; CI's held vCPUs: 23-200 ms).
+LINK_STALL_MS = 20
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +199,7 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
     what a generator without departure records is judged by, so it must
     agree with the records where both exist: every frame, the same longest
     micro-burst (+-2 frames, or 15 % of a longer one), close frames within 2 % of the frames, and
-    the link's p99.9 gap where the records put it, within 20 % and 0.02 %
+    the link's p99.9 gap where the records put it, within 30 % and 0.02 %
     of rank. A link that batched its arrivals (NAPI, interrupt coalescing)
     would make most frames close.
     Why those margins: the two clocks are read at different points of the
@@ -208,10 +212,13 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
     percentiles are bucket midpoints (buckets a few % wide), and p99.9 of
     18000 gaps is the 18th longest: where the tail is steep, one gap more
     or less beyond it moves it by a quarter (CI: 584 us on the link, 468 us
-    in the records). A loaded host spoils an attempt in ways no margin
-    covers (CI: a longest micro-burst of 279 frames on the link, 153 in the
-    records, at 12,000 fps): a rate that disagrees is measured again, up to
-    3 times (host_load.py)."""
+    in the records; an idle host: 246 us, 178-198 us). A loaded host spoils
+    an attempt in ways no margin covers (CI: a longest micro-burst of 279
+    frames on the link, 153 in the records, at 12,000 fps: 23 ms of
+    arrivals held back): a rate that disagrees is measured again, up to 3
+    times (host_load.py), only if the run itself shows a held vCPU, a gap
+    of LINK_STALL_MS or more between two departures or two arrivals. A
+    disagreement without one fails at once."""
     from rfc2544.engine.calibration_link import LinkPacing
     from rfc2544.lab.topology import CALIBRATION_LINK
     host = tester.inventory.hosts["tester"]
@@ -229,7 +236,13 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
         def attempt():
             _, _, arrivals = link.measure(64, fps, 1.5)
             return arrivals, recorded[-1]
-        (arrivals, departures), spoiled = until_clean(attempt, lambda out: link_disagrees(fps, *out))
+
+        def held_back(out):
+            # measured again only when a vCPU was seen held back, never
+            # because the comparison itself failed
+            reason, stall = link_disagrees(fps, *out), stalled(*out)
+            return reason and stall and f"{reason}; {stall}"
+        (arrivals, departures), spoiled = until_clean(attempt, held_back)
         print(fps, "arrivals", arrivals, "departures", departures, "spoiled attempts", spoiled)
         assert (arrivals.source, departures.source) == ("calibration link", "generator")
         assert not link_disagrees(fps, arrivals, departures), spoiled
@@ -289,8 +302,20 @@ def link_disagrees(fps, arrivals, departures):
     if abs(arrivals.close_frames - departures.close_frames) > 0.02 * departures.frames:
         return f"close frames: {arrivals.close_frames} on the link, {departures.close_frames} recorded"
     low, high = gap_at(departures.hist, 0.9988)[0], gap_at(departures.hist, 0.9992)[1]
-    if not 0.8 * low <= arrivals.p999_gap_ns <= 1.2 * high:
+    # (an idle lab host: 246 us on the link, 178-198 us recorded, no stall)
+    if not 0.7 * low <= arrivals.p999_gap_ns <= 1.3 * high:
         return f"p99.9 gap: {arrivals.p999_gap_ns} ns on the link, recorded between {low} and {high} ns"
+    return None
+
+
+def stalled(arrivals, departures):
+    """Evidence that the host held a vCPU back, apart from what the link and
+    the records disagree on: a gap of LINK_STALL_MS or more between two
+    departures or two arrivals (the reason), or None."""
+    worst = max(arrivals.max_gap_ns, departures.max_gap_ns) / 1e6
+    if worst >= LINK_STALL_MS:
+        return (f"a gap of {worst:.1f} ms (departures {departures.max_gap_ns / 1e6:.1f}, "
+                f"arrivals {arrivals.max_gap_ns / 1e6:.1f})")
     return None
 
 
