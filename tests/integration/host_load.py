@@ -4,17 +4,19 @@ A TCG lab's vCPUs are host threads: when the CI host's two cores are busy
 (the background labs, the newest kernel's labs), a vCPU can be held back
 for tens of milliseconds, and the generator falls behind its rate or the
 calibration link's capture reads a backlog at once. Such an attempt says
-nothing about the product, so a test that can tell (the trial reports the
-tester as the limit, the link saw bursts the records did not) runs it
-again, up to ATTEMPTS times, and fails with every attempt's reason when
-none was clean. A product fault repeats in every attempt and still fails.
+nothing about the product, so a test runs it again, up to ATTEMPTS times,
+only on evidence of the hold that its check does not judge (a departure
+or arrival gap of STALL_MS or more, frames the tester's veth dropped, a
+trial that reached less than its rate), and fails with every attempt's
+reason when none was clean. A failed check without that evidence fails
+at once; a product fault repeats in every attempt and still fails.
 """
 import os
 
 ATTEMPTS = 3
 # A gap this long between two departures or two arrivals: the vCPU that
 # sends or receives was held back (TCG on a shared 2-core host: up to
-# ~200 ms). A paced run on an idle lab host has none over a few ms.
+# ~200 ms; an idle lab host's paced runs: up to 16.6 ms).
 STALL_MS = 50
 
 

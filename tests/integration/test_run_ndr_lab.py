@@ -199,9 +199,11 @@ def test_bidirectional_ndr_names_the_policed_direction(with_module, tmp_path):
                               resolution_pct=2, tester_limited_retries=1)
 
     def held_back(results):
-        # searched again only when the trials at the upper bound show the
-        # tester held back (the search's own tester verdicts, or a departure
-        # gap of STALL_MS or more), never because no direction was named
+        # searched again only when no direction was named and a trial at the
+        # upper bound shows the tester held back: it reached less than its
+        # rate (tester-limited, which per_stream does not judge a direction
+        # by) or was tester-bursty, or stopped for STALL_MS. No direction
+        # named without that, or a wrong one named, fails at once.
         row = results.data["throughput"][0]
         upper = row.get("ndr_upper_fps")
         at_upper = [t for t in results.data["trials"]
