@@ -199,8 +199,8 @@ def test_the_calibration_link_sees_what_the_module_recorded(tester):
     what a generator without departure records is judged by, so it must
     agree with the records where both exist: every frame, the same longest
     micro-burst (+-2 frames, or 15 % of a longer one), close frames within 2 % of the frames, and
-    the link's p99.9 gap where the records put it, within 30 % and 0.02 %
-    of rank. A link that batched its arrivals (NAPI, interrupt coalescing)
+    the link's p99.9 gap where the records put it, within 20 % below, 30 %
+    above and 0.02 % of rank. A link that batched its arrivals (NAPI, interrupt coalescing)
     would make most frames close.
     Why those margins: the two clocks are read at different points of the
     same transmit call, and an interrupt between them on a TCG vCPU makes
@@ -302,8 +302,8 @@ def link_disagrees(fps, arrivals, departures):
     if abs(arrivals.close_frames - departures.close_frames) > 0.02 * departures.frames:
         return f"close frames: {arrivals.close_frames} on the link, {departures.close_frames} recorded"
     low, high = gap_at(departures.hist, 0.9988)[0], gap_at(departures.hist, 0.9992)[1]
-    # (an idle lab host: 246 us on the link, 178-198 us recorded, no stall)
-    if not 0.7 * low <= arrivals.p999_gap_ns <= 1.3 * high:
+    # 30 % above: an idle lab host measured 246 us on the link, 178-198 us recorded, no stall
+    if not 0.8 * low <= arrivals.p999_gap_ns <= 1.3 * high:
         return f"p99.9 gap: {arrivals.p999_gap_ns} ns on the link, recorded between {low} and {high} ns"
     return None
 
