@@ -208,9 +208,9 @@ def test_bidirectional_ndr_names_the_policed_direction(with_module, tmp_path):
         upper = row.get("ndr_upper_fps")
         at_upper = [t for t in results.data["trials"]
                     if upper and abs(t["load_fps"] - upper) <= upper * 0.001]
-        held = [f"#{t['id']} {t['verdict']}, longest gap {(t.get('spacing') or {}).get('max_gap_ns', 0) / 1e6:.0f} ms"
-                for t in at_upper if t["verdict"] in ("tester-limited", "tester-bursty")
-                or (t.get("spacing") or {}).get("max_gap_ns", 0) >= STALL_MS * 1e6]
+        gap_ms = {t["id"]: (t.get("spacing") or {}).get("max_gap_ns", 0) / 1e6 for t in at_upper}
+        held = [f"#{t['id']} {t['verdict']}, longest gap {gap_ms[t['id']]:.0f} ms" for t in at_upper
+                if t["verdict"] in ("tester-limited", "tester-bursty") or gap_ms[t["id"]] >= STALL_MS]
         return not row.get("limited_by") and held and f"no direction named, the upper bound's trials {held}"
     results, spoiled = until_clean(search, held_back, attempts=2)
     row = results.data["throughput"][0]
