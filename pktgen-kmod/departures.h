@@ -4,7 +4,12 @@
  * frame before (the first frame's from "start"). A histogram of the gaps in
  * the latency histogram's buckets, their min/mean/max, and micro-bursts:
  * runs of frames each sent less than half the nominal gap after the one
- * before. Written only by the device's own kpktgend thread; reset on start.
+ * before. And what a policer at the nominal rate makes of the frames: the
+ * bucket it needs to pass every one (the most frames ahead of the rate, as
+ * a queue served at the rate would hold them), and the frames it drops with
+ * buckets of 1, 2, 4 .. frames. Catch-up bursts each shorter than a bucket
+ * still drain it when they come before it refills. Written only by the
+ * device's own kpktgend thread; reset on start.
  * A generator with no rate (delay 0, catchup_pct 0) reads no clock to send:
  * its frames are only counted, as unpaced.
  */
@@ -14,6 +19,9 @@
 #include <linux/seq_file.h>
 #include "stats.h"
 
+/* the policers' buckets: 1, 2, 4 .. 2^(PG_BUCKETS - 1) frames */
+#define PG_BUCKETS	16
+
 struct pg_departures {
 	struct pg_stat gaps;		/* ns; n = frames recorded */
 	u64 last_ns;			/* the previous frame's departure, ktime ns */
@@ -21,6 +29,11 @@ struct pg_departures {
 	u64 longest;			/* longest micro-burst, frames (0: none) */
 	u64 bursts;			/* micro-bursts (runs of 2 frames or more) */
 	u64 unpaced;			/* frames sent with no schedule (delay 0): not timed */
+	u64 queue_ns;			/* ahead of the rate after the last frame, ns */
+	u64 queue_max_ns;
+	u64 bucket_needed;		/* queue_max_ns in frames, rounded up */
+	u64 tokens_ns[PG_BUCKETS];	/* each policer's bucket; U64_MAX: full */
+	u64 drops[PG_BUCKETS];		/* frames each policer dropped */
 	u64 hist[PG_HIST_BUCKETS];
 };
 

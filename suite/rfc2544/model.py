@@ -105,8 +105,9 @@ class Spacing:
     """How evenly the generator sent a trial's frames (rfc2544_pktgen's own
     departure times, or an estimate from a calibration link's arrivals):
     gaps between consecutive frames, and micro-bursts, runs of frames each
-    sent less than half the nominal gap after the one before. Several
-    streams are merged: counts summed, worst burst kept."""
+    sent less than half the nominal gap after the one before, and what a
+    policer at the nominal rate makes of them. Several streams are merged:
+    counts summed, the worst burst and bucket kept."""
     source: str                           # "generator" or "calibration link" (pacing.py)
     frames: int                           # frames with a departure (or arrival) time
     nominal_gap_ns: Optional[float]       # 1e9 / the stream's rate (None: unpaced)
@@ -120,6 +121,12 @@ class Spacing:
     longest_micro_burst: int              # frames (0: none)
     close_frames: int                     # frames sent < half the nominal gap after the one before
     hist: List[List[int]] = field(default_factory=list)   # [low_ns, high_ns, count]
+    # A token-bucket policer at the nominal rate: the bucket it needs to
+    # pass every frame (the most frames sent ahead of the rate), and
+    # [bucket, frames] for buckets of 1, 2, 4 .. frames: the frames it
+    # drops with that bucket (None, []: not recorded, an older module)
+    bucket_needed: Optional[int] = None
+    bucket_drops: List[List[int]] = field(default_factory=list)
 
 
 @dataclass

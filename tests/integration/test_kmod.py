@@ -319,6 +319,18 @@ def departures_of(kmod, dev="tx0"):
     return pktgen.parse_device(kmod.read(dev))
 
 
+def assert_policer_agrees(d):
+    """The policer at the nominal rate (departures.h) holds together: a
+    bucket smaller than the one needed drops frames, one as large drops
+    none, and a larger bucket never drops more."""
+    drops = dict(d["bucket_drops"])
+    sizes = [1 << i for i in range(16)]
+    assert d["bucket_needed"] >= 1, d
+    assert [b for b in sizes if drops.get(b)] == [b for b in sizes if b < d["bucket_needed"]], d
+    counts = [drops.get(b, 0) for b in sizes]
+    assert counts == sorted(counts, reverse=True) and counts[0] <= d["frames"], d
+
+
 def test_the_departure_histogram_counts_every_frame_sent(kmod):
     """3000 frames at 5000 pps: the histogram holds one gap per frame handed
     over (sent plus the tester's own drops), the nominal gap is the rate's,
@@ -342,6 +354,7 @@ def test_the_departure_histogram_counts_every_frame_sent(kmod):
     slack = max(0.02 * (n - 1) * 200_000, 2 * d["max_gap_ns"])
     assert abs(d["mean_gap_ns"] - 200_000) * (n - 1) <= slack, d
     assert d["min_gap_ns"] <= d["p50_gap_ns"] <= d["p99_gap_ns"] <= d["max_gap_ns"]
+    assert_policer_agrees(d)
     # counters cleared: the departures too
     kmod.pg("tx0", "clear_counters")
     assert departures_of(kmod).departures["frames"] == 0
@@ -351,7 +364,8 @@ def test_a_burst_16_run_shows_micro_bursts_of_16(kmod):
     """`burst 16` on a dummy device (veth cannot share skbs) at 1600 pps:
     every call hands 16 frames over at once, so 15 of every 16 frames leave
     0 ns after the one before and each call is a micro-burst of 16 frames
-    (two calls a vCPU stall made back to back count as one of 32)."""
+    (two calls a vCPU stall made back to back count as one of 32). A
+    policer at the rate needs a bucket of 16 frames at least."""
     kmod.sh("ip link add kmdep0 type dummy && ip link set kmdep0 up")
     try:
         kmod.pg("kpktgend_0", "rem_device_all", "add_device kmdep0")
@@ -365,6 +379,10 @@ def test_a_burst_16_run_shows_micro_bursts_of_16(kmod):
         assert zero == 640 * 15 // 16, d["gap_hist_ns"][:5]
         assert d["longest_micro_burst"] >= 16 and d["longest_micro_burst"] % 16 == 0, d
         assert 1 <= d["micro_bursts"] <= 40
+        # a policer at 1600 pps needs a bucket of a burst at least, and one
+        # of 8 frames drops at least the other 8 of each of the 40 bursts
+        assert_policer_agrees(d)
+        assert d["bucket_needed"] >= 16 and dict(d["bucket_drops"])[8] >= 40 * 8, d
     finally:
         kmod.pg("kpktgend_0", "rem_device_all")
         kmod.sh("ip link del kmdep0")

@@ -155,12 +155,17 @@ def parse_device(text) -> DeviceState:
 
 
 _HIST_RE = re.compile(r"^(\d+)-(\d+):(\d+)$")
+_DROPS_RE = re.compile(r"^(\d+):(\d+)$")
 
 
 def _departure_fields(text, into):
-    """A line of the Departures section: `key: N` pairs, or the gap histogram."""
+    """A line of the Departures section: `key: N` pairs, the gap histogram,
+    or the policers' drops (bucket_drops: bucket frames:frames dropped)."""
     if text.startswith("gap_hist_ns:"):
         into["gap_hist_ns"] = [tuple(int(g) for g in m.groups()) for m in map(_HIST_RE.match, text.split()[1:]) if m]
+        return into
+    if text.startswith("bucket_drops:"):
+        into["bucket_drops"] = [tuple(int(g) for g in m.groups()) for m in map(_DROPS_RE.match, text.split()[1:]) if m]
         return into
     for key, value in _pairs(text).items():
         number = _int(value)

@@ -1,10 +1,11 @@
 """How evenly the tester sent, and when that, not the DUT, explains a loss.
 
 The generator (rfc2544_pktgen) records each frame's departure: the gap
-from the frame before, in a histogram, and micro-bursts, runs of frames
-each sent less than half the nominal gap after the one before (a vCPU
-stall, an interrupt storm, `burst N`: then the generator sends its debt back
-to back).
+from the frame before, in a histogram, micro-bursts, runs of frames each
+sent less than half the nominal gap after the one before (a vCPU stall, an
+interrupt storm, `burst N`: then the generator sends its debt back to back),
+and what a token-bucket policer at the nominal rate makes of them: the
+bucket it needs, and the frames it drops with buckets of 1, 2, 4 .. frames.
 
 The tester-bursty rule. The DUT's loss is the default: a failed trial is
 put on the tester's micro-bursts only where even spacing at the same rate
@@ -21,9 +22,22 @@ frames it lost, and A the longest micro-burst of a passed trial in the unit
      the n bursts hold C + n frames in all. Loss beyond that is spread over
      the trial: the DUT's capacity, not the bursts (with A = 0, this is
      L <= C, the frames that came too close);
+  or, for frames sent ahead of the rate in runs each too short to
+  overflow a buffer but coming before it drains (catch-ups after short
+  stalls), the same of a token-bucket policer at the trial's own rate
+  (departures.h; a policer or a buffer at a higher rate drops no more).
+  With Q the bucket it needs to pass every frame of the trial and B the
+  largest a passed trial of the unit needed (0: none recorded one, and
+  this part says nothing):
+  1b. B >= 1 and Q > B;
+  2b. L <= the frames that policer drops with a bucket of T frames, T the
+     largest of 1, 2, 4 .. at most B: a DUT that holds B frames ahead of
+     a rate of at least the trial's drops no more than that policer does.
+  And for both:
   3. no trial of the unit at this rate or below lost 10 frames or more
-     without a burst longer than A: the DUT already loses at such a rate
-     when its frames come as evenly as it absorbs them;
+     with neither a burst longer than A nor a bucket needed over B: the DUT
+     already loses at such a rate when its frames come as evenly as it
+     absorbs them;
   4. the same load's attempt just before was not tester-bursty with about
      the same loss (repeats_loss: within 20 %, at least 10 frames each): a
      DUT that cannot carry the rate loses the same again, bursts lose what
@@ -38,10 +52,11 @@ calibration link (two tester ports cabled to each other), the spacing of a
 failed trial is estimated there: the same generator sends at the trial's
 rate and frame size, the receiving port's kernel timestamps the arrivals,
 and spacing_of_arrivals turns their gaps into a Spacing whose source says
-"calibration link" (calibration_link.py). Its close frames are scaled to the
-trial's frames sent. The estimate shows how the generator paces at that
-rate, not the trial's own stalls: the report says which source it used.
-Passed trials get no estimate, so with it A (below) is 0.
+"calibration link" (calibration_link.py). Its close frames and policed
+drops are scaled to the trial's frames sent. The estimate shows how
+the generator paces at that rate, not the trial's own stalls: the report
+says which source it used.
+Passed trials get no estimate, so with it A and B are 0.
 
 A tester that stalls in every trial defeats rule 2: passed trials absorb
 catch-up bursts as long as the failed ones'. The trial's longest departure
@@ -94,7 +109,43 @@ def spacing_of(devices, rates):
         micro_bursts=sum(dep.get("micro_bursts", 0) for dep, _ in parts),
         longest_micro_burst=max(dep.get("longest_micro_burst", 0) for dep, _ in parts),
         close_frames=close_frames(buckets, nominal_gap),
-        hist=[[b.low, b.high, b.count] for b in buckets])
+        hist=[[b.low, b.high, b.count] for b in buckets],
+        # each stream's policer at its own rate; unknown if one generator did not say
+        bucket_needed=(max(dep["bucket_needed"] for dep, _ in parts)
+                       if all("bucket_needed" in dep for dep, _ in parts) else None),
+        bucket_drops=_summed(pair for dep, _ in parts for pair in dep.get("bucket_drops", [])))
+
+
+def _summed(pairs):
+    """[(key, count)] -> [[key, total]] by key."""
+    out = {}
+    for key, count in pairs:
+        out[key] = out.get(key, 0) + count
+    return [[k, n] for k, n in sorted(out.items())]
+
+
+POLICED_BUCKETS = 16    # buckets of 1, 2, 4 .. 2^15 frames, as departures.h
+
+
+def policing(times_ns, nominal_ns):
+    """What a token-bucket policer at one frame per `nominal_ns` makes of
+    frames leaving at `times_ns` (sorted), as departures.h records it: the
+    bucket it needs to pass them all (frames, rounded up) and [[bucket,
+    dropped]] for buckets of 1, 2, 4 .. frames, full at the start."""
+    last, queued, deepest = times_ns[0], 0, 0
+    tokens = [nominal_ns * (1 << i) for i in range(POLICED_BUCKETS)]
+    drops = [0] * POLICED_BUCKETS
+    for t in times_ns:
+        elapsed, last = t - last, t
+        queued = max(queued - elapsed, 0) + nominal_ns
+        deepest = max(deepest, queued)
+        for i in range(POLICED_BUCKETS):
+            tokens[i] = min(tokens[i] + elapsed, nominal_ns * (1 << i))
+            if tokens[i] >= nominal_ns:
+                tokens[i] -= nominal_ns
+            else:
+                drops[i] += 1
+    return math.ceil(deepest / nominal_ns), [[1 << i, n] for i, n in enumerate(drops) if n]
 
 
 SOURCE_GENERATOR = "generator"              # rfc2544_pktgen's departure times
@@ -123,6 +174,7 @@ def spacing_of_arrivals(times_ns, rate_fps):
     if run > 1:
         bursts, longest = bursts + 1, max(longest, run)
     ordered = sorted(gaps)
+    needed, drops = policing(times, nominal) if nominal else (None, [])
     hist = {}
     for gap in gaps:
         low = 0 if gap == 0 else 1 << (gap.bit_length() - 1)
@@ -133,15 +185,19 @@ def spacing_of_arrivals(times_ns, rate_fps):
         **{k: float(ordered[max(1, math.ceil(Fraction(str(q)) * len(ordered))) - 1]) for k, q in _Q.items()},
         micro_bursts=bursts, longest_micro_burst=longest,
         close_frames=close,
-        hist=[[low, max(2 * low - 1, 0), count] for low, count in sorted(hist.items())])
+        hist=[[low, max(2 * low - 1, 0), count] for low, count in sorted(hist.items())],
+        bucket_needed=needed, bucket_drops=drops)
 
 
 def scaled_to(spacing, frames):
-    """An estimate measured over spacing.frames frames, its close frames
-    scaled to a trial of `frames` frames (the rest is a rate property)."""
+    """An estimate measured over spacing.frames frames, its close frames and
+    policed drops scaled to a trial of `frames` frames (the rest is a rate
+    property)."""
     if spacing is None or not spacing.frames:
         return spacing
-    return replace(spacing, close_frames=round(spacing.close_frames * frames / spacing.frames))
+    scale = frames / spacing.frames
+    return replace(spacing, close_frames=round(spacing.close_frames * scale),
+                   bucket_drops=[[k, round(n * scale)] for k, n in spacing.bucket_drops])
 
 
 def close_frames(buckets, nominal_gap_ns):
@@ -170,22 +226,26 @@ def may_be_bursty(result):
 
 @dataclass(frozen=True)
 class DutEvidence:
-    """What a unit's trials showed of the DUT: the longest micro-burst a
-    passed trial had (the DUT absorbed it), and the lowest rate at which a
-    trial lost FEW_FRAMES or more with no micro-burst longer than that
-    (None: none; a trial without spacing data shows nothing either way)."""
+    """What a unit's trials showed of the DUT: the longest micro-burst and
+    the largest bucket needed (at the trial's rate) of a passed trial (the
+    DUT absorbed them), and the lowest rate at which a trial lost FEW_FRAMES
+    or more with neither beyond that (None: none; a trial without spacing
+    data shows nothing either way)."""
     absorbed: int = 0
     lossy_even_fps: float = None
+    absorbed_bucket: int = 0
 
 
 def evidence_of(results):
     """DutEvidence from TrialResults of one unit."""
-    absorbed = max((r.spacing.longest_micro_burst for r in results
-                    if r.spacing and r.lost_frames == 0 and not r.tester_limited and not r.aborted_early),
-                   default=0)
+    passed = [r.spacing for r in results
+              if r.spacing and r.lost_frames == 0 and not r.tester_limited and not r.aborted_early]
+    absorbed = max((s.longest_micro_burst for s in passed), default=0)
+    absorbed_bucket = max((s.bucket_needed or 0 for s in passed), default=0)
     lossy = [r.spec.load_fps for r in results if may_be_bursty(r) and r.lost_frames >= FEW_FRAMES
-             and r.spacing and r.spacing.longest_micro_burst <= absorbed]
-    return DutEvidence(absorbed, min(lossy, default=None))
+             and r.spacing and r.spacing.longest_micro_burst <= absorbed
+             and (r.spacing.bucket_needed or 0) <= absorbed_bucket]
+    return DutEvidence(absorbed, min(lossy, default=None), absorbed_bucket)
 
 
 def overflow_bound(spacing, absorbed):
@@ -195,6 +255,24 @@ def overflow_bound(spacing, absorbed):
     n = max(s.micro_bursts, 1)
     k = min(n, (s.close_frames + n) // (absorbed + 1))
     return min(s.close_frames, k * max(s.longest_micro_burst - absorbed, 0))
+
+
+def policed_bound(spacing, absorbed_bucket):
+    """The frames a policer at the trial's rate drops of `spacing` with the
+    largest recorded bucket (1, 2, 4 ..) of at most `absorbed_bucket`
+    frames (rule 2b above); 0 below one frame."""
+    if absorbed_bucket < 1:
+        return 0
+    bucket = 1 << (absorbed_bucket.bit_length() - 1)
+    return dict((k, n) for k, n in spacing.bucket_drops).get(bucket, 0)
+
+
+def beyond_absorbed(spacing, evidence):
+    """(burst, bucket): whether `spacing`'s longest micro-burst, and the
+    bucket it needs, exceed what passed trials showed absorbed (rules 1, 1b)."""
+    burst = spacing.longest_micro_burst >= 2 and spacing.longest_micro_burst > evidence.absorbed
+    bucket = evidence.absorbed_bucket >= 1 and (spacing.bucket_needed or 0) > evidence.absorbed_bucket
+    return burst, bucket
 
 
 # Losses of fewer frames than this say nothing of the DUT: one burst
@@ -222,18 +300,23 @@ def bursty_reason(result, evidence):
     s = result.spacing
     if s is None or not may_be_bursty(result):
         return None
-    absorbed = evidence.absorbed
-    if s.longest_micro_burst < 2 or s.longest_micro_burst <= absorbed:
-        return None
-    bound = overflow_bound(s, absorbed)
-    if result.lost_frames > bound:
-        return None
     if evidence.lossy_even_fps is not None and result.spec.load_fps >= evidence.lossy_even_fps:
         return None
+    burst, bucket = beyond_absorbed(s, evidence)
+    absorbed, lost = evidence.absorbed, result.lost_frames
     sent = ("the generator sent" if s.source == SOURCE_GENERATOR else
             "on the calibration link, at this rate and frame size, the generator sends")
-    return (f"tester-bursty: {sent} micro-bursts of up to {s.longest_micro_burst} frames "
-            f"({s.close_frames} frames less than half the nominal {s.nominal_gap_ns / 1000:.1f} us gap after "
-            f"the one before), which can overflow up to {bound} frames of a buffer that held the longest "
-            f"micro-burst a passed trial showed the DUT absorbing ({absorbed} frames): enough to explain the "
-            f"{result.lost_frames} frames lost")
+    if burst and lost <= overflow_bound(s, absorbed):
+        return (f"tester-bursty: {sent} micro-bursts of up to {s.longest_micro_burst} frames "
+                f"({s.close_frames} frames less than half the nominal {s.nominal_gap_ns / 1000:.1f} us gap after "
+                f"the one before), which can overflow up to {overflow_bound(s, absorbed)} frames of a buffer that "
+                f"held the longest micro-burst a passed trial showed the DUT absorbing ({absorbed} frames): "
+                f"enough to explain the {lost} frames lost")
+    policed = policed_bound(s, evidence.absorbed_bucket)
+    if bucket and lost <= policed:
+        return (f"tester-bursty: {sent} frames ahead of the trial's rate (micro-bursts of up to "
+                f"{s.longest_micro_burst} frames, coming before a bucket refills): a policer at that rate needs a "
+                f"bucket of {s.bucket_needed} frames to pass them all, where passed trials showed the DUT absorbing "
+                f"{evidence.absorbed_bucket}, and drops {policed} frames with a bucket of "
+                f"{1 << (evidence.absorbed_bucket.bit_length() - 1)}: enough to explain the {lost} frames lost")
+    return None

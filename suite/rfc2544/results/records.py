@@ -39,7 +39,9 @@ SCHEMA_VERSION = 2
 # a trial's latency; `conditions.latency_clock` (one-way latency's clock error).
 # 11 = `conditions.calibration_bound`: per frame size, which side (sender or
 # receiver) bounds the calibrated ceiling.
-SCHEMA_MINOR = 11
+# 12 = `bucket_needed` and `bucket_drops` in a trial's `spacing` (a
+# policer at the trial's rate: model.Spacing).
+SCHEMA_MINOR = 12
 SECTIONS = tuple(SUMMARY_TYPES)
 
 

@@ -127,6 +127,59 @@ def test_the_small_bucket_labs_bursts_stay_the_testers():
     assert pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=20, lossy_even_fps=3000)) is not None
 
 
+def test_the_departures_policers_are_parsed_and_merged():
+    """A module that records a policer at the nominal rate: its bucket and
+    drops reach the trial's spacing; two streams sum their drops and keep
+    the larger bucket."""
+    device = DEVICE.replace("longest_micro_burst: 21\n", "longest_micro_burst: 21  bucket_needed: 23\n"
+                            "     bucket_drops: 1:400 2:60 4:40 8:30 16:12\n")
+    d = pktgen.parse_device(device).departures
+    assert d["bucket_needed"] == 23 and d["bucket_drops"] == [(1, 400), (2, 60), (4, 40), (8, 30), (16, 12)]
+    other = pktgen.parse_device(device.replace("bucket_needed: 23", "bucket_needed: 9")
+                                .replace("1:400 2:60 4:40 8:30 16:12", "1:7 2:3"))
+    s = pacing.spacing_of([pktgen.parse_device(device), other], [10_000, 10_000])
+    assert s.bucket_needed == 23 and s.bucket_drops == [[1, 407], [2, 63], [4, 40], [8, 30], [16, 12]]
+    # a module before this records none: nothing is claimed
+    older = pacing.spacing_of([pktgen.parse_device(DEVICE), other], [10_000, 10_000])
+    assert older.bucket_needed is None
+
+
+def policed(result, needed, drops):
+    result.spacing = replace(result.spacing, bucket_needed=needed, bucket_drops=drops)
+    return result
+
+
+def test_catch_ups_that_drain_a_bucket_are_the_testers():
+    """CI run 7's small-bucket trial at its upper bound: 2,499 fps, 1 frame
+    lost, bursts of up to 21 frames (373 close) where a passed trial had
+    absorbed 30, so rule 1 says the DUT. The policer at the trial's rate
+    says what the bursts did together (figures chosen here, simulated): a
+    bucket of 45 needed where passed trials needed up to 34, and a 32-frame
+    bucket drops 6: the tester's. A DUT seen absorbing a bucket of 50, or a
+    loss beyond what the 32-frame bucket drops, stays the DUT's."""
+    drops = [[1, 900], [2, 400], [4, 120], [8, 60], [16, 20], [32, 6]]
+    trial = policed(issue_trial(2499, 4, 1, 21, 373, 90), 45, drops)
+    assert pacing.bursty_reason(trial, nothing_known(30)) is None           # bursts alone: the DUT's
+    reason = pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30, absorbed_bucket=34))
+    assert reason.startswith("tester-bursty: the generator sent frames ahead of the trial's rate")
+    assert "needs a bucket of 45 frames" in reason and "drops 6 frames with a bucket of 32" in reason
+    assert pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30, absorbed_bucket=50)) is None
+    assert pacing.bursty_reason(policed(issue_trial(2499, 4, 7, 21, 373, 90), 45, drops),
+                                pacing.DutEvidence(absorbed=30, absorbed_bucket=34)) is None
+    # no passed trial recorded a bucket: this part of the rule says nothing
+    assert pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30)) is None
+    assert pacing.policed_bound(trial.spacing, 34) == 6 and pacing.policed_bound(trial.spacing, 70) == 0
+    assert pacing.policed_bound(trial.spacing, 0) == 0
+
+
+def test_the_evidence_reads_the_bucket_passed_trials_needed():
+    passed = policed(issue_trial(2000, 2, 0, 20, 50, 5), 34, [])
+    even_loss = policed(issue_trial(2800, 2, 12, 18, 50, 5), 30, [[1, 40]])     # within both: the DUT's
+    ahead = policed(issue_trial(2600, 2, 12, 18, 50, 5), 40, [[1, 40]])         # a bucket beyond 34: not even
+    assert pacing.evidence_of([passed, ahead]) == pacing.DutEvidence(20, None, 34)
+    assert pacing.evidence_of([passed, ahead, even_loss]) == pacing.DutEvidence(20, 2800, 34)
+
+
 def test_the_evidence_is_read_from_the_units_trials():
     passed = issue_trial(2000, 2, 0, 20, 50, 5)
     absorbed_loss = issue_trial(2800, 2, 12, 18, 50, 5)     # lost frames with bursts the DUT absorbs
@@ -200,7 +253,8 @@ class BurstyTester(simdut.SimDUT):
             p999_gap_ns=gap, micro_bursts=int(burst), longest_micro_burst=16 if burst else 0,
             close_frames=15 if burst else 0,
             hist=[[0, 0, 15], [int(gap), int(gap), result.tx_frames - 16], [int(16 * gap), int(16 * gap), 1]]
-            if burst else [[int(gap), int(gap), result.tx_frames]])
+            if burst else [[int(gap), int(gap), result.tx_frames]],
+            bucket_needed=16 if burst else 1, bucket_drops=[[1, 15], [2, 14], [4, 12], [8, 8]] if burst else [])
         return result
 
 
@@ -237,6 +291,7 @@ def test_bursty_trials_are_named_retried_and_not_blamed_on_the_dut(tmp_path):
             "frames, 15 of them less than half the nominal") in text
     assert "marked tester-bursty and retried, not counted as DUT loss" in text
     assert "Departure spacing" in text and "at the NDR" in text and "just above" in text
+    assert "Bucket at the rate (frames)" in text
     assert "Departure gaps of the chosen trials: share of frames by gap over nominal gap" in text
 
 
@@ -356,9 +411,14 @@ def test_spacing_of_arrivals_finds_the_bursts_and_exact_percentiles():
     assert sum(c for _, _, c in s.hist) == 999 and all(lo <= hi for lo, hi, _ in s.hist)
     assert [lo for lo, _, _ in s.hist] == sorted(lo for lo, _, _ in s.hist)
     assert pacing.spacing_of_arrivals([5], 10_000) is None
-    # an estimate for a longer trial: the close frames scale, the burst length does not
+    # a policer at the rate: the 11 late frames come as one run, then the
+    # schedule holds, so a bucket of 11 passes them; smaller ones drop the excess
+    assert s.bucket_needed == 11
+    assert dict((k, n) for k, n in s.bucket_drops) == {1: 10, 2: 9, 4: 7, 8: 3}
+    # an estimate for a longer trial: the close frames and drops scale, the burst length does not
     big = pacing.scaled_to(s, 5000)
-    assert (big.close_frames, big.longest_micro_burst) == (50, 11)
+    assert (big.close_frames, big.longest_micro_burst, big.bucket_needed) == (50, 11, 11)
+    assert big.bucket_drops[0] == [1, 50]
 
 
 def test_tcpdump_times_are_parsed_to_the_nanosecond():

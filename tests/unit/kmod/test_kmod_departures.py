@@ -1,8 +1,10 @@
 """The generator's departure spacing (pktgen-kmod/departures.c), compiled
 on the host in user space against a minimal shim of the kernel headers and
 driven with departure times chosen here: the histogram counts every frame,
-the gaps' min/mean/max, and micro-bursts (runs of frames each sent less than
-half the nominal gap after the one before) with their length in frames."""
+the gaps' min/mean/max, micro-bursts (runs of frames each sent less than
+half the nominal gap after the one before) with their length in frames, and
+what a policer at the nominal rate makes of the frames: the bucket it needs,
+and the frames it drops with smaller ones."""
 import re
 
 import pytest
@@ -13,6 +15,9 @@ from test_kmod_stats import SHIM as STATS_SHIM
 SHIM = {
     **STATS_SHIM,
     "linux/string.h": "#include <string.h>\n",
+    "linux/kernel.h": "#include <linux/types.h>\n#define min(a, b) ((a) < (b) ? (a) : (b))\n",
+    "linux/bits.h": "#define BIT_ULL(n) (1ULL << (n))\n",
+    "linux/math64.h": STATS_SHIM["linux/math64.h"] + "static inline u64 div64_u64(u64 a, u64 b) { return a / b; }\n",
     "linux/seq_file.h": """
 #include <stdio.h>
 #include <stdarg.h>
@@ -119,3 +124,66 @@ def test_unpaced_runs_have_gaps_but_no_micro_bursts(harness):
     fields, hist, out = departures(harness, [(100 * (i + 1), 4) for i in range(10)], nominal=0)
     assert fields["frames"] == 40 and sum(hist.values()) == 40 and fields["nominal_gap_ns"] == 0
     assert fields["longest_micro_burst"] == 0 and out.startswith("Departures:")
+
+
+def policing_of(out):
+    """bucket_needed and the bucket_drops line as {bucket frames: frames dropped}."""
+    line = next(l for l in out.splitlines() if l.strip().startswith("bucket_drops:"))
+    drops = {int(t): int(n) for t, n in re.findall(r"(\d+):(\d+)", line)}
+    return int(re.search(r"bucket_needed: (\d+)", out).group(1)), drops
+
+
+def policing_reference(events, nominal):
+    """The suite's frame-by-frame model of the same policer
+    (rfc2544.engine.pacing.policing, used for calibration-link arrivals),
+    as {bucket: dropped}: a second implementation to hold the module's
+    per-call arithmetic to."""
+    from rfc2544.engine.pacing import policing
+    needed, drops = policing([now for now, frames in events for _ in range(frames)], nominal)
+    return needed, {bucket: n for bucket, n in drops}
+
+
+def test_even_spacing_needs_a_one_frame_bucket(harness):
+    """Each frame on its slot: a bucket of one frame passes them all."""
+    _, _, out = departures(harness, [(1000 * (i + 1), 1) for i in range(1000)], nominal=1000)
+    assert policing_of(out) == (1, {})
+
+
+def test_a_burst_16_run_needs_a_bucket_of_16(harness):
+    """`burst 16`, 16 gaps apart: a bucket of b < 16 frames passes b of each burst."""
+    events = [(16_000 * (i + 1), 16) for i in range(50)]
+    _, _, out = departures(harness, events, nominal=1000)
+    expected = (16, {1: 50 * 15, 2: 50 * 14, 4: 50 * 12, 8: 50 * 8})
+    assert policing_of(out) == expected == policing_reference(events, 1000)
+
+
+def test_short_catch_up_bursts_that_come_too_often_drain_the_bucket(harness):
+    """Runs of 10 frames 100 ns apart every 8 nominal gaps: no micro-burst
+    is longer than 10, yet each run brings 2 frames more than the rate
+    refills: a 32-frame bucket at this rate drops frames, and the bucket
+    needed grows past 40."""
+    nominal, events, t = 10_000, [], 0
+    for _ in range(20):
+        for j in range(10):
+            events.append((t + 100 * j, 1))
+        t += 8 * nominal
+    fields, _, out = departures(harness, events, nominal=nominal)
+    assert fields["longest_micro_burst"] == 10
+    needed, drops = policing_of(out)
+    assert needed > 40 and drops[32] > 0
+    assert (needed, drops) == policing_reference(events, nominal)
+
+
+def test_calls_of_several_frames_police_as_frame_by_frame(harness):
+    """Calls of several frames at uneven times, some into a bucket left
+    part full: the module's per-call arithmetic drops what a frame-by-frame
+    policer does, at every bucket size."""
+    import random
+    rnd = random.Random(7)
+    nominal, events, t = 3_000, [], 0
+    for _ in range(400):
+        t += rnd.choice((0, 500, 3_000, 9_000, 40_000, 3_000_000))
+        events.append((t, rnd.choice((1, 1, 3, 7, 33, 200))))
+    _, _, out = departures(harness, events, nominal=nominal)
+    needed, drops = policing_of(out)
+    assert drops and (needed, drops) == policing_reference(events, nominal)
