@@ -11,6 +11,7 @@ import pytest
 
 from rfc2544.config import inventory as inventory_mod
 from rfc2544.config import profiles
+from rfc2544.config.profiles import MAX_BOUND_US
 from rfc2544.lab.topology import CALIBRATION_LINK
 from rfc2544.cli.display import Display
 from rfc2544.results.file import Results
@@ -99,12 +100,11 @@ def assert_bursty_retried(trials, retries, log):
 
 
 def unnamed_bursty(results, cap_fps, min_burst):
-    """The ids of failed trials at or below `cap_fps` with a micro-burst
-    longer than `min_burst` that the tester-bursty rule (engine/pacing.py)
-    explains but that were not named: a buffer that held what passed trials
-    showed absorbed can have lost their frames to the bursts, the DUT lost
-    no frames at or below their rate with bursts it absorbs, and they do not
-    repeat the loss of a named attempt just before."""
+    """The ids of failed trials at or below `cap_fps` with a micro-burst,
+    or a bucket needed at their rate, of more than `min_burst` frames that
+    the tester-bursty rule (engine/pacing.py) explains with the unit's
+    trials before them but that were not named: not judged the DUT's for
+    repeating the loss of a named attempt just before."""
     from rfc2544.engine import pacing
     unit = results.data["throughput"][0]["unit"]
     records = [t for t in results.data["trials"] if t.get("unit") == unit and not t.get("superseded")]
@@ -113,14 +113,11 @@ def unnamed_bursty(results, cap_fps, min_burst):
     for i, (record, t) in enumerate(zip(records, trials)):
         s = t.spacing
         if t.tester_limited or not t.lost_frames or t.spec.load_fps > cap_fps or s is None \
-                or s.longest_micro_burst <= min_burst:
+                or max(s.longest_micro_burst, s.bucket_needed or 0) <= min_burst:
             continue
         before = trials[:i]
-        evidence = pacing.evidence_of(before)
-        if (s.longest_micro_burst > evidence.absorbed
-                and t.lost_frames <= pacing.overflow_bound(s, evidence.absorbed)
-                and (evidence.lossy_even_fps is None or t.spec.load_fps < evidence.lossy_even_fps)
-                and not pacing.repeats_loss(before[-1] if before else None, t)):
+        if pacing.bursty_reason(t, pacing.evidence_of(before)) \
+                and not pacing.repeats_loss(before[-1] if before else None, t):
             missed.append(record["id"])
     return missed
 
@@ -128,16 +125,45 @@ def unnamed_bursty(results, cap_fps, min_burst):
 SEARCH_ATTEMPTS = 2
 
 
+def explained_by_the_lab(trial, bucket):
+    """Why the tester and the lab's path, not the DUT's rate, explain a
+    failed trial's loss at a policer of `bucket` frames (at a rate of at
+    least the trial's), from the trial's own records, or None. The path
+    (the DUT shares the host's vCPUs) bunched frames held up to its latency
+    spread: H = spread x rate frames, which the bucket had to hold beside
+    the tester's own Q, the bucket a policer at the trial's rate needs
+    (departures.h). With Q + H within the bucket nothing of theirs
+    overflowed it: the loss is the DUT's. Otherwise the loss may be theirs
+    up to what the policer at the trial's rate drops with a bucket of
+    bucket - H (the recorded size at or below it, so a bound from above)."""
+    lat, spacing = trial.get("latency") or {}, trial.get("spacing") or {}
+    held = (lat.get("max_ns", 0) - lat.get("min_ns", 0)) * trial["load_fps"] / 1e9
+    needed, left = spacing.get("bucket_needed") or 0, int(bucket - held)
+    drops = dict(spacing.get("bucket_drops") or [])
+    explained = drops.get(1 << (left.bit_length() - 1), 0) if left >= 1 else trial["lost_frames"]
+    figures = (f"#{trial['id']}: {trial['lost_frames']} lost; path held {held:.1f} frames, the tester needed a "
+               f"bucket of {needed}; one of {max(left, 0)} drops up to {explained}")
+    if needed + held <= bucket or trial["lost_frames"] > explained:
+        print(f"not the lab's: {figures}")
+        return None
+    return figures
+
+
 def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     """The DUT policed at CAP_PPS with a bucket of 32 frames, our generator
     and receiver: every failed trial at or below the police rate whose
-    micro-burst was longer than the bucket and lost no more frames than it
-    sent too close is named tester-bursty and retried, and the NDR lands
-    within 1 % of the police rate, or the throughput row says the tester
-    could not space evenly enough to measure it (never a silent low NDR).
+    micro-burst, or the bucket a policer at its rate needs, was larger than
+    the DUT's bucket and that the rule explains is named tester-bursty and
+    retried, and the NDR lands within 1 % of the police rate, or the
+    throughput row says why the tester could not measure it there (its
+    bursts, a stall, a rate it could not send): never a silent low NDR.
     Final trials of 4 s and one retry keep it short. The search resolves to
     0.5 %: at 1 % the NDR may lie a whole step under an upper bound that
-    lost 2 frames at the police rate itself (seen: 2977 against 3008)."""
+    lost 2 frames at the police rate itself (seen: 2977 against 3008).
+    The DUT shares the host's vCPUs: a held one bunches frames in flight,
+    which the bucket drops though the tester sent them well enough. A low
+    NDR without a flag stands only where every failed trial at its upper
+    bound shows that in its own records (explained_by_the_lab)."""
     lab = with_module
     lab.cap_dut(CAP_PPS, SMALL_BUCKET)
     retries, final_s = 1, 4
@@ -147,40 +173,53 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     def search():
         path = tmp_path / f"attempt{next(attempts)}"
         path.mkdir()
-        return run_ndr_search(lab, path, final_s=final_s, resolution_pct=0.5, tester_limited_retries=retries)
+        # a latency bound no trial reaches: every trial records its latency
+        return run_ndr_search(lab, path, final_s=final_s, resolution_pct=0.5, tester_limited_retries=retries,
+                              latency_bound={"percentile": "max", "us": MAX_BOUND_US})
+
+    def flagged(row):
+        return row.get("tester_bursty") or row.get("tester_stall_s") or row.get("tester_bound")
 
     def held_back(results):
         # a search the loaded host held back (CI: trials at 1995 fps that
-        # reached 1311, and an NDR of 2035 for 3008) proves nothing: again,
+        # reached 1311, and an NDR of 2035 for 3008) is searched again once,
         # when it missed and the host did disturb the generator (trials it
-        # held below their rate, or whose bursts the rule named)
+        # held below their rate, or whose bursts the rule named); the last
+        # attempt is judged as it stands
         row = results.data["throughput"][0]
         disturbed = [t["id"] for t in results.data["trials"] if t["verdict"] in ("tester-limited", "tester-bursty")]
-        missed = not (row.get("tester_bursty") or row.get("tester_stall_s")
-                      or abs(row["ndr_fps"] - known) / known <= 0.01)
+        missed = not (flagged(row) or abs(row["ndr_fps"] - known) / known <= 0.01)
         return missed and disturbed and f"NDR {row['ndr_fps']:.0f} fps, trials {disturbed} disturbed"
     results, spoiled = until_clean(search, held_back, attempts=SEARCH_ATTEMPTS)
     trials = results.data["trials"]
     log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}:{t['lost_frames']}:{t['verdict']}:"
                     f"{(t.get('spacing') or {}).get('longest_micro_burst')}/{(t.get('spacing') or {}).get('close_frames')}"
+                    f"/{(t.get('spacing') or {}).get('bucket_needed')}"
                     for t in trials)
     print(log)
-    assert all(t.get("spacing") for t in trials), "a trial without departure data"
+    assert all(t.get("spacing") and t["spacing"].get("bucket_needed") for t in trials), \
+        "a trial without departure data, or without the policer at its rate"
     # every failed trial at or below the police rate whose bursts beyond the
     # bucket explain its loss, by the rule (engine/pacing.py), is named
     assert unnamed_bursty(results, CAP_PPS, SMALL_BUCKET) == [], log
     assert_bursty_retried(trials, retries, log)
     row = results.data["throughput"][0]
-    flagged = row.get("tester_bursty") or row.get("tester_stall_s")
     print(f"NDR {row['ndr_fps']} fps, police rate {known:.0f} fps, tester_bursty {row.get('tester_bursty')}, "
-          f"tester_stall_s {row.get('tester_stall_s')}, spoiled attempts {spoiled}")
-    if len(spoiled) == SEARCH_ATTEMPTS:
-        # every attempt missed on a host that disturbed the generator (CI:
-        # NDR 1778 and 2318 fps for 3008, host load 9.9): the rule's own
-        # checks above held; where the NDR lands says nothing here (as
-        # test_kmod_rx's netem delay test, reported with the figures)
-        pytest.xfail(f"the loaded host disturbed every search: {spoiled}")
-    assert flagged or abs(row["ndr_fps"] - known) / known <= 0.01, (spoiled, log)
+          f"tester_stall_s {row.get('tester_stall_s')}, tester_bound {row.get('tester_bound')}, "
+          f"spoiled attempts {spoiled}")
+    if flagged(row) or abs(row["ndr_fps"] - known) / known <= 0.01:
+        return
+    # A low NDR no flag explains stands only where each failed trial at its
+    # upper bound lost no more than the tester's frames and the path's
+    # bunching explain at the DUT's known bucket (CI run 7: NDR 2486 for
+    # 3008, bursts of 21 where passed trials had 30, a frame 3.3 ms late)
+    assert row["ndr_fps"] < known, log      # never above what the DUT forwards
+    upper = row["ndr_upper_fps"]
+    deciding = [t for t in trials if upper and abs(t["load_fps"] - upper) <= upper * 0.001
+                and t["verdict"] in ("fail", "aborted")]
+    why = [explained_by_the_lab(t, SMALL_BUCKET) for t in deciding]
+    print(f"upper bound {upper}: {why}")
+    assert deciding and all(why), f"a silent low NDR: the upper bound's failures {why}: {spoiled} {log}"
 
 
 
