@@ -9,8 +9,10 @@
      dummy      a dummy device, 64 B, no rate limit (the generator alone)
      dummy b32  the same with burst 32
      dummy ratep 150k  paced near the generator's ceiling: every frame timed
+     dummy ratep 2M    paced above it: every frame timed and policed
+                       (departures.h) at the generator's full speed
    (unpaced runs read no clock and only count their frames as unpaced;
-   paced ones time every frame, so the last case carries the full cost)
+   paced ones time every frame, so the last cases carry the full cost)
    Figure: frames handed to the driver per second (Result pps plus the
    tester's own drops), median over the rounds.
 2. Pacing (item 3: the default after a late wake-up from measurements).
@@ -33,7 +35,7 @@ from kmod_common import OURS, PG, REMOTE_KO, ROOT, lab_session, median, parser, 
 DUMMY = "kmdepb0"
 BASELINE_KO = "/root/rfc2544_pktgen_baseline.ko"
 CASES = [("veth", "tx0", ()), ("dummy", DUMMY, ()), ("dummy b32", DUMMY, ("burst 32",)),
-         ("dummy ratep 150k", DUMMY, ("ratep 150000",))]
+         ("dummy ratep 150k", DUMMY, ("ratep 150000",)), ("dummy ratep 2M", DUMMY, ("ratep 2000000",))]
 
 
 def handed_pps(b, dev):
