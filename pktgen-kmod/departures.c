@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Departure spacing (departures.h). The cost on the send path is one
- * histogram increment and a few compares per call: a burst's frames all
- * leave in the same call, so after the first they are counted in bulk as
- * gaps of 0 ns.
+ * histogram increment and a few compares per call, and for a paced frame
+ * the policers' 16 compares and subtractions: a burst's frames all leave in
+ * the same call, so after the first they are counted in bulk as gaps of
+ * 0 ns.
  */
 #include <linux/kernel.h>
 #include <linux/string.h>
 #include <linux/bits.h>
 #include <linux/math64.h>
+#include <linux/overflow.h>
 #include "departures.h"
 
 void pg_dep_reset(struct pg_departures *d, u64 start_ns)
@@ -49,6 +51,12 @@ static void pg_dep_police(struct pg_departures *d, u64 gap, unsigned int frames,
 	u64 need = (u64)frames * nominal;
 	unsigned int i;
 
+	if (unlikely(nominal != d->queue_nominal)) {
+		/* a new rate (ratep while running): the largest so far, in its ns */
+		d->queue_nominal = nominal;
+		if (check_mul_overflow(d->bucket_needed, nominal, &d->queue_max_ns))
+			d->queue_max_ns = U64_MAX;
+	}
 	d->queue_ns = min(d->queue_ns > gap ? d->queue_ns - gap : 0, PG_DEP_QUEUE_MAX) + need;
 	if (d->queue_ns > d->queue_max_ns) {
 		d->queue_max_ns = d->queue_ns;

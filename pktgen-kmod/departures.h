@@ -30,7 +30,8 @@ struct pg_departures {
 	u64 bursts;			/* micro-bursts (runs of 2 frames or more) */
 	u64 unpaced;			/* frames sent with no schedule (delay 0): not timed */
 	u64 queue_ns;			/* ahead of the rate after the last frame, ns */
-	u64 queue_max_ns;
+	u64 queue_max_ns;		/* bucket_needed in ns of queue_nominal */
+	u64 queue_nominal;		/* the nominal gap the queue was last kept in */
 	u64 bucket_needed;		/* queue_max_ns in frames, rounded up */
 	u64 tokens_ns[PG_BUCKETS];	/* each policer's bucket; U64_MAX: full */
 	u64 drops[PG_BUCKETS];		/* frames each policer dropped */

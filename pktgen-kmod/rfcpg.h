@@ -22,7 +22,7 @@
 #include "departures.h"
 
 #define PG_MODNAME		"rfc2544_pktgen"
-#define PG_VERSION		"1.7"
+#define PG_VERSION		"1.8"
 #define PG_PROC_DIR		"pktgen"
 #define PG_CTRL_NAME		"pgctrl"
 #define PG_RX_NAME		"pgrx"

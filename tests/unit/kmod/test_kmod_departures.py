@@ -15,7 +15,9 @@ from test_kmod_stats import SHIM as STATS_SHIM
 SHIM = {
     **STATS_SHIM,
     "linux/string.h": "#include <string.h>\n",
-    "linux/kernel.h": "#include <linux/types.h>\n#define min(a, b) ((a) < (b) ? (a) : (b))\n",
+    "linux/kernel.h": "#include <linux/types.h>\n#define min(a, b) ((a) < (b) ? (a) : (b))\n"
+                      "#define unlikely(x) (x)\n",
+    "linux/overflow.h": "#define check_mul_overflow(a, b, d) __builtin_mul_overflow(a, b, d)\n",
     "linux/bits.h": "#define BIT_ULL(n) (1ULL << (n))\n",
     "linux/math64.h": STATS_SHIM["linux/math64.h"] + "static inline u64 div64_u64(u64 a, u64 b) { return a / b; }\n",
     "linux/seq_file.h": """
@@ -187,3 +189,18 @@ def test_calls_of_several_frames_police_as_frame_by_frame(harness):
     _, _, out = departures(harness, events, nominal=nominal)
     needed, drops = policing_of(out)
     assert drops and (needed, drops) == policing_reference(events, nominal)
+
+
+def test_a_rate_change_keeps_the_bucket_needed_so_far(harness):
+    """`ratep` while running: a catch-up of 5 frames at 1 us, then frames
+    at 10 us. The bucket needed so far stays 5 frames (the queue is kept
+    in ns of the rate: a slower rate's single frame is more ns, not more
+    frames), and a later catch-up of 7 at the new rate raises it to 7."""
+    import subprocess
+    script = "reset 0\n" + "".join(f"rec {t} 1 1000\n" for t in (1000, 2000, 2001, 2002, 2003, 2004)) \
+        + "rec 20000 1 10000\nrec 30000 1 10000\nshow 10000\n"
+    out = subprocess.run([str(harness)], input=script, capture_output=True, text=True, check=True).stdout
+    assert policing_of(out)[0] == 5
+    script = script.replace("show 10000\n", "rec 100000 7 10000\nshow 10000\n")
+    out = subprocess.run([str(harness)], input=script, capture_output=True, text=True, check=True).stdout
+    assert policing_of(out)[0] == 7
