@@ -2,6 +2,7 @@
 section 21) finds a policer's bucket, and the tester's own bursts (a
 catch-up after a vCPU stall, the in-tree generator's) are named as the
 tester's, not the DUT's, loss."""
+import math
 import os
 import signal
 import threading
@@ -132,17 +133,20 @@ def explained_by_the_lab(trial, bucket):
     (the DUT shares the host's vCPUs) bunched frames held up to its latency
     spread: H = spread x rate frames, which the bucket had to hold beside
     the tester's own Q, the bucket a policer at the trial's rate needs
-    (departures.h). With Q + H within the bucket nothing of theirs
+    (departures.h). (The spread also counts delays after the policer: H is
+    a bound from above.) With Q + H within the bucket nothing of theirs
     overflowed it: the loss is the DUT's. Otherwise the loss may be theirs
     up to what the policer at the trial's rate drops with a bucket of
-    bucket - H (the recorded size at or below it, so a bound from above)."""
+    bucket - H (the recorded size at or below it, 1 at least), plus what
+    H beyond the bucket overflows at once."""
+    from rfc2544.engine.pacing import policed_bucket
     lat, spacing = trial.get("latency") or {}, trial.get("spacing") or {}
     held = (lat.get("max_ns", 0) - lat.get("min_ns", 0)) * trial["load_fps"] / 1e9
-    needed, left = spacing.get("bucket_needed") or 0, int(bucket - held)
+    needed, left = spacing.get("bucket_needed") or 0, max(int(bucket - held), 1)
     drops = dict(spacing.get("bucket_drops") or [])
-    explained = drops.get(1 << (left.bit_length() - 1), 0) if left >= 1 else trial["lost_frames"]
+    explained = drops.get(policed_bucket(left), 0) + max(math.ceil(held - bucket), 0)
     figures = (f"#{trial['id']}: {trial['lost_frames']} lost; path held {held:.1f} frames, the tester needed a "
-               f"bucket of {needed}; one of {max(left, 0)} drops up to {explained}")
+               f"bucket of {needed}; one of {left} drops up to {explained}")
     if needed + held <= bucket or trial["lost_frames"] > explained:
         print(f"not the lab's: {figures}")
         return None

@@ -110,7 +110,8 @@ def spacing_of(devices, rates):
         longest_micro_burst=max(dep.get("longest_micro_burst", 0) for dep, _ in parts),
         close_frames=close_frames(buckets, nominal_gap),
         hist=[[b.low, b.high, b.count] for b in buckets],
-        # each stream's policer at its own rate; unknown if one generator did not say
+        # each generator's policer at its own rate (its share of a stream's):
+        # the worst bucket, drops summed; unknown if one generator did not say
         bucket_needed=(max(dep["bucket_needed"] for dep, _ in parts)
                        if all("bucket_needed" in dep for dep, _ in parts) else None),
         bucket_drops=_summed(pair for dep, _ in parts for pair in dep.get("bucket_drops", [])))
@@ -242,10 +243,10 @@ def evidence_of(results):
               if r.spacing and r.lost_frames == 0 and not r.tester_limited and not r.aborted_early]
     absorbed = max((s.longest_micro_burst for s in passed), default=0)
     absorbed_bucket = max((s.bucket_needed or 0 for s in passed), default=0)
+    evidence = DutEvidence(absorbed, None, absorbed_bucket)
     lossy = [r.spec.load_fps for r in results if may_be_bursty(r) and r.lost_frames >= FEW_FRAMES
-             and r.spacing and r.spacing.longest_micro_burst <= absorbed
-             and (r.spacing.bucket_needed or 0) <= absorbed_bucket]
-    return DutEvidence(absorbed, min(lossy, default=None), absorbed_bucket)
+             and r.spacing and not any(beyond_absorbed(r.spacing, evidence, even=True))]
+    return replace(evidence, lossy_even_fps=min(lossy, default=None))
 
 
 def overflow_bound(spacing, absorbed):
@@ -263,14 +264,22 @@ def policed_bound(spacing, absorbed_bucket):
     frames (rule 2b above); 0 below one frame."""
     if absorbed_bucket < 1:
         return 0
-    bucket = 1 << (absorbed_bucket.bit_length() - 1)
-    return dict((k, n) for k, n in spacing.bucket_drops).get(bucket, 0)
+    return dict((k, n) for k, n in spacing.bucket_drops).get(policed_bucket(absorbed_bucket), 0)
 
 
-def beyond_absorbed(spacing, evidence):
+def policed_bucket(frames):
+    """The largest bucket a policer record holds (1, 2, 4 .. 2^15) of at
+    most `frames` (>= 1) frames."""
+    return min(1 << (frames.bit_length() - 1), 1 << (POLICED_BUCKETS - 1))
+
+
+def beyond_absorbed(spacing, evidence, even=False):
     """(burst, bucket): whether `spacing`'s longest micro-burst, and the
-    bucket it needs, exceed what passed trials showed absorbed (rules 1, 1b)."""
-    burst = spacing.longest_micro_burst >= 2 and spacing.longest_micro_burst > evidence.absorbed
+    bucket it needs, exceed what passed trials showed absorbed (rules 1,
+    1b). `even` (rule 3's test of even spacing): a micro-burst counts
+    beyond A however short, as before the bucket was recorded."""
+    longest = spacing.longest_micro_burst
+    burst = longest > evidence.absorbed and (even or longest >= 2)
     bucket = evidence.absorbed_bucket >= 1 and (spacing.bucket_needed or 0) > evidence.absorbed_bucket
     return burst, bucket
 
@@ -318,5 +327,5 @@ def bursty_reason(result, evidence):
                 f"{s.longest_micro_burst} frames, coming before a bucket refills): a policer at that rate needs a "
                 f"bucket of {s.bucket_needed} frames to pass them all, where passed trials showed the DUT absorbing "
                 f"{evidence.absorbed_bucket}, and drops {policed} frames with a bucket of "
-                f"{1 << (evidence.absorbed_bucket.bit_length() - 1)}: enough to explain the {lost} frames lost")
+                f"{policed_bucket(evidence.absorbed_bucket)}: enough to explain the {lost} frames lost")
     return None

@@ -178,6 +178,20 @@ def test_the_evidence_reads_the_bucket_passed_trials_needed():
     ahead = policed(issue_trial(2600, 2, 12, 18, 50, 5), 40, [[1, 40]])         # a bucket beyond 34: not even
     assert pacing.evidence_of([passed, ahead]) == pacing.DutEvidence(20, None, 34)
     assert pacing.evidence_of([passed, ahead, even_loss]) == pacing.DutEvidence(20, 2800, 34)
+    # no passed trial recorded a bucket: an even loss counts as it did before
+    # (its bucket of 2, jitter, is no evidence of bursts)
+    old_passed = issue_trial(2000, 2, 0, 20, 50, 5)
+    assert pacing.evidence_of([old_passed, policed(issue_trial(2800, 2, 12, 18, 50, 5), 2, [[1, 40]])]) \
+        == pacing.DutEvidence(20, 2800, 0)
+
+
+def test_a_bucket_beyond_the_records_is_judged_with_the_largest_recorded():
+    """Passed trials needing 70,000 frames (more than the module's largest
+    policer, 32,768): the bound is that policer's drops, not nothing."""
+    trial = policed(issue_trial(2499, 4, 5, 21, 373, 90), 90_000, [[16384, 30], [32768, 9]])
+    assert pacing.policed_bucket(70_000) == 32768 and pacing.policed_bound(trial.spacing, 70_000) == 9
+    reason = pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30, absorbed_bucket=70_000))
+    assert "drops 9 frames with a bucket of 32768" in reason
 
 
 def test_the_evidence_is_read_from_the_units_trials():
