@@ -42,6 +42,19 @@ def clock_fault(kernel_log, accel):
                       kernel_args=(f"tsc_early_khz={reference}",))
 
 
+def console_clock_fault(console, accel):
+    """A ClockFault read from a booting guest's console (a Path), or None.
+    It shows there before SSH can: CI's sid tester kept a TSC of 29 MHz for
+    2.6 GHz, its clock ran 89 times fast, and RCU stall reports flooded it
+    for 1800 s without reaching SSH."""
+    try:
+        text = console.read_bytes().decode(errors="replace")
+    except OSError:
+        return None
+    fault = clock_fault(text, accel)
+    return fault if isinstance(fault, ClockFault) else None
+
+
 # Under TCG the guest's TSC is the host's counter, and the guest measures its
 # rate at boot against the emulated PIT, then refines it against the HPET. A
 # starved vCPU can skew the PIT figure, and the kernel keeps it when the two

@@ -12,7 +12,7 @@ from pathlib import Path
 from rfc2544.errors import BadInput, HostKeyError, InfraError
 from rfc2544.lab import image as image_mod
 from rfc2544.lab import inventory_file, paths, qemu, seed, topology
-from rfc2544.lab.boot_faults import BootCrash, ClockFault, clock_fault
+from rfc2544.lab.boot_faults import BootCrash, ClockFault, clock_fault, console_clock_fault
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 # one guest kernel command-line word: name or name=value, nothing a shell or QEMU would split
@@ -219,13 +219,11 @@ class Lab:
                         self._wait_ready(vm.name, ports[vm.name], t0, nice)
                     except BootCrash as crash:
                         # Under TCG a vCPU can run code another vCPU is
-                        # live-patching (an int3 of text_poke_bp the kernel no
-                        # longer expects): an emulator race, not the guest's
-                        # bug. So is a guest that spins without reaching SSH.
-                        # Boot that VM once more from a fresh overlay; a
-                        # second crash (or hang) fails. A clock the kernel
-                        # mis-measured under load (ClockFault): the same, the
-                        # next boot told the HPET's rate.
+                        # live-patching (an int3 of text_poke_bp): an emulator
+                        # race, not the guest's bug; so is a guest spinning
+                        # short of SSH. Boot it once more from a fresh overlay
+                        # (a clock mis-measured under load, ClockFault, told
+                        # the HPET's rate); a second crash or hang fails.
                         what = (f"{vm.name}'s clock is wrong: {crash.first_line}"
                                 if isinstance(crash, ClockFault) else
                                 f"{vm.name} crashed while booting ({crash.first_line})")
@@ -305,6 +303,12 @@ class Lab:
             size = console.stat().st_size if console.exists() else 0
             if size != console_size:
                 console_size, grown_at = size, time.monotonic()
+                fault = console_clock_fault(console, state.get("accel"))
+                if fault:
+                    if retry:
+                        raise fault
+                    raise InfraError(f"lab {self.name}: VM {vm}: {fault.first_line}; console tail:\n"
+                                     + qemu.console_tail(console))
             banner = qemu.ssh_banner(port)
             banner_seen = banner_seen or banner
             if not banner_seen and time.monotonic() - grown_at > stall_s:
@@ -358,8 +362,7 @@ class Lab:
 
     @staticmethod
     def _waited_enough(t0, wait_s, pid, cpu0):
-        """Past wait_s, and the VM had its share of a CPU in that time (or
-        STARVED_CAP times wait_s went by)."""
+        """Past wait_s, with CPU_SHARE of it on a CPU (or STARVED_CAP x wait_s went by)."""
         elapsed = time.monotonic() - t0
         if elapsed < wait_s:
             return False

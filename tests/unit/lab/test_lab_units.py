@@ -595,6 +595,31 @@ def test_tsc_calibration_reads_whether_the_hpet_confirmed_the_rate():
     assert boot_faults.tsc_calibration("kvm-clock: Using msrs 4b564d01\n") == ("none", None)
 
 
+def test_a_clock_the_console_shows_wrong_is_booted_again_before_ssh(monkeypatch, tmp_path):
+    """Simulated, on a fake clock: CI's sid tester kept a TSC of 29 MHz for
+    the HPET's 2.6 GHz, its clock ran 89 times fast and stall reports kept
+    it from SSH for 1800 s. The console says so as soon as the kernel gave
+    up refining: a ClockFault telling the HPET's rate on the first boot, an
+    InfraError on the retry, long before the wait's end. Under KVM the TSC
+    lines are not read."""
+    lab, lab_mod, clock, port = fake_clock_lab(monkeypatch, TSC_SKEWED.replace("304025", "29127")
+                                               .replace("Detected 304.025", "Detected 29.127"))
+    state = lab._state()
+    lab._save({**state, "accel": "tcg"})
+    monkeypatch.setattr(qemu, "cpu_seconds", lambda pid: clock[0])
+    with pytest.raises(lab_mod.ClockFault) as exc:
+        lab._wait_ready("tester", port, clock[0], 0)
+    assert exc.value.kernel_args == ("tsc_early_khz=2596131",) and "89.1 times too fast" in exc.value.first_line
+    assert clock[0] < 10
+    with pytest.raises(InfraError, match="89.1 times too fast") as exc:
+        lab._wait_ready("tester", port, clock[0], 0, retry=False)
+    assert not isinstance(exc.value, lab_mod.BootCrash)
+    lab._save({**state, "accel": "kvm"})
+    monkeypatch.setattr(lab_mod, "SSH_TIMEOUT", 1.0)
+    with pytest.raises(InfraError, match="not ready after") as exc:
+        lab._wait_ready("tester", port, clock[0], 0, retry=False)
+
+
 class _ReadyHost:
     """Simulated SSH to a ready guest whose `dmesg` has `kernel_log`."""
 
