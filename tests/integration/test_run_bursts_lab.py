@@ -139,12 +139,11 @@ def explained_by_the_lab(trial, bucket):
     up to what the policer at the trial's rate drops with a bucket of
     bucket - H (the recorded size at or below it, 1 at least), plus what
     H beyond the bucket overflows at once."""
-    from rfc2544.engine.pacing import policed_bucket
     lat, spacing = trial.get("latency") or {}, trial.get("spacing") or {}
     held = (lat.get("max_ns", 0) - lat.get("min_ns", 0)) * trial["load_fps"] / 1e9
     needed, left = spacing.get("bucket_needed") or 0, max(int(bucket - held), 1)
     drops = dict(spacing.get("bucket_drops") or [])
-    explained = drops.get(policed_bucket(left), 0) + max(math.ceil(held - bucket), 0)
+    explained = drops.get(1 << (left.bit_length() - 1), 0) + max(math.ceil(held - bucket), 0)
     figures = (f"#{trial['id']}: {trial['lost_frames']} lost; path held {held:.1f} frames, the tester needed a "
                f"bucket of {needed}; one of {left} drops up to {explained}")
     if needed + held <= bucket or trial["lost_frames"] > explained:

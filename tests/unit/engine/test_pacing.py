@@ -154,22 +154,32 @@ def test_catch_ups_that_drain_a_bucket_are_the_testers():
     lost, bursts of up to 21 frames (373 close) where a passed trial had
     absorbed 30, so rule 1 says the DUT. The policer at the trial's rate
     says what the bursts did together (figures chosen here, simulated): a
-    bucket of 45 needed where passed trials needed up to 34, and a 32-frame
-    bucket drops 6: the tester's. A DUT seen absorbing a bucket of 50, or a
-    loss beyond what the 32-frame bucket drops, stays the DUT's."""
+    bucket of 45 needed where passed trials needed up to 30, and even a
+    32-frame bucket drops 6: the tester's. A DUT seen absorbing a bucket of
+    34 (judged with 64, which drops none) or 50, or a loss beyond what the
+    32-frame bucket drops, stays the DUT's."""
     drops = [[1, 900], [2, 400], [4, 120], [8, 60], [16, 20], [32, 6]]
     trial = policed(issue_trial(2499, 4, 1, 21, 373, 90), 45, drops)
     assert pacing.bursty_reason(trial, nothing_known(30)) is None           # bursts alone: the DUT's
-    reason = pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30, absorbed_bucket=34))
+    reason = pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30, absorbed_bucket=30))
     assert reason.startswith("tester-bursty: the generator sent frames ahead of the trial's rate")
     assert "needs a bucket of 45 frames" in reason and "drops 6 frames with a bucket of 32" in reason
+    assert pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30, absorbed_bucket=34)) is None
     assert pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30, absorbed_bucket=50)) is None
     assert pacing.bursty_reason(policed(issue_trial(2499, 4, 7, 21, 373, 90), 45, drops),
-                                pacing.DutEvidence(absorbed=30, absorbed_bucket=34)) is None
+                                pacing.DutEvidence(absorbed=30, absorbed_bucket=30)) is None
     # no passed trial recorded a bucket: this part of the rule says nothing
     assert pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30)) is None
-    assert pacing.policed_bound(trial.spacing, 34) == 6 and pacing.policed_bound(trial.spacing, 70) == 0
-    assert pacing.policed_bound(trial.spacing, 0) == 0
+    assert [pacing.policed_bound(trial.spacing, b) for b in (0, 1, 17, 32, 33, 70)] == [0, 900, 6, 6, 0, 0]
+
+
+def test_the_hidden_capacity_case_stays_the_duts():
+    """CI: a DUT policed at 2,600 fps with a 256-frame bucket, a 1 s trial
+    at 2,939 fps lost 14 frames; it needed a bucket of 32 where passed
+    trials needed up to 27. A 16-frame bucket would drop 39, but one of
+    32, more than the DUT was seen to fill, drops none: the DUT's."""
+    trial = policed(issue_trial(2939, 1, 14, 27, 248, 60), 32, [[1, 973], [2, 202], [4, 142], [8, 86], [16, 39]])
+    assert pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=27, absorbed_bucket=27)) is None
 
 
 def test_the_evidence_reads_the_bucket_passed_trials_needed():
@@ -185,13 +195,14 @@ def test_the_evidence_reads_the_bucket_passed_trials_needed():
         == pacing.DutEvidence(20, 2800, 0)
 
 
-def test_a_bucket_beyond_the_records_is_judged_with_the_largest_recorded():
-    """Passed trials needing 70,000 frames (more than the module's largest
-    policer, 32,768): the bound is that policer's drops, not nothing."""
+def test_a_bucket_beyond_the_records_names_nothing():
+    """Passed trials needing 70,000 frames, more than the module's largest
+    policer (32,768): no record says what a bucket that large drops, so
+    the policer part of the rule names nothing."""
     trial = policed(issue_trial(2499, 4, 5, 21, 373, 90), 90_000, [[16384, 30], [32768, 9]])
-    assert pacing.policed_bucket(70_000) == 32768 and pacing.policed_bound(trial.spacing, 70_000) == 9
-    reason = pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30, absorbed_bucket=70_000))
-    assert "drops 9 frames with a bucket of 32768" in reason
+    assert pacing.policed_bucket(70_000) is None and pacing.policed_bound(trial.spacing, 70_000) == 0
+    assert pacing.policed_bucket(32768) == 32768 and pacing.policed_bound(trial.spacing, 20_000) == 9
+    assert pacing.bursty_reason(trial, pacing.DutEvidence(absorbed=30, absorbed_bucket=70_000)) is None
 
 
 def test_the_evidence_is_read_from_the_units_trials():
