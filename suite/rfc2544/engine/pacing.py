@@ -136,14 +136,15 @@ def policing(times_ns, nominal_ns):
     bucket it needs to pass them all (frames, rounded up) and [[bucket,
     dropped]] for buckets of 1, 2, 4 .. frames, full at the start."""
     last, queued, deepest = times_ns[0], 0, 0
-    tokens = [nominal_ns * (1 << i) for i in range(POLICED_BUCKETS)]
+    sizes = [nominal_ns * (1 << i) for i in range(POLICED_BUCKETS)]
+    tokens = list(sizes)
     drops = [0] * POLICED_BUCKETS
     for t in times_ns:
         elapsed, last = t - last, t
         queued = max(queued - elapsed, 0) + nominal_ns
         deepest = max(deepest, queued)
         for i in range(POLICED_BUCKETS):
-            tokens[i] = min(tokens[i] + elapsed, nominal_ns * (1 << i))
+            tokens[i] = min(tokens[i] + elapsed, sizes[i])
             if tokens[i] >= nominal_ns:
                 tokens[i] -= nominal_ns
             else:
@@ -318,10 +319,11 @@ def bursty_reason(result, evidence):
     absorbed, lost = evidence.absorbed, result.lost_frames
     sent = ("the generator sent" if s.source == SOURCE_GENERATOR else
             "on the calibration link, at this rate and frame size, the generator sends")
-    if burst and lost <= overflow_bound(s, absorbed):
+    overflow = overflow_bound(s, absorbed)
+    if burst and lost <= overflow:
         return (f"tester-bursty: {sent} micro-bursts of up to {s.longest_micro_burst} frames "
                 f"({s.close_frames} frames less than half the nominal {s.nominal_gap_ns / 1000:.1f} us gap after "
-                f"the one before), which can overflow up to {overflow_bound(s, absorbed)} frames of a buffer that "
+                f"the one before), which can overflow up to {overflow} frames of a buffer that "
                 f"held the longest micro-burst a passed trial showed the DUT absorbing ({absorbed} frames): "
                 f"enough to explain the {lost} frames lost")
     policed = policed_bound(s, evidence.absorbed_bucket)
