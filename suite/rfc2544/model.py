@@ -180,6 +180,9 @@ class TrialResult:
     hooks: List[HookRun] = field(default_factory=list)
     spacing: Optional[Spacing] = None
     tester_bursty: bool = False     # failed, and the generator's micro-bursts explain the loss (pacing.py)
+    # tester host -> its packet path's counters during the trial (drivers/host_path.py)
+    host_path: Optional[Dict[str, dict]] = None
+    tester_starved: bool = False    # failed, and the tester's own packet path dropped frames (starved.py)
     modifier_frames: Dict[str, int] = field(default_factory=dict)  # broadcast/management frames sent (modifiers.py)
     foreign_frames: int = 0     # test frames of streams the trial does not declare (pgrx v5): no loss
 

@@ -130,12 +130,15 @@ def resume(out):
     return data
 
 
-def run_ndr_search(lab, tmp_path, final_s=FINAL_S, calibration_link=False, direction="uni", **search):
+def run_ndr_search(lab, tmp_path, final_s=FINAL_S, calibration_link=False, direction="uni", generators=None,
+                   **search):
     """The throughput search (MLRsearch, final_s s final trials) against the
     lab's DUT as it is capped now: the Results. `calibration_link`: name the
     lab tester's cal0-cal1 as its calibration link (the lab's inventory
-    leaves it out). The tester is built as `rfc2544 run` builds it."""
-    from rfc2544.engine.assemble import make_tester
+    leaves it out); `generators` per stream (run's --generators). The
+    tester is built as `rfc2544 run` builds it; the conditions hold where
+    its generators sent (`cpus`)."""
+    from rfc2544.engine.assemble import cpus_condition, make_tester
     prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=final_s,
                                            direction=direction, search={
         "method": "mlr", "max_load_fps": 2 * CAP_PPS, "min_load_pct": 10, "initial_duration_s": 1,
@@ -143,8 +146,9 @@ def run_ndr_search(lab, tmp_path, final_s=FINAL_S, calibration_link=False, direc
     inv = inventory_mod.load(lab.inventory_path)
     if calibration_link:
         inv.hosts["tester"].calibration_link = CALIBRATION_LINK
-    tester = make_tester(inv, prof)
-    results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof), {})
+    tester = make_tester(inv, prof, generators)
+    results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof),
+                             {"cpus": cpus_condition(tester)})
     try:
         Runner(tester, prof, results, Display(quiet=True)).run()
     finally:

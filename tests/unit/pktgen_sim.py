@@ -160,6 +160,11 @@ class SimKernel:
         self.rx_pkt_size_writes = 0
         self.rx_size_change = rx_size_change    # bytes a DUT adds to (or takes from) every frame
         self.rx_counter_base = 12345        # interface counters never start at zero
+        # the host's own packet path (drivers/host_path.py): tests raise them mid-trial
+        self.softnet_dropped = self.softnet_squeezed = self.nic_drops = 0
+        self.path_drops_at_start = None     # (dropped, squeezed) added when traffic starts
+        # a DUT namespace's queue facts (the probe's QUEUE_SCRIPT run there)
+        self.dut_queue_text = "queues dut0 1 1 -1\nrps dut0 rx-0 2\nqueues dut1 1 1 -1\nrps dut1 rx-0 2\n"
         self.rx_delivered = {}              # device -> frames delivered so far
         self.rx_gap = {}
         self.starts = 0
@@ -326,6 +331,10 @@ class SimKernel:
 
     # --------------------------------------------------------------- traffic
     def start(self):
+        if self.path_drops_at_start:
+            dropped, squeezed = self.path_drops_at_start
+            self.softnet_dropped += dropped
+            self.softnet_squeezed += squeezed
         with self.lock:
             self.running = True
             self.starts += 1
@@ -403,7 +412,11 @@ class SimKernel:
                 total = sum(int(v) for v in self.rx_delivered.values())
                 return f"{self.rx_counter_base + total}\n"
             if path.startswith("/sys/class/net/") and "/statistics/" in path:
-                return "0\n"
+                return f"{self.nic_drops}\n" if path.endswith("/rx_dropped") else "0\n"
+            if path == "/proc/net/softnet_stat":
+                # two CPUs: processed, dropped, time_squeeze, then zeros (hex, as the kernel prints)
+                return "".join(f"{1000 * (cpu + 1):08x} {d:08x} {q:08x} 00000000\n" for cpu, (d, q) in
+                               enumerate(((self.softnet_dropped, self.softnet_squeezed), (0, 0))))
             return None
 
     def _pgrx_text(self):

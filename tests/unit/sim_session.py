@@ -4,6 +4,7 @@ text the real batch script prints, so the real output parser runs on it;
 `SimStart` stands in for the channel that writes `start`. Both act on a
 `pktgen_sim.SimKernel`.
 """
+from rfc2544.drivers.probe import QUEUE_SCRIPT
 from rfc2544.drivers.script import parse_output
 from rfc2544.errors import InfraError
 
@@ -148,6 +149,8 @@ class SimSession:
             return reply
         if "/proc/net/pktgen" in command and "kpktgend_" in command:
             return 0, self.kernel.probe_text(), ""
+        if command == QUEUE_SCRIPT:     # a DUT namespace's ports, as the lab sets them (RPS on the last CPU)
+            return 0, self.kernel.dut_queue_text, ""
         return 0, "kernel 6.1.0-sim\ncpus 2\n@nic tx0\ndriver: veth\nspeed: 10000\n", ""
 
     def close(self):

@@ -3,6 +3,8 @@ import click
 
 from rfc2544.cli import inventory_arg
 from rfc2544.config import profiles as profiles_mod
+from rfc2544.config.inventory import MAX_GENERATORS
+from rfc2544.drivers.placement import GENERATOR_CPUS
 from rfc2544.errors import InfraError
 
 
@@ -34,7 +36,11 @@ def profile_needs(profile):
                    "the tester (profile flow_spread: src_addresses).")
 @click.option("--bidirectional", is_flag=True,
               help="Check the reverse streams too (profile direction: bi): their rx ports send.")
-def doctor(inventory_path, profile_name, networks, ipv6, sources, bidirectional):
+@click.option("--generators", type=click.IntRange(1, MAX_GENERATORS), default=None,
+              help="Show where this many generators per stream would send [default: the inventory's].")
+@click.option("--generator-cpus", type=click.Choice(GENERATOR_CPUS), default=GENERATOR_CPUS[0], show_default=True,
+              help="As run's: all lets the generators take the CPUs of the receive path too.")
+def doctor(inventory_path, profile_name, networks, ipv6, sources, bidirectional, generators, generator_cpus):
     """Check the hosts: SSH, module, links, MACs, clock sync (and DUT routes)."""
     if ipv6 and networks == 1 and sources == 1:
         raise click.UsageError("--ipv6 checks destination networks or sources: give --networks N or "
@@ -54,7 +60,8 @@ def doctor(inventory_path, profile_name, networks, ipv6, sources, bidirectional)
                False: " (its Python lacks Mitogen: plays run one Python per task, slower; "
                       "pip install mitogen beside it)"}[runs_through_mitogen(exe) if exe else None]
     click.echo(f"ansible-playbook (setup, run --setup): {exe or 'not found'}{mitogen}")
-    checks = check_hosts(inventory, networks=networks, ipv6=ipv6, sources=sources, bidirectional=bidirectional)
+    checks = check_hosts(inventory, networks=networks, ipv6=ipv6, sources=sources, bidirectional=bidirectional,
+                         generators=generators, every_cpu=generator_cpus == "all")
     for name, ok, detail in checks:
         click.echo(f"{'ok  ' if ok else 'FAIL'}  {name}: {detail}")
     failed = [name for name, ok, _ in checks if not ok]

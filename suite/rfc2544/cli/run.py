@@ -15,6 +15,7 @@ import click
 from rfc2544.cli import inventory_arg
 from rfc2544.config import profiles as profiles_mod
 from rfc2544.config.inventory import MAX_GENERATORS
+from rfc2544.drivers.placement import GENERATOR_CPUS
 from rfc2544.engine import assemble
 from rfc2544.interrupts import interruptible
 from rfc2544.errors import BadInput, InfraError, Rfc2544Error, ThresholdMissed
@@ -92,20 +93,25 @@ def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abor
 @click.option("--generators", type=click.IntRange(1, MAX_GENERATORS), default=None,
               help="Generators per stream, each on its own CPU and TX queue [default: each tx port's "
                    "inventory `generators`, else 1].")
+@click.option("--generator-cpus", type=click.Choice(GENERATOR_CPUS), default=None,
+              help="free: the generators leave the CPUs of a tester's receive path (its receiving ports' "
+                   "IRQ and RPS CPUs, a DUT namespace's) to it; all: they may take every CPU, declared as a "
+                   "deviation [default: free].")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False),
               help="Add the finished run to this results store, for `rfc2544 trend` [default: $RFC2544_STORE].")
 @interruptible
 def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests, frame_sizes,
-        ip_versions, early_abort, formats, as_json, generators, store_dir):
+        ip_versions, early_abort, formats, as_json, generators, generator_cpus, store_dir):
     """Run the RFC 2544 tests of a profile against the inventory's DUT."""
     say = functools.partial(click.echo, err=as_json)      # --json: stdout holds the document only
     if resume_dir:
         if out_dir or profile_name or search or tests or frame_sizes or ip_versions or early_abort is not None \
-                or generators is not None:
+                or generators is not None or generator_cpus is not None:
             raise BadInput("--resume continues a run as it was planned: drop -p/--out/--search/--test/"
-                           "--frame-size/--ip-version/--early-abort/--generators")
+                           "--frame-size/--ip-version/--early-abort/--generators/--generator-cpus")
         results = Results.load(resume_dir)
         generators = (results.data.get("conditions") or {}).get("generators")
+        generator_cpus = (results.data.get("conditions") or {}).get("generator_cpus")
         profile = profiles_mod.validate(results.data["profile"], f"{results.path} profile")
         if results.complete:
             say(f"{results.path}: the run is already complete")
@@ -118,7 +124,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
     if setup:
         run_setup(inventory.path)
     results, misses = _run_tests(inventory, profile, results, out_dir, _display(sys.stderr if as_json else None),
-                                 generators)
+                                 generators, generator_cpus or GENERATOR_CPUS[0])
     if results.complete and not misses:
         from rfc2544.procedures.runner import check_thresholds
         misses = check_thresholds(results.data, profile)
@@ -132,10 +138,10 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         raise ThresholdMissed("; ".join(misses))
 
 
-def _run_tests(inventory, profile, results, out_dir, display, generators=None):
+def _run_tests(inventory, profile, results, out_dir, display, generators=None, generator_cpus="free"):
     """Create the results (unless resuming) and run the plan: (results, threshold misses)."""
     link = assemble.link_speed(inventory, profile)
-    tester = assemble.make_tester(inventory, profile, generators)
+    tester = assemble.make_tester(inventory, profile, generators, generator_cpus)
     key = assemble.calibration_key(getattr(tester, "plans", ()), inventory)
     calibration = assemble.load_calibration(inventory, key)
     if calibration is None and assemble.calibration_path(inventory).exists():
@@ -145,12 +151,13 @@ def _run_tests(inventory, profile, results, out_dir, display, generators=None):
     try:
         if results is None:
             out = Path(out_dir or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S"))
-            conditions = assemble.conditions_for(tester, inventory, profile, link, calibration, generators)
+            conditions = assemble.conditions_for(tester, inventory, profile, link, calibration, generators,
+                                                 generator_cpus)
             link = conditions["link_speed_mbps"]
             tags = getattr(tester, "frame_tags", 0)
+            deviations = profiles_mod.deviation_records(profile, tags, getattr(tester, "plans", ()))
             results = Results.create(out, profile, build_plan(profile, tags),
-                                     profiles_mod.deviation_records(profile, tags, getattr(tester, "plans", ())),
-                                     conditions)
+                                     deviations + assemble.placement_deviations(conditions), conditions)
             if profile.model.waits.route_s:
                 time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
         else:

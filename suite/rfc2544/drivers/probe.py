@@ -56,6 +56,10 @@ class HostProbe:
     rps_cpus: Dict[str, Set[int]] = field(default_factory=dict)   # interface -> CPUs of its RPS masks
     # interface -> TX queue -> CPUs of that queue's own IRQ ("eth0-tx-0", "eth0-TxRx-0")
     tx_irq_cpus: Dict[str, Dict[int, Set[int]]] = field(default_factory=dict)
+    # a DUT in a network namespace of this machine: the CPUs its ports'
+    # RX IRQs and RPS masks name, and the ports (filled by the detection)
+    forwarding_cpus: Set[int] = field(default_factory=set)
+    forwarding_ports: List[str] = field(default_factory=list)
 
 
 def irq_tx_queue(action, ifname):

@@ -6,6 +6,7 @@ and rx counters of a host are taken within microseconds.
 from rfc2544.errors import InfraError
 
 from rfc2544.drivers import counters as counters_mod
+from rfc2544.drivers import host_path
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.drivers import pktgen
 from rfc2544.drivers.script import Batch
@@ -39,10 +40,14 @@ class CounterReader:
         return paths
 
     def batches(self, tag, with_tx=True, with_rx=True):
-        """host -> a Batch reading its counters under `tag`."""
+        """host -> a Batch reading its counters under `tag`; a whole read
+        (tx and rx) also reads the host's packet path (host_path)."""
         batches = {}
         for host in sorted(set(self.tx_hosts) | set(self.rx_hosts)):
             paths = self.paths(host, with_tx, with_rx)
+            if with_tx and with_rx:
+                rx_ports = sorted({p.rx_port for p in self.plans if p.rx_host == host})
+                paths += [f for f in host_path.path_files(rx_ports) if f not in paths]
             if paths:
                 batches[host] = Batch().read(tag, *paths)
         return batches
@@ -66,6 +71,15 @@ class CounterReader:
                 elif any(path.startswith("/sys/class/net/") for path in files):
                     rx[host] = counters_mod.parse_reads(files, self.detection["rx_ports"][host])
         return tx, rx
+
+    def parse_path(self, outputs, tag):
+        """-> {host: host_path.PathCounters} of the hosts read under `tag`."""
+        out = {}
+        for host, o in outputs.items():
+            counters = host_path.parse(o.reads.get(tag, {}))
+            if counters is not None:
+                out[host] = counters
+        return out
 
     def parse_extra(self, outputs, tag):
         """-> {(host, device): device state} of the extra devices read under `tag`."""

@@ -27,7 +27,7 @@ MAX_SLEEP_S = 5            # the longest pause a batch may hold (Batch.sleep)
 
 # The device part is checked by the one interface-name rule (validate).
 PATH_RE = re.compile(
-    r"^(?:/proc/net/pktgen/(?:pgctrl|pgrx|kpktgend_[0-9]{1,4}|(?P<pgdev>[^/]+))"
+    r"^(?:/proc/net/softnet_stat|/proc/net/pktgen/(?:pgctrl|pgrx|kpktgend_[0-9]{1,4}|(?P<pgdev>[^/]+))"
     r"|/sys/class/net/(?P<ifname>[^/]+)/(?:statistics/[a-z_]{1,32}|operstate|carrier|address|speed|mtu|"
     r"tx_queue_len))$"
 )

@@ -217,66 +217,6 @@ def start_offset_of(plan, rate):
     return min(START_BASE_NS + round(plan.generator * 1e9 / rate / plan.generators), 10**9)
 
 
-def assign_threads(host, plans, extra, threads, probe=None):
-    """{device: kpktgend thread} for tester `host`: its plans' devices,
-    then `extra` (modifiers' devices); `threads`: its thread numbers (one
-    per CPU); `probe`: its drivers.probe.HostProbe (NUMA nodes, the CPUs
-    that count its receiving ports, the CPUs of its TX queues' IRQs), or
-    None. A stream's generators take distinct threads. Generator g on TX
-    queue g whose IRQ is on one CPU (the host tuning role pins queue q's to
-    one CPU each) takes that CPU if it is as little used as any, on the
-    port's NUMA node and counts no receiving port: the queue's completions
-    are then handled where its frames are built. Otherwise each takes the least used so far of, in this order:
-    the CPUs of the tx port's NUMA node that count none of the host's
-    receiving ports, the other CPUs that count none, then those that count
-    one (the node's first). With one generator per stream and no NUMA or
-    receive facts this is round robin."""
-    threads = sorted(threads)
-    receiving = {p.rx_port for p in plans if p.rx_host == host}
-    counting = set()
-    for name, cpus in (probe.rx_cpus.items() if probe else ()):
-        if name in receiving:
-            counting |= cpus
-    used = {t: 0 for t in threads}
-    out = {}
-    for group in stream_groups([p for p in plans if p.tx_host == host]):
-        node = probe.numa.get(group[0].tx_ifname) if probe else None
-        local = probe.node_cpus.get(node, set(threads)) if node is not None else set(threads)
-        order = ([t for t in threads if t in local and t not in counting]
-                 + [t for t in threads if t not in local and t not in counting]
-                 + [t for t in threads if t in local and t in counting]
-                 + [t for t in threads if t not in local and t in counting])
-        taken = []
-        for g in group:
-            free = [t for t in order if t not in taken] or order
-            own = _tx_irq_cpu(g, probe)
-            least = min(used[c] for c in free)
-            # the queue's IRQ CPU where it is as free as any, local and counts nothing
-            if own in free and used[own] == least and own not in counting and own in local:
-                t = own
-            else:
-                t = min(free, key=lambda c: (used[c], free.index(c)))
-            taken.append(t)
-            used[t] += 1
-            out[g.device] = t
-    for device in extra:
-        t = min(threads, key=lambda c: (used[c], threads.index(c)))
-        used[t] += 1
-        out[device] = t
-    return out
-
-
-def _tx_irq_cpu(plan, probe):
-    """The one CPU the IRQ of plan's TX queue is on, or None: no probe, no
-    queue of its own (one generator: the driver picks), no IRQ of its own,
-    or one on several CPUs."""
-    if probe is None:
-        return None
-    queue = tx_queue_of(plan, {(plan.tx_host, plan.tx_ifname): probe.tx_queues.get(plan.tx_ifname, 1)})
-    cpus = probe.tx_irq_cpus.get(plan.tx_ifname, {}).get(queue, set()) if queue is not None else set()
-    return next(iter(cpus)) if len(cpus) == 1 else None
-
-
 def check_generators(plans, threads):
     """Refuse a stream with more generators than its tx host has kpktgend
     threads (`threads`: host -> thread numbers): each needs a CPU of its own."""

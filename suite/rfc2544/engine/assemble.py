@@ -81,9 +81,10 @@ def link_speed(inventory, profile):
     return min(speeds) if speeds and all(speeds) else None
 
 
-def make_tester(inventory, profile, generators=None):
+def make_tester(inventory, profile, generators=None, generator_cpus="free"):
     """`generators`: generators per stream for every stream (None: each tx
-    port's inventory `generators`)."""
+    port's inventory `generators`); `generator_cpus`: "all" lets them take
+    the CPUs of the tester's packet path too (drivers/placement.py)."""
     try:
         from rfc2544.engine.tester import SSHTester
     except ImportError as exc:
@@ -93,7 +94,28 @@ def make_tester(inventory, profile, generators=None):
     waits = {"learning_s": w.learning_s, "residual_s": w.residual_s, "settle_s": w.settle_s}
     return SSHTester(inventory, waits=waits, bidirectional=profile.model.direction == "bi",
                      modifiers=profile.model.modifiers if modifiers.enabled(profile.model.modifiers) else None,
-                     generators=generators)
+                     generators=generators, every_cpu=generator_cpus == "all")
+
+
+def cpus_condition(tester):
+    """conditions.cpus: where each tester host sends and where its receive
+    path runs (drivers/placement.py); {} when the hosts cannot be read."""
+    return {h: {"sending": {str(c): d for c, d in sorted(p.sending.items())}, "receive_path": sorted(p.path),
+                "receive_ports": p.path_ports, "warning": p.warning()}
+            for h, p in getattr(tester, "host_cpus", lambda: {})().items()}
+
+
+def placement_deviations(conditions):
+    """The run's deviation records for generators that took a tester's
+    receive path CPUs (--generator-cpus all, or no CPU left for it)."""
+    from rfc2544.results.deviations import Deviation
+    starved = {h: c["warning"] for h, c in (conditions.get("cpus") or {}).items()
+               if c.get("warning") and set(int(x) for x in c["sending"]) & set(c["receive_path"])}
+    if not starved:
+        return []
+    asked = "free" if conditions.get("generator_cpus") != "all" else "all"
+    return [Deviation("generator_cpus", None, "generators off the receive path's CPUs", f"--generator-cpus {asked}",
+                      "; ".join(starved.values()))]
 
 
 def make_dut_reset(inventory):
@@ -120,7 +142,7 @@ def make_dut_reset(inventory):
     return lambda: threading.Thread(target=fire, name="dut-reset", daemon=True).start()
 
 
-def conditions_for(tester, inventory, profile, link_mbps, calibration, generators=None):
+def conditions_for(tester, inventory, profile, link_mbps, calibration, generators=None, generator_cpus="free"):
     try:
         hosts = tester.conditions()
     except Exception as exc:        # facts are for the report; a failure must not stop the run
@@ -154,6 +176,10 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration, generator
                                            "text": f"unbounded: the clocks could not be read ({exc})"}
     if generators is not None:
         conditions["generators"] = generators     # the run's override, for --resume
+    conditions["generator_cpus"] = generator_cpus
+    placed = cpus_condition(tester)
+    if placed:
+        conditions["cpus"] = placed
     mods = getattr(tester, "modifiers", None)
     if mods:
         # RFC 2544 section 11's frames beside the streams, and the devices that sent them

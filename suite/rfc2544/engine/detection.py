@@ -4,7 +4,7 @@ Our module (rfc2544_pktgen: /proc/net/pktgen/pgrx exists) serves as
 generator and receiver; else the in-tree pktgen (`modprobe pktgen`) with
 interface counters as a lower-fidelity receiver.
 """
-from rfc2544.errors import InfraError
+from rfc2544.errors import InfraError, Rfc2544Error
 
 from rfc2544.drivers import pgrx as pgrx_mod, probe
 
@@ -51,6 +51,8 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
                              f"and 'modprobe pktgen' failed ({found[name].modprobe_error or 'no detail'})")
         if not found[name].threads:
             raise InfraError(f"{name}: /proc/net/pktgen has no kpktgend_N thread files")
+    for name in tx_hosts:
+        forwarding_path(transport, name, found[name])
     rx_ports = {}
     for p in plans:
         rx_ports.setdefault(p.rx_host, set()).add(p.rx_port)
@@ -87,3 +89,27 @@ def detect_tools(transport, plans, tx_hosts, rx_hosts, clock):
         "rx_ports": {h: sorted(v) for h, v in rx_ports.items()},
         "notes": notes,
     }
+
+
+def colocated_duts(inventory, tester):
+    """The DUT hosts that live in a network namespace of `tester`'s machine
+    (same address and SSH port): their forwarding runs on its CPUs."""
+    t = inventory.hosts[tester]
+    return sorted(name for name, h in inventory.hosts.items()
+                  if h.group == "duts" and h.netns and (h.address, h.port) == (t.address, t.port))
+
+
+def forwarding_path(transport, tester, host_probe):
+    """Fill host_probe.forwarding_cpus/_ports from the queue facts of each
+    DUT namespace on `tester`'s machine (placement.packet_path_cpus); a
+    namespace that cannot be read is listed with no CPUs (placement then
+    says no CPU is known to carry its path)."""
+    for dut in colocated_duts(transport.inventory, tester):
+        try:
+            status, out, _ = transport.session(dut).run(probe.QUEUE_SCRIPT, timeout=30, check=False)
+        except Rfc2544Error:
+            status, out = 1, ""
+        facts = probe.parse_probe(out if status == 0 else "")
+        for port in sorted(transport.inventory.hosts[dut].ports):
+            host_probe.forwarding_ports.append(f"{dut}:{port}")
+            host_probe.forwarding_cpus |= facts.rx_cpus.get(port, set())

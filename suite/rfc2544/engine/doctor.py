@@ -101,7 +101,7 @@ def _synced(facts):
 
 
 def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=False, sources=1,
-           bidirectional=False):
+           bidirectional=False, generators=None, every_cpu=False):
     """Check every host of `inventory`; returns [(check, ok, detail)].
 
     `sessions`: host name -> session with `.run(cmd)` (tests only).
@@ -150,7 +150,7 @@ def doctor(inventory, *, sessions=None, connect_timeout=10.0, networks=1, ipv6=F
             if ipv6:
                 results += _source_checks(inventory, sessions, facts, sources, ipv6=True)
         results += _vlan_checks(inventory, sessions, facts)
-        results += queue_checks(inventory, facts)
+        results += queue_checks(inventory, facts, generators, every_cpu)
     finally:
         for c in connections.values():
             c.close()

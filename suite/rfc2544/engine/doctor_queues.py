@@ -12,18 +12,24 @@ HASH_FAMILIES = {"udp4": "IPv4", "udp6": "IPv6"}
 PORT_FIELDS = ("L4 bytes 0 & 1", "L4 bytes 2 & 3")
 
 
-def queue_checks(inventory, facts):
+def queue_checks(inventory, facts, generators=None, every_cpu=False):
     """Per tester port: its queues, NUMA node and IRQ CPUs (each TX queue's
     own IRQ where it has one); per sending port: its streams' generators,
     the queues and CPUs they would use (streams.assign_threads: a stream's
     generators on distinct kpktgend threads, each on queue g where the port
     has enough, on that queue's IRQ CPU where it is pinned), failing where
     a stream has more generators than TX queues (they would share one); per
-    receiving port: the CPUs that count it (its RX IRQs' and RPS's)."""
-    from rfc2544.drivers.streams import assign_threads, plan_streams, stream_groups
+    receiving port: the CPUs that count it (its RX IRQs' and RPS's). Per
+    sending host: which CPUs send and which carry its receive path
+    (placement.HostCpus), with a warning where the generators leave it none
+    (`generators` per stream, `every_cpu`: as a run's --generators and
+    --generator-cpus all)."""
+    from rfc2544.drivers.placement import assign_threads, host_cpus
+    from rfc2544.drivers.streams import plan_streams, stream_groups
+    from rfc2544.engine.detection import colocated_duts
     out = []
     try:
-        plans = plan_streams(inventory) if inventory.streams else []
+        plans = plan_streams(inventory, generators=generators) if inventory.streams else []
     except Rfc2544Error:        # a port without peer_mac: the peer checks say so
         plans = []
     devices = {}
@@ -34,7 +40,18 @@ def queue_checks(inventory, facts):
         if f is None or host.group != "testers":
             continue
         probe = f["probe"]
-        cpu_of = assign_threads(name, plans, [], probe.threads, probe) if probe.threads and devices.get(name) else {}
+        for dut in colocated_duts(inventory, name):
+            dut_probe = (facts.get(dut) or {}).get("probe")
+            for port in sorted(inventory.hosts[dut].ports):
+                probe.forwarding_ports.append(f"{dut}:{port}")
+                probe.forwarding_cpus |= dut_probe.rx_cpus.get(port, set()) if dut_probe else set()
+        cpu_of = (assign_threads(name, plans, [], probe.threads, probe, every_cpu)
+                  if probe.threads and devices.get(name) else {})
+        if cpu_of:
+            cpus = host_cpus(name, plans, cpu_of, probe, every_cpu, probe.forwarding_ports)
+            warning = cpus.warning()
+            # a warning, not a failure: a run declares it and names the trials it starved
+            out.append((f"cpus {name}", True, cpus.summary() + (f"; WARNING: {warning}" if warning else "")))
         for pname in sorted(host.ports):
             if pname not in probe.tx_queues:
                 continue

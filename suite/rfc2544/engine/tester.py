@@ -95,7 +95,7 @@ class SSHTester:
 
     def __init__(self, inventory, waits=None, *, poll_interval_s=0.5, abort_lag_s=1.0,
                  rate_tolerance=0.99, quiet_window_s=0.2, sessions=None, clock=time,
-                 bidirectional=False, modifiers=None, generators=None):
+                 bidirectional=False, modifiers=None, generators=None, every_cpu=False):
         self.inventory = inventory
         self._clock = clock
         self.settings = TrialSettings(Waits.of(waits), float(poll_interval_s), float(abort_lag_s),
@@ -106,7 +106,8 @@ class SSHTester:
         self.transport = Transport(inventory, self.tx_hosts, sessions, clock)
         self.modifiers = plan_modifiers(inventory, self.plans, modifiers) if modifiers else []
         self.engine = TrialEngine(self.transport, self.plans, self.settings, self.detect, clock,
-                                  hooks=hooks_of(inventory), modifiers=(modifiers, self.modifiers))
+                                  hooks=hooks_of(inventory), modifiers=(modifiers, self.modifiers),
+                                  every_cpu=every_cpu)
         self._lock = threading.Lock()
         self._detected = None
         self._link_pacing = None
@@ -141,6 +142,14 @@ class SSHTester:
                     label["tx_queues"] = [tx_queue_of(g, placed["queues"]) for g in group]
             out.append(label)
         return out
+
+    def host_cpus(self):
+        """tx host -> placement.HostCpus (where it sends and receives); {}
+        when the hosts cannot be read."""
+        try:
+            return self.engine.host_cpus()
+        except Rfc2544Error:
+            return {}
 
     def _placement(self):
         """Where the generators go: {"threads": (host, device) -> thread,

@@ -190,6 +190,7 @@ class ConfigurePhase:
         outputs = self._run_writes(batches)
         self._rx_level = level
         tx, rx = self.reader.parse(outputs, "zero")
+        self._path_zero = self.reader.parse_path(outputs, "zero")
         return tx, rx, base, fulls
 
     def _zero_problems(self, configs, tx, rx, base):

@@ -23,10 +23,11 @@ from rfc2544.model import TrialSpec
 
 from rfc2544.engine.detection import RECEIVER_PGRX
 from rfc2544.drivers import pgrx as pgrx_mod
-from rfc2544.drivers import pktgen, vlan
+from rfc2544.drivers import host_path, pktgen, vlan
 from rfc2544.drivers.hooks import hook_notes, run_hooks
-from rfc2544.drivers.streams import (assign_threads, check_addresses, check_generators, device_configs,
+from rfc2544.drivers.streams import (check_addresses, check_generators, device_configs,
                                   generator_share, shared_queue_notes)
+from rfc2544.drivers.placement import assign_threads, host_cpus
 from rfc2544.drivers.readings import CounterReader
 from rfc2544.drivers.script import MAX_SLEEP_S, Batch
 from rfc2544.engine.schedule import RateSchedule
@@ -92,9 +93,10 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
     {pre: [...], post: [...]} (drivers.hooks.hooks_of). `modifiers`: (the
     profile's Modifiers, [ModifierPlan]) (drivers/modifiers.py) or None."""
 
-    def __init__(self, transport, plans, settings, detect, clock, hooks=None, modifiers=None):
+    def __init__(self, transport, plans, settings, detect, clock, hooks=None, modifiers=None, every_cpu=False):
         self.transport = transport
         self.plans = plans
+        self.every_cpu = every_cpu      # --generator-cpus all (drivers/placement.py)
         self.settings = settings
         self.detect = detect
         self.clock = clock
@@ -175,6 +177,7 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
         if any(p.generators > 1 for p in self.plans) and not det.get("start_offsets"):
             notes.append("a stream's generators start together, not staggered by a share of the gap (the "
                          "rfc2544_pktgen module 1.7 staggers them: run 'rfc2544 setup')")
+        notes += [w for w in (c.warning() for c in self.host_cpus().values()) if w]
         for note in notes:
             if note not in det["notes"]:
                 det["notes"].append(note)
@@ -202,11 +205,18 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
 
     def placement(self):
         """tx host -> {device: kpktgend thread} for its generators and
-        modifier devices (streams.assign_threads over the detection)."""
+        modifier devices (placement.assign_threads over the detection)."""
         det = self.detect()
         return {host: assign_threads(host, self.plans, [m.device for m in self.modifiers if m.tx_host == host],
-                                     det["hosts"][host].threads, det["hosts"][host])
+                                     det["hosts"][host].threads, det["hosts"][host], self.every_cpu)
                 for host in self.tx_hosts}
+
+    def host_cpus(self):
+        """tx host -> placement.HostCpus: where it sends, where it receives."""
+        det = self.detect()
+        return {host: host_cpus(host, self.plans, placed, det["hosts"][host], self.every_cpu,
+                                det["hosts"][host].forwarding_ports)
+                for host, placed in self.placement().items()}
 
     def _add_vlan_devices(self):
         """pgrx sees a tagged stream only through VLAN devices on its port
@@ -370,6 +380,8 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
                               deadline_hit=run.deadline_hit)
         result.hooks = hook_runs
         result.notes += hook_notes(hook_runs)
+        during = host_path.deltas(getattr(self, "_path_zero", {}), self.reader.parse_path(outputs, "final"))
+        result.host_path = {h: c.to_dict() for h, c in during.items()} or None
         if self.modifiers:
             self._record_modifiers(result, self.reader.parse_extra(outputs, "final"), planned_modifiers)
         return result

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from rfc2544 import wire
 from rfc2544.engine import pacing
+from rfc2544.engine.starved import starved_reason
 from rfc2544.results.deviations import Deviation, text_of
 from rfc2544.errors import InfraError, Rfc2544Error
 from rfc2544.procedures.measure import make_measure
@@ -150,6 +151,10 @@ class Context:
         if reason:      # the search retries it and never counts it as DUT loss
             result.tester_bursty = result.tester_limited = True
             result.notes.append(reason)
+        starved = starved_reason(result)
+        if starved:     # frames the tester's own path dropped: retried the same way
+            result.tester_starved = result.tester_limited = True
+            result.notes.append(starved)
         record = r.results.add_trial(self.unit, result, link_mbps=r.link_mbps)
         if keep_samples:
             record["samples"] = samples

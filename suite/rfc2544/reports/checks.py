@@ -65,6 +65,7 @@ TOPICS = {
     "tester_bound": (r"tester-bound",),
     "tester_limited": (r"tester-limited",),
     "tester_bursty": (r"tester-bursty",),
+    "tester_starved": (r"tester-starved",),
     "tester_bursty_ndr": (r"tester's bursts|tester-bursty", r"lower bound"),
     "spacing_unmeasured": (r"spacing", r"cannot be told"),
     "tester_stalled": (r"stopped sending",),
@@ -234,6 +235,13 @@ def _tester(ctx):
         yield ("tester_limited", f"{len(limited)} trial(s) could not be sent at the intended load "
                                  f"(verdict tester-limited)")
     yield from _tester_bursty(ctx)
+    starved = [x for x in ctx.trials if x.get("verdict") == "tester-starved"]
+    if starved:
+        dropped = sum(c.get("dropped", 0) + c.get("nic_drops", 0)
+                      for x in starved for c in (x.get("host_path") or {}).values())
+        yield ("tester_starved", f"{len(starved)} failed trial(s) at {ctx.sizes(starved)} lost frames on the tester's "
+                                 f"own packet path ({dropped} dropped by its softnet backlog or receiving NICs): "
+                                 f"marked tester-starved and retried, not counted as DUT loss")
     yield from _spacing_unmeasured(ctx)
     yield from _tester_stalled(ctx)
 

@@ -35,6 +35,8 @@ def unit_key(test, ip_version, frame_size, flows=1):
 
 
 def verdict(result):
+    if getattr(result, "tester_starved", False):
+        return "tester-starved"
     if result.tester_bursty:
         return "tester-bursty"
     if result.tester_limited:

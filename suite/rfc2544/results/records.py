@@ -41,7 +41,7 @@ SCHEMA_VERSION = 2
 # receiver) bounds the calibrated ceiling.
 # 12 = `bucket_needed` and `bucket_drops` in a trial's `spacing` (a
 # policer at the trial's rate: model.Spacing).
-SCHEMA_MINOR = 12
+SCHEMA_MINOR = 13
 SECTIONS = tuple(SUMMARY_TYPES)
 
 
@@ -124,6 +124,8 @@ class TrialRecord:
     superseded: bool = False
     spacing: Optional[Spacing] = None       # the generator's departure spacing (rfc2544_pktgen only)
     tester_bursty: bool = False             # pacing.py's rule: the loss is the generator's micro-bursts
+    host_path: Optional[Dict[str, dict]] = None   # tester hosts' packet path counters; schema_minor 13
+    tester_starved: bool = False            # starved.py's rule: the tester's own path dropped frames
     requested_frame_size: Optional[int] = None   # the size asked, when `frame_size` (sent) differs
     modifier_frames: Dict[str, int] = field(default_factory=dict)   # section 11's frames sent; schema_minor 6
 
@@ -142,7 +144,8 @@ class TrialRecord:
             aborted_early=result.aborted_early, saved_traffic_s=result.saved_traffic_s,
             started=result.started, latency=result.latency, streams=list(result.streams),
             notes=list(result.notes), hooks=list(result.hooks), spec=spec, spacing=result.spacing,
-            tester_bursty=result.tester_bursty, modifier_frames=dict(result.modifier_frames))
+            tester_bursty=result.tester_bursty, modifier_frames=dict(result.modifier_frames),
+            host_path=getattr(result, "host_path", None), tester_starved=getattr(result, "tester_starved", False))
 
     @classmethod
     def from_dict(cls, d):
@@ -158,7 +161,8 @@ class TrialRecord:
     def to_dict(self):
         out = requested_after_frame_size(_plain(self, {"samples": None, "superseded": False,
                                                        "spacing": None, "tester_bursty": False,
-                                                       "modifier_frames": {}}))
+                                                       "modifier_frames": {}, "host_path": None,
+                                                       "tester_starved": False}))
         for key, default in (("flows", 1), ("frames_per_burst", 1), ("flow_spread", "udp_ports")):
             if out["spec"].get(key) == default:    # the spec as it always was
                 del out["spec"][key]
@@ -179,7 +183,8 @@ class TrialRecord:
             aborted_early=self.aborted_early, saved_traffic_s=self.saved_traffic_s,
             started=self.started, latency=self.latency, streams=list(self.streams),
             notes=list(self.notes), hooks=list(self.hooks), spacing=self.spacing,
-            tester_bursty=self.tester_bursty, modifier_frames=dict(self.modifier_frames))
+            tester_bursty=self.tester_bursty, modifier_frames=dict(self.modifier_frames),
+            host_path=self.host_path, tester_starved=self.tester_starved)
 
 
 @dataclass

@@ -47,7 +47,7 @@ def setup(tmp_path, monkeypatch):
     prof.write_text(PROFILE)
     testers = []
 
-    def fake_tester(inventory, profile, generators=None):
+    def fake_tester(inventory, profile, generators=None, generator_cpus="free"):
         sim = testers.pop(0) if testers else simdut.SimDUT(capacity_fps=40_000)
         sim.made = True
         return sim
@@ -192,7 +192,7 @@ def test_calibrate_measures_each_generator_count_and_runs_take_their_own(setup, 
 def test_doctor_failures_exit_3(setup, monkeypatch, capsys):
     import rfc2544.engine.doctor as doc
     _, inv, _, _ = setup
-    monkeypatch.setattr(doc, "doctor", lambda inventory, networks=1, ipv6=False, sources=1, bidirectional=False: [("ssh t", True, "ok"), ("link tx0", False, "down")])
+    monkeypatch.setattr(doc, "doctor", lambda inventory, networks=1, ipv6=False, sources=1, bidirectional=False, generators=None, every_cpu=False: [("ssh t", True, "ok"), ("link tx0", False, "down")])
     assert main("doctor", "-i", str(inv)) == 3
     captured = capsys.readouterr()
     assert "FAIL  link tx0: down" in captured.out
@@ -316,7 +316,7 @@ class Held(simdut.SimDUT):
             time.sleep(0.01)
         return super().run_trial(spec, progress)
 
-assemble.make_tester = lambda inventory, profile, generators=None: Held(capacity_fps=40_000)
+assemble.make_tester = lambda inventory, profile, generators=None, generator_cpus="free": Held(capacity_fps=40_000)
 cli.main(sys.argv[2:])
 """
 

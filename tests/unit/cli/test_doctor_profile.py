@@ -42,10 +42,12 @@ def test_a_profile_sets_what_doctor_checks(tmp_path, monkeypatch):
     prof = tmp_path / "p.yml"
     prof.write_text("name: p\nflows: [1, 256]\nflow_spread: dst_networks\nip_versions: [4, 6]\ndirection: bi\n")
     assert main("doctor", "-i", str(inv), "-p", str(prof)) == 0
-    assert asked == {"networks": 256, "ipv6": True, "sources": 1, "bidirectional": True}
+    assert asked == {"networks": 256, "ipv6": True, "sources": 1, "bidirectional": True,
+                     "generators": None, "every_cpu": False}
     prof.write_text("name: p\nflows: [64]\nflow_spread: src_addresses\n")
     assert main("doctor", "-i", str(inv), "-p", str(prof), "--networks", "4") == 0
-    assert asked == {"networks": 4, "ipv6": False, "sources": 64, "bidirectional": False}
+    assert asked == {"networks": 4, "ipv6": False, "sources": 64, "bidirectional": False,
+                     "generators": None, "every_cpu": False}
     assert main("doctor", "-i", str(inv), "-p", str(tmp_path / "none.yml")) == 2
 
 

@@ -31,7 +31,7 @@ def inventory_with(tmp_path, generators=None, streams=(("tester:tx0", "tester:rx
 
 def sim_tester(tmp_path, kernel, generators=None, **kw):
     session = SimSession("tester", kernel)
-    return SSHTester(inventory_with(tmp_path, generators), waits=FAST, sessions={"tester": session},
+    return SSHTester(inventory_with(tmp_path, generators), waits=FAST, sessions={"tester": session, "dut": SimSession("dut", session.kernel)},
                      clock=kernel.clock, **kw)
 
 
@@ -116,14 +116,14 @@ def test_the_declared_stream_limit_counts_every_generator(tmp_path):
     kernel = SimKernel(pgrx_version=6, threads=8)
     inv = inventory_with(tmp_path, generators=3)
     session = SimSession("tester", kernel)
-    with SSHTester(inv, waits=FAST, sessions={"tester": session}, clock=kernel.clock) as tester:
+    with SSHTester(inv, waits=FAST, sessions={"tester": session, "dut": SimSession("dut", session.kernel)}, clock=kernel.clock) as tester:
         assert check_declared("tester", {p.rx_key(False, True) for p in tester.plans}, 3) == ("sid:1", "sid:2", "sid:3")
         with pytest.raises(BadInput, match="tester receives 3 streams counting each generator apart.*at most 2"):
             check_declared("tester", {p.rx_key(False, True) for p in tester.plans}, 2)
     kernel = SimKernel(pgrx_version=6, threads=8)
     many = inventory_with(tmp_path, generators=8)
     session = SimSession("tester", kernel)
-    with SSHTester(many, waits=FAST, sessions={"tester": session}, clock=kernel.clock) as tester:
+    with SSHTester(many, waits=FAST, sessions={"tester": session, "dut": SimSession("dut", session.kernel)}, clock=kernel.clock) as tester:
         import rfc2544.drivers.pgrx as pgrx_mod
         limit, pgrx_mod.MAX_DECLARED = pgrx_mod.MAX_DECLARED, 4
         try:
@@ -164,7 +164,8 @@ def test_a_rate_under_one_frame_per_generator_is_refused(tmp_path):
 def test_a_trial_of_two_generators_is_one_stream_exactly_counted(tmp_path):
     kernel = SimKernel(pgrx_version=6, device_loss_every={"tx0@1": 10})
     kernel.tx_queues["tx0"] = 4
-    with sim_tester(tmp_path, kernel, generators=2) as tester:
+    # every CPU asked for: the DUT namespace's (CPU 1, its RPS CPU) too
+    with sim_tester(tmp_path, kernel, generators=2, every_cpu=True) as tester:
         r = tester.run_trial(spec(load_fps=2000, duration_s=0.2))
     # each generator on its own thread, on its own queue, with its own id
     assert sorted(kernel.threads[0] + kernel.threads[1]) == ["tx0@0", "tx0@1"]
@@ -187,16 +188,19 @@ def test_a_trial_of_two_generators_is_one_stream_exactly_counted(tmp_path):
 def test_generators_take_cpus_of_their_node_away_from_the_receiving_ones(tmp_path):
     """assign_threads: distinct CPUs per stream, the tx port's NUMA node
     first, CPUs that count a receiving port last (pure, no host)."""
-    from rfc2544.drivers.streams import assign_threads
+    from rfc2544.drivers.placement import assign_threads
     from rfc2544.drivers.probe import HostProbe
     plans = plan_streams(inventory_with(tmp_path, generators=2))
     probe = HostProbe(threads=[0, 1, 2, 3], numa={"tx0": 1}, node_cpus={0: {0, 1}, 1: {2, 3}},
                       rx_cpus={"rx0": {2}})
     assert assign_threads("tester", plans, [], [0, 1, 2, 3], probe) == {"tx0@0": 3, "tx0@1": 0}
     assert assign_threads("tester", plans, [], [0, 1, 2, 3], None) == {"tx0@0": 0, "tx0@1": 1}
-    # as many generators as CPUs: every CPU once, the receiving one too
+    # as many generators as CPUs: the receiving one is left to the receive
+    # path (the fourth shares); every CPU once only when asked for
     four = plan_streams(inventory_with(tmp_path, generators=4))
     got = assign_threads("tester", four, ["tx0@bcast"], [0, 1, 2, 3], probe)
+    assert sorted(got[f"tx0@{g}"] for g in range(4)) == [0, 1, 3, 3] and got["tx0@bcast"] == 0
+    got = assign_threads("tester", four, ["tx0@bcast"], [0, 1, 2, 3], probe, every_cpu=True)
     assert sorted(got[f"tx0@{g}"] for g in range(4)) == [0, 1, 2, 3] and got["tx0@3"] == 2
     assert got["tx0@bcast"] == 0
     # two streams from one port: each stream's on distinct CPUs, spread over all
@@ -211,7 +215,7 @@ def test_a_generator_takes_the_cpu_its_tx_queue_s_irq_is_pinned_to(tmp_path):
     """assign_threads (pure, no host): generator g on queue g goes where
     queue g's own IRQ is, as the host tuning role pins them, unless that
     CPU counts a receiving port or the port has too few queues."""
-    from rfc2544.drivers.streams import assign_threads
+    from rfc2544.drivers.placement import assign_threads
     from rfc2544.drivers.probe import parse_probe
     plans = plan_streams(inventory_with(tmp_path, generators=2))
     text = ("thread 0\nthread 1\nthread 2\nthread 3\nqueues tx0 4 4 -1\nqueues rx0 1 1 -1\n"
@@ -236,8 +240,11 @@ def test_a_generator_takes_the_cpu_its_tx_queue_s_irq_is_pinned_to(tmp_path):
     shared = parse_probe(text.replace("irq tx0 43 0-3 tx0\n", "").replace("queues rx0 1 1", "queues rx0 4 4")
                          + "irq rx0 60 3 rx0-tx-0\nirq rx0 61 2 rx0-tx-1\n")
     assert shared.rx_cpus == {"tx0": {1}}
-    got = assign_threads("tester", two, [], probe.threads, shared)
+    got = assign_threads("tester", two, [], probe.threads, shared, every_cpu=True)
     assert got == {"tx0@0": 3, "tx0@1": 2, "rx0@0": 0, "rx0@1": 1}, got
+    # by default CPU 1, which counts tx0's receiving, sends nothing
+    got = assign_threads("tester", two, [], probe.threads, shared)
+    assert got == {"tx0@0": 3, "tx0@1": 2, "rx0@0": 0, "rx0@1": 2}, got
 
 
 def test_irq_names_of_tx_queues():
@@ -398,14 +405,19 @@ def test_run_takes_generators_and_resume_keeps_them(tmp_path, monkeypatch):
     class Stop(Exception):
         pass
 
-    def make(inventory, profile, generators=None):
-        made["generators"] = generators
+    def make(inventory, profile, generators=None, generator_cpus="free"):
+        made["generators"], made["generator_cpus"] = generators, generator_cpus
         raise Stop()
     monkeypatch.setattr(assemble, "make_tester", make)
     inv = inventory_with(tmp_path, generators=2)
     result = CliRunner().invoke(run_cmd.run, ["-i", str(inv.path), "-p", "quick", "--generators", "3",
                                               "--out", str(tmp_path / "out")])
-    assert isinstance(result.exception, Stop) and made["generators"] == 3
+    assert isinstance(result.exception, Stop) and made["generators"] == 3 and made["generator_cpus"] == "free"
+    result = CliRunner().invoke(run_cmd.run, ["-i", str(inv.path), "-p", "quick", "--generator-cpus", "all",
+                                              "--out", str(tmp_path / "out2")])
+    assert isinstance(result.exception, Stop) and made["generator_cpus"] == "all"
+    result = CliRunner().invoke(run_cmd.run, ["-i", str(inv.path), "--generator-cpus", "most"])
+    assert result.exit_code == 2 and "--generator-cpus" in result.output
     result = CliRunner().invoke(run_cmd.run, ["-i", str(inv.path), "--generators", "0"])
     assert result.exit_code == 2 and "--generators" in result.output
 

@@ -86,7 +86,7 @@ def test_doctor_prints_the_ansible_playbook_it_would_use(tmp_path, monkeypatch, 
     from rfc2544 import cli
     inv = tmp_path / "inventory.yml"
     inv.write_text(INVENTORY)
-    monkeypatch.setattr(doc, "doctor", lambda inventory, networks=1, ipv6=False, sources=1, bidirectional=False: [("ssh t", True, "ok")])
+    monkeypatch.setattr(doc, "doctor", lambda inventory, networks=1, ipv6=False, sources=1, bidirectional=False, generators=None, every_cpu=False: [("ssh t", True, "ok")])
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     with pytest.raises(SystemExit) as exc:
         cli.main(["doctor", "-i", str(inv)])

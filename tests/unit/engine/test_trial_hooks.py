@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from rfc2544.drivers.probe import QUEUE_SCRIPT
 from pktgen_sim import SimKernel
 from sim_session import SimSession
 from rfc2544.config import inventory
@@ -44,7 +45,8 @@ def test_hooks_run_before_the_configuration_and_after_the_final_read(tmp_path):
     tester, kernel, dut = make(tmp_path)
     dut.replies["nstat -az"] = (0, "IpInReceives 400\n", "")
     r = tester.run_trial(spec())
-    assert dut.commands == ["nstat -n", "echo pre2", "nstat -az"]
+    # the DUT namespace's queue facts first (the tester's receive path CPUs), then the hooks
+    assert [c for c in dut.commands if c != QUEUE_SCRIPT] == ["nstat -n", "echo pre2", "nstat -az"]
     log = kernel.log
     pre = log.index(("run@dut", "echo pre2"))
     post = log.index(("run@dut", "nstat -az"))
@@ -101,7 +103,7 @@ def test_hooks_are_stored_with_the_trial_in_results_json(tmp_path):
 def test_without_hooks_nothing_changes(tmp_path):
     kernel = SimKernel()
     session = SimSession("tester", kernel)
-    tester = SSHTester(make_inventory(tmp_path), waits=FAST, sessions={"tester": session}, clock=kernel.clock)
+    tester = SSHTester(make_inventory(tmp_path), waits=FAST, sessions={"tester": session, "dut": SimSession("dut", session.kernel)}, clock=kernel.clock)
     r = tester.run_trial(spec())
     assert r.hooks == [] and set(tester.last_phases) == OLD_PHASES
     assert not session.commands or all("pktgen" in c for c in session.commands)   # the probe only
