@@ -157,7 +157,7 @@ def _run_tests(inventory, profile, results, out_dir, display, generators=None, g
             tags = getattr(tester, "frame_tags", 0)
             deviations = profiles_mod.deviation_records(profile, tags, getattr(tester, "plans", ()))
             results = Results.create(out, profile, build_plan(profile, tags),
-                                     deviations + assemble.placement_deviations(conditions), conditions)
+                                     deviations + assemble.placement_deviations(tester, generator_cpus), conditions)
             if profile.model.waits.route_s:
                 time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
         else:

@@ -28,11 +28,6 @@ class PathCounters:
     def since(self, before):
         return PathCounters(*(max(a - b, 0) for a, b in zip(asdict(self).values(), asdict(before).values())))
 
-    @property
-    def lost_here(self):
-        """Frames the host's own path dropped."""
-        return self.dropped + self.nic_drops
-
     def to_dict(self):
         return asdict(self)
 
@@ -64,6 +59,12 @@ def parse(files):
             except ValueError:
                 continue
     return PathCounters(dropped, squeezed, nic)
+
+
+def dropped_here(counts):
+    """Frames a host's own path dropped, from a trial's recorded
+    `host_path` entry (PathCounters.to_dict)."""
+    return counts.get("dropped", 0) + counts.get("nic_drops", 0)
 
 
 def deltas(before, after):

@@ -36,6 +36,17 @@ def packet_path_cpus(host, plans, probe):
     return cpus
 
 
+def add_forwarding(host_probe, dut, ports, dut_probe):
+    """Record on `host_probe` (a tester's) that DUT namespace `dut`, on the
+    same machine, forwards through `ports`, on the CPUs `dut_probe` (its
+    queue facts, None: unread) says count them (packet_path_cpus)."""
+    for port in sorted(ports):
+        name = f"{dut}:{port}"
+        if name not in host_probe.forwarding_ports:
+            host_probe.forwarding_ports.append(name)
+        host_probe.forwarding_cpus |= dut_probe.rx_cpus.get(port, set()) if dut_probe else set()
+
+
 def assign_threads(host, plans, extra, threads, probe=None, every_cpu=False):
     """{device: kpktgend thread} for tester `host`: its plans' devices,
     then `extra` (modifiers' devices); `threads`: its thread numbers (one

@@ -105,17 +105,15 @@ def cpus_condition(tester):
             for h, p in getattr(tester, "host_cpus", lambda: {})().items()}
 
 
-def placement_deviations(conditions):
+def placement_deviations(tester, generator_cpus="free"):
     """The run's deviation records for generators that took a tester's
     receive path CPUs (--generator-cpus all, or no CPU left for it)."""
     from rfc2544.results.deviations import Deviation
-    starved = {h: c["warning"] for h, c in (conditions.get("cpus") or {}).items()
-               if c.get("warning") and set(int(x) for x in c["sending"]) & set(c["receive_path"])}
+    starved = [p.warning() for p in getattr(tester, "host_cpus", dict)().values() if p.starved]
     if not starved:
         return []
-    asked = "free" if conditions.get("generator_cpus") != "all" else "all"
-    return [Deviation("generator_cpus", None, "generators off the receive path's CPUs", f"--generator-cpus {asked}",
-                      "; ".join(starved.values()))]
+    return [Deviation("generator_cpus", None, "generators off the receive path's CPUs",
+                      f"--generator-cpus {generator_cpus}", "; ".join(starved))]
 
 
 def make_dut_reset(inventory):

@@ -7,6 +7,7 @@ interface counters as a lower-fidelity receiver.
 from rfc2544.errors import InfraError, Rfc2544Error
 
 from rfc2544.drivers import pgrx as pgrx_mod, probe
+from rfc2544.drivers.placement import add_forwarding
 
 GENERATOR_MODULE = "rfc2544_pktgen"
 GENERATOR_INTREE = "pktgen (in-tree)"
@@ -109,7 +110,5 @@ def forwarding_path(transport, tester, host_probe):
             status, out, _ = transport.session(dut).run(probe.QUEUE_SCRIPT, timeout=30, check=False)
         except Rfc2544Error:
             status, out = 1, ""
-        facts = probe.parse_probe(out if status == 0 else "")
-        for port in sorted(transport.inventory.hosts[dut].ports):
-            host_probe.forwarding_ports.append(f"{dut}:{port}")
-            host_probe.forwarding_cpus |= facts.rx_cpus.get(port, set())
+        add_forwarding(host_probe, dut, transport.inventory.hosts[dut].ports,
+                       probe.parse_probe(out) if status == 0 else None)

@@ -24,7 +24,7 @@ def queue_checks(inventory, facts, generators=None, every_cpu=False):
     (placement.HostCpus), with a warning where the generators leave it none
     (`generators` per stream, `every_cpu`: as a run's --generators and
     --generator-cpus all)."""
-    from rfc2544.drivers.placement import assign_threads, host_cpus
+    from rfc2544.drivers.placement import add_forwarding, assign_threads, host_cpus
     from rfc2544.drivers.streams import plan_streams, stream_groups
     from rfc2544.engine.detection import colocated_duts
     out = []
@@ -41,10 +41,7 @@ def queue_checks(inventory, facts, generators=None, every_cpu=False):
             continue
         probe = f["probe"]
         for dut in colocated_duts(inventory, name):
-            dut_probe = (facts.get(dut) or {}).get("probe")
-            for port in sorted(inventory.hosts[dut].ports):
-                probe.forwarding_ports.append(f"{dut}:{port}")
-                probe.forwarding_cpus |= dut_probe.rx_cpus.get(port, set()) if dut_probe else set()
+            add_forwarding(probe, dut, inventory.hosts[dut].ports, (facts.get(dut) or {}).get("probe"))
         cpu_of = (assign_threads(name, plans, [], probe.threads, probe, every_cpu)
                   if probe.threads and devices.get(name) else {})
         if cpu_of:

@@ -14,6 +14,7 @@ The softnet time_squeeze count is recorded beside the drops but does not
 name a trial alone: a squeezed softirq that still delivered every frame
 lost nothing on the tester.
 """
+from rfc2544.drivers.host_path import dropped_here
 from rfc2544.engine.pacing import may_be_bursty
 
 
@@ -21,13 +22,13 @@ def starved_reason(result):
     """Why `result` (a TrialResult) is tester-starved, or None."""
     if not may_be_bursty(result) or not result.host_path:
         return None
-    hosts = {h: c for h, c in result.host_path.items() if c.get("dropped", 0) + c.get("nic_drops", 0) > 0}
+    hosts = {h: c for h, c in result.host_path.items() if dropped_here(c) > 0}
     if not hosts:
         return None
     where = "; ".join(f"{h}: {c.get('dropped', 0)} in the softnet backlog, {c.get('nic_drops', 0)} at its "
                       f"receiving NICs, receive softirq squeezed {c.get('squeezed', 0)} times"
                       for h, c in hosts.items())
-    own = sum(c.get("dropped", 0) + c.get("nic_drops", 0) for c in hosts.values())
+    own = sum(dropped_here(c) for c in hosts.values())
     return (f"tester-starved: the tester's own packet path dropped {own} frames during the trial ({where}); "
             f"of the {result.lost_frames} frames lost, those are not the DUT's: the trial is retried and "
             f"not counted as DUT loss")

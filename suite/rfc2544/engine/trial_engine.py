@@ -97,6 +97,7 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
         self.transport = transport
         self.plans = plans
         self.every_cpu = every_cpu      # --generator-cpus all (drivers/placement.py)
+        self._path_zero = {}            # host_path counters of the last zero read (trial_configure)
         self.settings = settings
         self.detect = detect
         self.clock = clock
@@ -380,7 +381,7 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
                               deadline_hit=run.deadline_hit)
         result.hooks = hook_runs
         result.notes += hook_notes(hook_runs)
-        during = host_path.deltas(getattr(self, "_path_zero", {}), self.reader.parse_path(outputs, "final"))
+        during = host_path.deltas(self._path_zero, self.reader.parse_path(outputs, "final"))
         result.host_path = {h: c.to_dict() for h, c in during.items()} or None
         if self.modifiers:
             self._record_modifiers(result, self.reader.parse_extra(outputs, "final"), planned_modifiers)

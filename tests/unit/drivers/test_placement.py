@@ -142,3 +142,22 @@ def test_a_trial_whose_tester_dropped_frames_is_named_through_the_engine(tmp_pat
     # the counters rose between the zero read and the final read of the second trial only
     assert starved.host_path == {"tester": {"dropped": 7, "squeezed": 2, "nic_drops": 0}}
     assert "dropped 7 frames" in starved_reason(starved)
+
+
+def test_a_placement_on_the_receive_path_is_declared_as_a_deviation(tmp_path):
+    """assemble.placement_deviations: one record where the generators took
+    a CPU of the receive path, none where they left it free (stand-in
+    tester: only its host_cpus)."""
+    from types import SimpleNamespace
+    from rfc2544.engine.assemble import placement_deviations
+    plans = plan_streams(inventory_with(tmp_path, generators=2))
+    probe = _probe(2, rx={1})
+
+    def tester(every_cpu):
+        placed = assign_threads("tester", plans, [], probe.threads, probe, every_cpu)
+        return SimpleNamespace(host_cpus=lambda: {"tester": host_cpus("tester", plans, placed, probe, every_cpu)})
+    assert placement_deviations(tester(False)) == []
+    (dev,) = placement_deviations(tester(True), "all")
+    assert dev.code == "generator_cpus" and dev.used == "--generator-cpus all"
+    assert "CPU(s) 1" in dev.text and "a deviation" in dev.text
+    assert placement_deviations(SimpleNamespace()) == []
