@@ -18,6 +18,7 @@ void pg_dep_reset(struct pg_departures *d, u64 start_ns)
 	memset(d, 0, sizeof(*d));
 	memset(d->tokens_ns, 0xff, sizeof(d->tokens_ns));	/* every bucket full */
 	d->last_ns = start_ns;
+	d->cur.start_ns = start_ns;
 }
 
 /* a frame `gap` after the one before; `close`: less than half the nominal gap */
@@ -34,6 +35,56 @@ static void pg_dep_step(struct pg_departures *d, bool close)
 		d->longest = d->run;
 }
 
+/* frames in `ns` of queue, rounded up */
+static u64 pg_dep_frames(u64 ns, u64 nominal)
+{
+	return div64_u64(ns + nominal - 1, nominal);
+}
+
+/* the growth under way stopped: a catch-up if two frames or more, kept if among the largest */
+static void pg_dep_catchup_end(struct pg_departures *d)
+{
+	struct pg_catchup *small = &d->catchups[0];
+	unsigned int i;
+
+	d->cur.frames = pg_dep_frames(d->rise_top_ns - d->rise_base_ns, d->queue_nominal);
+	d->rise_top_ns = 0;
+	if (d->cur.frames < 2)
+		return;
+	d->catchups_n++;
+	for (i = 1; i < PG_CATCHUPS; i++)
+		if (d->catchups[i].frames < small->frames)
+			small = &d->catchups[i];
+	if (d->cur.frames > small->frames)
+		*small = d->cur;
+}
+
+/*
+ * The queue went from `before` to d->queue_ns with frames that left at
+ * `now`, `gap` after the departure before; `drained`: what the gap left of
+ * it. While it grows, a catch-up is under way, from the departure before
+ * the stall that drained it (the call that last did not grow it, or this
+ * one's, when this one's gap is a stall too: a `burst N` after a stall).
+ */
+static void pg_dep_catchup(struct pg_departures *d, u64 before, u64 drained, u64 now,
+			   u64 gap, u64 nominal)
+{
+	if (d->queue_ns <= before) {
+		if (d->rise_top_ns)
+			pg_dep_catchup_end(d);
+		d->rise_base_ns = d->queue_ns;
+		d->cur.start_ns = now - gap;
+		return;
+	}
+	if (!d->rise_top_ns && gap > nominal) {
+		/* as if its first frame had left on its slot */
+		d->rise_base_ns = drained + nominal;
+		d->cur.start_ns = now - gap;
+	}
+	d->cur.end_ns = now;
+	d->rise_top_ns = d->queue_ns;
+}
+
 /* beyond this nominal gap (18 min) no policer is kept: its sums could wrap */
 #define PG_DEP_POLICE_MAX_GAP	BIT_ULL(40)
 /* a queue of 2^62 ns stays there: frames far ahead of a rate do not wrap it */
@@ -46,22 +97,27 @@ static void pg_dep_step(struct pg_departures *d, bool close)
  * it holds tokens for. A single frame or a bucket that passes all costs no
  * division.
  */
-static void pg_dep_police(struct pg_departures *d, u64 gap, unsigned int frames, u64 nominal)
+static void pg_dep_police(struct pg_departures *d, u64 now, u64 gap, unsigned int frames,
+			  u64 nominal)
 {
-	u64 need = (u64)frames * nominal;
+	u64 need = (u64)frames * nominal, before = d->queue_ns, drained;
 	unsigned int i;
 
 	if (unlikely(nominal != d->queue_nominal)) {
 		/* a new rate (ratep while running): the largest so far, in its ns */
+		if (d->rise_top_ns)
+			pg_dep_catchup_end(d);	/* in the old rate's ns */
 		d->queue_nominal = nominal;
 		if (check_mul_overflow(d->bucket_needed, nominal, &d->queue_max_ns))
 			d->queue_max_ns = U64_MAX;
 	}
-	d->queue_ns = min(d->queue_ns > gap ? d->queue_ns - gap : 0, PG_DEP_QUEUE_MAX) + need;
+	drained = min(d->queue_ns > gap ? d->queue_ns - gap : 0, PG_DEP_QUEUE_MAX);
+	d->queue_ns = drained + need;
 	if (d->queue_ns > d->queue_max_ns) {
 		d->queue_max_ns = d->queue_ns;
-		d->bucket_needed = div64_u64(d->queue_ns + nominal - 1, nominal);
+		d->bucket_needed = pg_dep_frames(d->queue_ns, nominal);
 	}
+	pg_dep_catchup(d, before, drained, now, gap, nominal);
 	for (i = 0; i < PG_BUCKETS; i++) {
 		u64 size = nominal << i, t = d->tokens_ns[i];
 		u64 pass;
@@ -87,7 +143,7 @@ void pg_dep_record(struct pg_departures *d, u64 now, unsigned int frames, u64 ga
 	gap = now > d->last_ns ? now - d->last_ns : 0;
 	d->last_ns = now;
 	if (gap_ns && gap_ns <= PG_DEP_POLICE_MAX_GAP)
-		pg_dep_police(d, gap, frames, gap_ns);
+		pg_dep_police(d, now, gap, frames, gap_ns);
 	pg_stat_add(&d->gaps, gap);
 	d->hist[pg_hist_index(gap)]++;
 	/* the first frame follows "start", not a frame: it starts a run */
@@ -106,6 +162,27 @@ void pg_dep_record(struct pg_departures *d, u64 now, unsigned int frames, u64 ga
 		if (d->run > d->longest)
 			d->longest = d->run;
 	}
+}
+
+static void pg_dep_show_catchup(struct seq_file *m, const struct pg_catchup *c, u64 frames)
+{
+	if (frames >= 2)
+		seq_printf(m, " %llu-%llu:%llu", c->start_ns, c->end_ns, frames);
+}
+
+/* how many, then the largest as start_ns-end_ns:frames, the one under way last */
+static void pg_dep_show_catchups(struct seq_file *m, const struct pg_departures *d)
+{
+	u64 top = READ_ONCE(d->rise_top_ns), nominal = d->queue_nominal, cur = 0;
+	unsigned int i;
+
+	if (top > d->rise_base_ns && nominal)
+		cur = pg_dep_frames(top - d->rise_base_ns, nominal);
+	seq_printf(m, "     catch_ups: %llu", d->catchups_n + (cur >= 2));
+	for (i = 0; i < PG_CATCHUPS; i++)
+		pg_dep_show_catchup(m, &d->catchups[i], d->catchups[i].frames);
+	pg_dep_show_catchup(m, &d->cur, cur);
+	seq_puts(m, "\n");
 }
 
 void pg_dep_show(struct seq_file *m, const struct pg_departures *d, u64 gap_ns)
@@ -130,6 +207,7 @@ void pg_dep_show(struct seq_file *m, const struct pg_departures *d, u64 gap_ns)
 		if (d->drops[i])
 			seq_printf(m, " %llu:%llu", BIT_ULL(i), d->drops[i]);
 	seq_puts(m, "\n");
+	pg_dep_show_catchups(m, d);
 	seq_puts(m, "     gap_hist_ns:");
 	for (i = 0; i < PG_HIST_BUCKETS; i++) {
 		u64 lo, hi;

@@ -156,13 +156,21 @@ def parse_device(text) -> DeviceState:
 
 _HIST_RE = re.compile(r"^(\d+)-(\d+):(\d+)$")
 _DROPS_RE = re.compile(r"^(\d+):(\d+)$")
+_CATCH_UP_RE = re.compile(r"^(\d+)-(\d+):(\d+)$")
 
 
 def _departure_fields(text, into):
     """A line of the Departures section: `key: N` pairs, the gap histogram,
-    or the policers' drops (bucket_drops: bucket frames:frames dropped)."""
+    the policers' drops (bucket_drops: bucket frames:frames dropped), or
+    the catch-ups (catch_ups: how many, then the largest as
+    start_ns-end_ns:frames)."""
     if text.startswith("gap_hist_ns:"):
         into["gap_hist_ns"] = [tuple(int(g) for g in m.groups()) for m in map(_HIST_RE.match, text.split()[1:]) if m]
+        return into
+    if text.startswith("catch_ups:"):
+        words = text.split()
+        into["catch_up_count"] = _int(words[1]) if len(words) > 1 else None
+        into["catch_ups"] = [tuple(int(g) for g in m.groups()) for m in map(_CATCH_UP_RE.match, words[2:]) if m]
         return into
     if text.startswith("bucket_drops:"):
         into["bucket_drops"] = [tuple(int(g) for g in m.groups()) for m in map(_DROPS_RE.match, text.split()[1:]) if m]

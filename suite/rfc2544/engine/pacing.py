@@ -74,6 +74,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from rfc2544.drivers import pgrx as pgrx_mod
+from rfc2544.engine import catch_ups
+from rfc2544.engine.catch_ups import POLICED_BUCKETS
 from rfc2544.model import Spacing
 
 # The trials whose loss the rule may put on the tester: steady rates that
@@ -84,13 +86,17 @@ STEADY_TESTS = ("throughput", "latency", "frame_loss")
 _Q = {"p50_gap_ns": 0.5, "p99_gap_ns": 0.99, "p999_gap_ns": 0.999}
 
 
-def spacing_of(devices, rates):
+def spacing_of(devices, rates, streams=None):
     """Spacing of one trial from the generators' device states (None when no
     generator reports departures: the in-tree pktgen). `rates`: each
-    device's frames/s (None: unpaced), for the nominal gap."""
+    device's frames/s (None: unpaced), for the nominal gap; `streams`: the
+    stream each one sends a share of (None: each its own), whose policer
+    judges them merged (catch_ups.py)."""
+    streams = list(range(len(devices))) if streams is None else streams
     # an unpaced generator (no rate) times no frame: nothing to say about spacing
-    parts = [(d.departures, r) for d, r in zip(devices, rates)
+    timed = [(d.departures, r, k) for d, r, k in zip(devices, rates, streams)
              if d is not None and d.departures and d.departures.get("frames")]
+    parts = [(dep, r) for dep, r, _ in timed]
     if not parts:
         return None
     merged = {}
@@ -112,11 +118,28 @@ def spacing_of(devices, rates):
         longest_micro_burst=max(dep.get("longest_micro_burst", 0) for dep, _ in parts),
         close_frames=close_frames(buckets, nominal_gap),
         hist=[[b.low, b.high, b.count] for b in buckets],
-        # each generator's policer at its own rate (its share of a stream's):
-        # the worst bucket, drops summed; unknown if one generator did not say
-        bucket_needed=(max(dep["bucket_needed"] for dep, _ in parts)
-                       if all("bucket_needed" in dep for dep, _ in parts) else None),
-        bucket_drops=_summed(pair for dep, _ in parts for pair in dep.get("bucket_drops", [])))
+        **_policed(timed))
+
+
+def _policed(timed):
+    """bucket_needed and bucket_drops of [(departures, rate, stream)]: each
+    stream's policer over its generators merged (catch_ups.merge; a module
+    that records no catch-ups: each generator's own, at its share of the
+    rate), then the worst bucket of the streams and their drops summed;
+    unknown if one generator did not say."""
+    if not all("bucket_needed" in dep for dep, _, _ in timed):
+        return {"bucket_needed": None, "bucket_drops": _summed(
+            pair for dep, _, _ in timed for pair in dep.get("bucket_drops", []))}
+    needed, drops = 0, []
+    for key in dict.fromkeys(k for _, _, k in timed):
+        mine = [dep for dep, _, k in timed if k == key]
+        merged = catch_ups.merge(mine, [r for _, r, k in timed if k == key]) if len(mine) > 1 else None
+        if merged is None:
+            merged = (max(dep["bucket_needed"] for dep in mine),
+                      [pair for dep in mine for pair in dep.get("bucket_drops", [])])
+        needed = max(needed, merged[0])
+        drops += merged[1]
+    return {"bucket_needed": needed, "bucket_drops": _summed(drops)}
 
 
 def _summed(pairs):
@@ -125,9 +148,6 @@ def _summed(pairs):
     for key, count in pairs:
         out[key] = out.get(key, 0) + count
     return [[k, n] for k, n in sorted(out.items())]
-
-
-POLICED_BUCKETS = 16    # buckets of 1, 2, 4 .. 2^15 frames, as departures.h
 
 
 def policing(times_ns, nominal_ns):

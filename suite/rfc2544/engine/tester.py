@@ -254,7 +254,7 @@ class SSHTester:
         rates = RateSchedule([Segment(fps, duration_s=duration_s)], self.plans).first_rates()
         tx = self._send_calibration_run(frame_size, float(fps), duration_s, ipv6, to_self=True, rates=rates)
         states = [tx.get(p.index) for p in self.plans]
-        return (*_sent_and_elapsed(tx.values()), spacing_of(states, rates))
+        return (*_sent_and_elapsed(tx.values()), spacing_of(states, rates, [p.stream for p in self.plans]))
 
     def _send_calibration_run(self, frame_size, load_fps, duration_s, ipv6, to_self, rates=None):
         """Every tx port sends `duration_s` worth of frames at `rates`, or as

@@ -37,7 +37,7 @@ def build_result(spec, plans, detection, schedule, readings_in, changes, rate_to
         if detection["receiver"] == RECEIVER_PGRX else 0
     if missed:
         result.tester_limited = True   # the planned rate profile was not offered
-    result.spacing = spacing_of([tx.get(p.index) for p in plans], rates)
+    result.spacing = spacing_of([tx.get(p.index) for p in plans], rates, [p.stream for p in plans])
     return result
 
 

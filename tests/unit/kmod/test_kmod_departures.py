@@ -16,7 +16,8 @@ SHIM = {
     **STATS_SHIM,
     "linux/string.h": "#include <string.h>\n",
     "linux/kernel.h": "#include <linux/types.h>\n#define min(a, b) ((a) < (b) ? (a) : (b))\n"
-                      "#define unlikely(x) (x)\n",
+                      "#define max(a, b) ((a) > (b) ? (a) : (b))\n"
+                      "#define READ_ONCE(x) (x)\n#define unlikely(x) (x)\n",
     "linux/overflow.h": "#define check_mul_overflow(a, b, d) __builtin_mul_overflow(a, b, d)\n",
     "linux/bits.h": "#define BIT_ULL(n) (1ULL << (n))\n",
     "linux/math64.h": STATS_SHIM["linux/math64.h"] + "static inline u64 div64_u64(u64 a, u64 b) { return a / b; }\n",
@@ -72,8 +73,19 @@ def departures(harness, events, nominal):
     script = "reset 0\n" + "".join(f"rec {t} {n} {nominal}\n" for t, n in events) + f"show {nominal}\n"
     out = subprocess.run([str(harness)], input=script, capture_output=True, text=True, check=True).stdout
     fields = {k: int(v) for k, v in re.findall(r"(\w+): (\d+)", out)}
-    hist = {(int(lo), int(hi)): int(c) for lo, hi, c in re.findall(r" (\d+)-(\d+):(\d+)", out)}
+    hist = {(int(lo), int(hi)): int(c) for lo, hi, c in re.findall(r" (\d+)-(\d+):(\d+)", _line(out, "gap_hist_ns:"))}
     return fields, hist, out
+
+
+def _line(out, key):
+    return next(line for line in out.splitlines() if line.strip().startswith(key))
+
+
+def catch_ups_of(out):
+    """The catch_ups line: (number ended or under way, [(start, end, frames)] sorted)."""
+    words = _line(out, "catch_ups:").split()
+    return int(words[1]), sorted(tuple(int(g) for g in re.match(r"(\d+)-(\d+):(\d+)$", w).groups())
+                                 for w in words[2:])
 
 
 def test_even_spacing_has_no_micro_burst(harness):
@@ -130,7 +142,7 @@ def test_unpaced_runs_have_gaps_but_no_micro_bursts(harness):
 
 def policing_of(out):
     """bucket_needed and the bucket_drops line as {bucket frames: frames dropped}."""
-    line = next(l for l in out.splitlines() if l.strip().startswith("bucket_drops:"))
+    line = _line(out, "bucket_drops:")
     drops = {int(t): int(n) for t, n in re.findall(r"(\d+):(\d+)", line)}
     return int(re.search(r"bucket_needed: (\d+)", out).group(1)), drops
 
@@ -204,3 +216,69 @@ def test_a_rate_change_keeps_the_bucket_needed_so_far(harness):
     script = script.replace("show 10000\n", "rec 100000 7 10000\nshow 10000\n")
     out = subprocess.run([str(harness)], input=script, capture_output=True, text=True, check=True).stdout
     assert policing_of(out)[0] == 7
+
+
+def _stalled(t, stall, owed, gap=0):
+    """From a frame at t, a stall of `stall` ns, then a frame and the
+    `owed` frames behind it, `gap` ns apart: (events, the stall frame's time)."""
+    events = [(t + stall + gap * j, 1) for j in range(owed + 1)]
+    return events, events[0][0]
+
+
+def test_even_spacing_has_no_catch_up(harness):
+    _, _, out = departures(harness, [(1000 * (i + 1), 1) for i in range(1000)], nominal=1000)
+    assert catch_ups_of(out) == (0, [])
+
+
+def test_a_catch_up_is_kept_with_its_times_and_frames(harness):
+    """On schedule, a 1 ms stall at 10 us a frame (100 frames owed), the
+    debt sent 100 ns apart, on schedule again: one catch-up from the
+    departure before the stall to the last frame of the debt, of what it
+    put ahead of the rate (100 frames less the 100 ns gaps: 99)."""
+    nominal, t, events = 10_000, 0, []
+    for _ in range(50):
+        t += nominal
+        events.append((t, 1))
+    burst, stalled = _stalled(t, 1_000_000, 100, gap=100)
+    events += burst + [(burst[-1][0] + nominal * (i + 1), 1) for i in range(50)]
+    fields, _, out = departures(harness, events, nominal=nominal)
+    assert catch_ups_of(out) == (1, [(t, burst[-1][0], 99)])
+    assert fields["bucket_needed"] == 100
+
+
+def test_a_burst_call_after_a_stall_is_the_same_catch_up(harness):
+    """The same debt handed over in one call (`burst N`): the stall is that
+    call's own gap, and it puts the frames after the first ahead."""
+    nominal, t = 10_000, 50 * 10_000
+    events = [(nominal * (i + 1), 1) for i in range(50)] + [(t + 1_000_000, 101)] + \
+        [(t + 1_000_000 + nominal * (i + 1), 1) for i in range(50)]
+    _, _, out = departures(harness, events, nominal=nominal)
+    assert catch_ups_of(out) == (1, [(t, t + 1_000_000, 100)])
+
+
+def test_the_largest_catch_ups_are_kept(harness):
+    """20 catch-ups of 3 .. 22 frames, each after a stall: all counted, the
+    16 largest that ended kept with their times, and the last, under way."""
+    nominal, t, events, starts = 10_000, 0, [], {}
+    for k in range(20):
+        for _ in range(5):
+            t += nominal
+            events.append((t, 1))
+        owed = 3 + k
+        burst, _ = _stalled(t, owed * nominal, owed)
+        starts[owed] = t
+        events += burst
+        t = burst[-1][0]
+    _, _, out = departures(harness, events, nominal=nominal)
+    n, kept = catch_ups_of(out)
+    assert n == 20
+    assert sorted(frames for _, _, frames in kept) == list(range(6, 23))
+    assert all(start == starts[frames] for start, _, frames in kept)
+
+
+def test_a_catch_up_under_way_is_shown(harness):
+    """Read while still ahead: the catch-up under way is listed (and counted)."""
+    nominal = 10_000
+    burst, _ = _stalled(nominal, 500_000, 30)
+    _, _, out = departures(harness, [(nominal, 1)] + burst, nominal=nominal)
+    assert catch_ups_of(out) == (1, [(nominal, burst[-1][0], 30)])
