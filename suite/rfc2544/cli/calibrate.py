@@ -48,35 +48,29 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, receive, compare_in
     if compare_in_tree and not pacing:
         raise BadInput("--compare-in-tree compares pacing: it cannot go with --no-pacing")
     try:
-        from rfc2544.engine.calibrate import calibrate as measure_ceiling, in_tree_pacing, pacing_fidelity
+        from rfc2544.engine.calibrate import in_tree_pacing, pacing_fidelity
         from rfc2544.engine.pacing import SOURCE_GENERATOR
         from rfc2544.engine.tester import SSHTester
     except ImportError as exc:
         raise InfraError(f"calibration is not available in this build ({exc})")
     sizes = list(frame_sizes) or [64, 1518]
     counts = list(dict.fromkeys(generator_counts)) or [None]
-    measured = []       # [(generators key, {size: fps})], the first is also the pacing's
+    measured = []       # [(generators key, {size: fps}, receive rows)], the first is also the pacing's
     for n in counts[1:]:
         scaling = SSHTester(inventory, waits={"learning_frames": 0}, generators=n)
         try:
             click.echo(f"generators per stream: {n}")
-            measured.append((generators_key(scaling.plans), measure_ceiling(
-                inventory, sizes, duration=duration, tester=scaling,
-                progress=lambda size, fps: click.echo(f"{size:>6} B  {fps:14,.0f} fps"))))
+            measured.append(_ceilings(scaling, inventory, sizes, duration, receive))
         finally:
             scaling.close()
     tester = SSHTester(inventory, waits={"learning_frames": 0}, generators=counts[0])
     try:
         if len(counts) > 1:
             click.echo(f"generators per stream: {generators_key(tester.plans)}")
-        ceilings = measure_ceiling(inventory, sizes, duration=duration, tester=tester,
-                                   progress=lambda size, fps: click.echo(f"{size:>6} B  {fps:14,.0f} fps"))
-        measured.insert(0, (generators_key(tester.plans), ceilings))
+        measured.insert(0, _ceilings(tester, inventory, sizes, duration, receive))
+        _, ceilings, received = measured[0]
         if len(measured) > 1:
-            click.echo(scaling_table(measured, sizes, inventory, tester.plans))
-        received = None
-        if receive:
-            received = measure_receive(tester, ceilings, duration)
+            click.echo(scaling_table([(key, c) for key, c, _ in measured], sizes, inventory, tester.plans))
         fidelity = None
         if pacing:
             click.echo("pacing below the ceiling (gap p99.9 / nominal gap; micro-burst: frames each sent less "
@@ -107,13 +101,25 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, receive, compare_in
     try:
         path.write_text(json.dumps({"inventory": str(inventory.path), "fps": fps, "receive": received,
                                     "pacing": fidelity,
-                                    "ceilings": [{"generators": key, "fps": {str(k): float(v) for k, v in c.items()}}
-                                                 for key, c in measured],
+                                    "ceilings": [{"generators": key, "fps": {str(k): float(v) for k, v in c.items()},
+                                                  "receive": rows}
+                                                 for key, c, rows in measured],
                                     "measured": datetime.now().isoformat(timespec="seconds")}, indent=1))
     except OSError as exc:
         raise BadInput(f"{path}: cannot save the calibration: {exc.strerror}")
     click.echo(f"saved to {path}; runs on this inventory cap the load there and flag "
                "results within 5 % of it as tester-bound")
+
+
+def _ceilings(tester, inventory, sizes, duration, receive):
+    """(generators key, {size: send ceiling}, receive rows or None) with
+    `tester`'s generators: the receive ceiling at the same count, as a run
+    with that count receives (issue 56: two generators starve a receive
+    path that one leaves alone)."""
+    from rfc2544.engine.calibrate import calibrate as measure_ceiling
+    ceilings = measure_ceiling(inventory, sizes, duration=duration, tester=tester,
+                               progress=lambda size, fps: click.echo(f"{size:>6} B  {fps:14,.0f} fps"))
+    return generators_key(tester.plans), ceilings, (measure_receive(tester, ceilings, duration) if receive else None)
 
 
 def measure_receive(tester, ceilings, duration):

@@ -30,36 +30,46 @@ def calibration_key(plans, inventory):
 
 def load_calibration(inventory, generators=None):
     """{frame size: fps} the tester's ceiling with these `generators`
-    (generators_key; None: the file's first), lowered where the saved
-    receive ceiling says the receiver bounds it; or None: no calibration, or
-    none measured with them (a file from before ceilings named their
-    generators holds one generator per stream's)."""
+    (generators_key; None: the file's first), lowered where the receive
+    ceiling measured with the same generators says the receiver bounds it
+    (a file from before those were per count: the one it has); or None:
+    no calibration, or none measured with them (a file from before
+    ceilings named their generators holds one generator per stream's)."""
     from rfc2544.engine.calibrate import bounded_ceilings
     path = calibration_path(inventory)
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text())
-        if generators is None:
-            send = data["fps"]
-        else:
-            ones = ",".join("1" for _ in generators.split(","))
-            ceilings = data.get("ceilings") or [{"generators": ones, "fps": data["fps"]}]
-            send = next((entry["fps"] for entry in ceilings if str(entry["generators"]) == generators), None)
-            if send is None:
-                return None
-        # a receiver that counted less than it was sent lowers every count's ceiling
-        return bounded_ceilings({str(k): float(v) for k, v in send.items()}, data.get("receive"))
+        entry = _calibration_entry(json.loads(path.read_text()), generators)
+        if entry is None:
+            return None
+        return bounded_ceilings({str(k): float(v) for k, v in entry["fps"].items()}, entry["receive"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise BadInput(f"{path}: not a calibration file (run 'rfc2544 calibrate' again)")
 
 
-def calibration_bounds(inventory):
+def _calibration_entry(data, generators):
+    """{"fps", "receive"} of the file's ceiling with `generators` (None: its
+    first), or None when it has none measured with them."""
+    first = {"fps": data["fps"], "receive": data.get("receive")}
+    if generators is None:
+        return first
+    ones = ",".join("1" for _ in generators.split(","))
+    entries = data.get("ceilings") or [{"generators": ones, "fps": data["fps"]}]
+    entry = next((e for e in entries if str(e["generators"]) == generators), None)
+    if entry is None:
+        return None
+    # before receive ceilings per count, the file's one was measured with its first count
+    return {"fps": entry["fps"], "receive": entry["receive"] if "receive" in entry else data.get("receive")}
+
+
+def calibration_bounds(inventory, generators=None):
     """{frame size: "sender" or "receiver"}: which side bounds the tester
-    at each size the saved calibration measured the receiver at (rfc2544
-    calibrate, with a calibration link), or None."""
+    at each size the saved calibration measured the receiver at with
+    these `generators` (rfc2544 calibrate, with a calibration link), or None."""
     try:
-        rows = json.loads(calibration_path(inventory).read_text()).get("receive") or []
+        entry = _calibration_entry(json.loads(calibration_path(inventory).read_text()), generators)
+        rows = (entry or {}).get("receive") or []
         return {str(r["frame_size"]): str(r["bound"]) for r in rows} or None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -161,7 +171,8 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration, generator
         "hosts": hosts.get("hosts", hosts) if isinstance(hosts, dict) else hosts,
         "calibration": calibration,
     }
-    bounds = calibration_bounds(inventory) if calibration else None
+    bounds = (calibration_bounds(inventory, calibration_key(getattr(tester, "plans", ()), inventory))
+              if calibration else None)
     if bounds:
         conditions["calibration_bound"] = bounds
     clock = getattr(tester, "latency_clock", None)

@@ -50,7 +50,7 @@ class LinkPacing:
         self.tester = tester
         self.host = host
         self.tx, self.rx = host.calibration_link
-        self._link_tester = None
+        self._link_testers = {}     # by generators on the link's tx port
         self._cache = {}
 
     def estimate(self, spec, frames):
@@ -109,12 +109,14 @@ class LinkPacing:
             raise InfraError(f"{self.host.name}: reading the calibration link's capture failed: {err.strip()}")
         return frames, elapsed, spacing_of_arrivals(parse_times(out), fps)
 
-    def count(self, frame_size, fps, duration_s, ipv6=False):
-        """A trial on the link at `fps` for `duration_s`, the link's rx port
-        counting with the host's receiver as a run's rx ports do: the
-        TrialResult (sent, counted, sending time). No capture: only the
-        receiver's own cost is on the receiving side."""
-        link = self._link()
+    def count(self, frame_size, fps, duration_s, ipv6=False, generators=1):
+        """A trial on the link at `fps` for `duration_s` from `generators`
+        generators (placed as a run's are: off the link's receive CPUs
+        where the host has others), the link's rx port counting with the
+        host's receiver as a run's rx ports do: the TrialResult (sent,
+        counted, sending time). No capture: only the receiver's own cost is
+        on the receiving side."""
+        link = self._link(generators)
         link.engine.ready = False
         try:
             return link.run_trial(TrialSpec(frame_size=frame_size, load_fps=float(fps), duration_s=duration_s,
@@ -136,11 +138,12 @@ class LinkPacing:
             f"else same=0; last=$s; fi; sleep 0.1; done",
             timeout=WAIT_MAX_S + 30)
 
-    def _link(self):
-        """An SSHTester whose one stream is the calibration link (tx to rx),
-        over the borrowed sessions, of the tester's own class (so this module
-        and the tester's do not import each other)."""
-        if self._link_tester is None:
+    def _link(self, generators=1):
+        """An SSHTester whose one stream is the calibration link (tx to rx)
+        sent by `generators` generators, over the borrowed sessions, of the
+        tester's own class (so this module and the tester's do not import
+        each other)."""
+        if generators not in self._link_testers:
             session = self.tester.session(self.host.name)
             status, out, err = session.run(
                 f"cat /sys/class/net/{shlex.quote(self.tx)}/address /sys/class/net/{shlex.quote(self.rx)}/address")
@@ -156,9 +159,10 @@ class LinkPacing:
                                       self.host.user, ports=ports)
             inv = inventory_mod.Inventory(self.tester.inventory.path, {host.name: host},
                                           [inventory_mod.Stream(host.name, self.tx, host.name, self.rx)], {})
-            self._link_tester = type(self.tester)(inv, waits={"learning_frames": 0},
-                                          sessions={host.name: session})
-        return self._link_tester
+            self._link_testers[generators] = type(self.tester)(
+                inv, waits={"learning_frames": 0}, sessions={host.name: session},
+                generators=generators if generators > 1 else None)
+        return self._link_testers[generators]
 
 
 def parse_times(text):

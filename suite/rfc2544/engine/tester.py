@@ -288,9 +288,11 @@ class SSHTester:
 
     def count_on_link(self, frame_size, fps, duration_s, ipv6=False):
         """A trial on the calibration link, counted by its rx port's
-        receiver (LinkPacing.count): the TrialResult; None without a
-        calibration link."""
-        return self._on_link(lambda link: link.count(frame_size, fps, duration_s, ipv6))
+        receiver (LinkPacing.count), sent by as many generators as this
+        tester's streams have (the most of any): the TrialResult; None
+        without a calibration link."""
+        generators = max((p.generators for p in self.plans), default=1)
+        return self._on_link(lambda link: link.count(frame_size, fps, duration_s, ipv6, generators))
 
     def _on_link(self, use):
         if self._link_pacing is None:

@@ -168,8 +168,8 @@ def test_calibrate_measures_each_generator_count_and_runs_take_their_own(setup, 
     assert "line rate (1,488,095 fps) would take 50 generators at that rate" in out, out
     saved = json.loads((tmp / "inventory.yml.calibration.json").read_text())
     assert saved["fps"] == {"64": 30_000.0}
-    assert saved["ceilings"] == [{"generators": "1", "fps": {"64": 30_000.0}},
-                                 {"generators": "2", "fps": {"64": 60_000.0}}]
+    assert saved["ceilings"] == [{"generators": "1", "fps": {"64": 30_000.0}, "receive": None},
+                                 {"generators": "2", "fps": {"64": 60_000.0}, "receive": None}]
     loaded = inventory_mod.load(inv)
     assert assemble.load_calibration(loaded, "2") == {"64": 60_000.0}
     assert assemble.load_calibration(loaded, "1") == {"64": 30_000.0}
