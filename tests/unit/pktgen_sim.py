@@ -146,6 +146,7 @@ class SimKernel:
         self.t_start = None
         self.rx_enabled = False
         self.rx_level = "time"
+        self.jitter_max_ns = 900     # pgrx `jitter` max at level time: the path's longest hold
         self.rx_result = ""
         # 3 takes `pkt_size N` (frames of another length: wrong_size); 4 (module 1.1) several devices
         self.pgrx_version = pgrx_version
@@ -470,7 +471,7 @@ class SimKernel:
             lines += [f"stat name=latency n={n} skipped=0 min=10000 max=50000 mean=20000.000 var=100 "
                       f"sum={20000 * n} sumsq={n * (20000 ** 2 + 100)}",
                       f"stat name=interarrival n={n - 1} skipped=0 min=1 max=2 mean=1.500 var=0 sum=1 sumsq=1",
-                      f"stat name=jitter n={n - 1} skipped=0 min=0 max=900 mean=300.000 var=0 "
+                      f"stat name=jitter n={n - 1} skipped=0 min=0 max={self.jitter_max_ns} mean=300.000 var=0 "
                       f"sum={300 * (n - 1)} sumsq=0",
                       f"percentile name=latency n={n} p50=19968 p90=30000 p99=40000 p999=49920 p9999=50000",
                       f"hist name=latency low=19968 high=20095 count={n}"]

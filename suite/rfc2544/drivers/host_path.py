@@ -67,6 +67,20 @@ def dropped_here(counts):
     return counts.get("dropped", 0) + counts.get("nic_drops", 0)
 
 
+def with_holds(counts, rx):
+    """`counts` ({host: PathCounters.to_dict()}) with `held_ns` on each host
+    whose receiver timed its arrivals (`rx`: {host: pgrx state} read at
+    level time): the longest a frame arrived later after the frame before
+    it than it left (its delay variation max, pgrx `jitter`), how long the
+    path between the generators and the receiver held frames back."""
+    out = {h: dict(c) for h, c in counts.items()}
+    for host, state in rx.items():
+        jitter = getattr(state, "stats", {}).get("jitter")
+        if jitter is not None and jitter.n > 0 and host in out:
+            out[host]["held_ns"] = int(jitter.max)
+    return out
+
+
 def deltas(before, after):
     """{host: PathCounters during the trial} of the hosts read both times."""
     return {h: after[h].since(before[h]) for h in sorted(after) if h in before}

@@ -161,7 +161,8 @@ class LinkPacing:
                                           [inventory_mod.Stream(host.name, self.tx, host.name, self.rx)], {})
             self._link_testers[generators] = type(self.tester)(
                 inv, waits={"learning_frames": 0}, sessions={host.name: session},
-                generators=generators if generators > 1 else None)
+                generators=generators if generators > 1 else None,
+                every_cpu=getattr(getattr(self.tester, "engine", None), "every_cpu", False))
         return self._link_testers[generators]
 
 

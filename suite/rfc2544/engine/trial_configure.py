@@ -71,7 +71,7 @@ class ConfigurePhase:
     def _configure_checked(self, spec, configs):
         """Configure and zero until every counter reads zero (frames of the
         learning may still drain). -> counter baselines."""
-        level = "time" if spec.latency else "basic"
+        level = "time" if spec.latency or self.times_arrivals(spec) else "basic"
         full = False
         self.control_counts["configures"] += 1
         for attempt in range(4):

@@ -30,6 +30,7 @@ from rfc2544.drivers.streams import (check_addresses, check_generators, device_c
 from rfc2544.drivers.placement import assign_threads, host_cpus
 from rfc2544.drivers.readings import CounterReader
 from rfc2544.drivers.script import MAX_SLEEP_S, Batch
+from rfc2544.engine.pacing import may_be_bursty_spec
 from rfc2544.engine.schedule import RateSchedule
 from rfc2544.engine.traffic_watch import TrafficWatch
 from rfc2544.engine.trial_configure import ConfigurePhase
@@ -212,6 +213,17 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
                                      det["hosts"][host].threads, det["hosts"][host], self.every_cpu)
                 for host in self.tx_hosts}
 
+    def times_arrivals(self, spec):
+        """Whether `spec`'s trial times its arrivals at the receiver (pgrx
+        level time) to see how long the path held frames back: a steady
+        rate's trial where a DUT's forwarding runs on a receiving tester
+        host (a namespace on the same machine), the path that starves when
+        the generators share its CPUs (engine/starved.py)."""
+        if not may_be_bursty_spec(spec) or self.detect()["receiver"] != RECEIVER_PGRX:
+            return False
+        hosts = self.detect()["hosts"]
+        return any(getattr(hosts.get(h), "forwarding_ports", None) for h in self.rx_hosts)
+
     def host_cpus(self):
         """tx host -> placement.HostCpus: where it sends, where it receives."""
         det = self.detect()
@@ -382,7 +394,8 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
         result.hooks = hook_runs
         result.notes += hook_notes(hook_runs)
         during = host_path.deltas(self._path_zero, self.reader.parse_path(outputs, "final"))
-        result.host_path = {h: c.to_dict() for h, c in during.items()} or None
+        result.host_path = host_path.with_holds({h: c.to_dict() for h, c in during.items()},
+                                                rx if self.times_arrivals(spec) else {}) or None
         if self.modifiers:
             self._record_modifiers(result, self.reader.parse_extra(outputs, "final"), planned_modifiers)
         return result

@@ -151,7 +151,7 @@ class Context:
         if reason:      # the search retries it and never counts it as DUT loss
             result.tester_bursty = result.tester_limited = True
             result.notes.append(reason)
-        starved = starved_reason(result)
+        starved = starved_reason(result, self._journal[:self._next])
         if starved:     # frames the tester's own path dropped: retried the same way
             result.tester_starved = result.tester_limited = True
             result.notes.append(starved)

@@ -41,7 +41,11 @@ SCHEMA_VERSION = 2
 # receiver) bounds the calibrated ceiling.
 # 12 = `bucket_needed` and `bucket_drops` in a trial's `spacing` (a
 # policer at the trial's rate: model.Spacing).
-SCHEMA_MINOR = 13
+# 13 = a trial's `host_path` and `tester_starved`, `conditions.cpus` and
+# `conditions.generator_cpus` (where the generators send).
+# 14 = `held_ns` in a trial's `host_path` (the path's longest hold, from
+# arrivals timed against departures, where a DUT runs on a tester host).
+SCHEMA_MINOR = 14
 SECTIONS = tuple(SUMMARY_TYPES)
 
 
