@@ -8,8 +8,10 @@ from rfc2544.drivers import pktgen
 # Per interface: its TX and RX queues and NUMA node, each RX queue's RPS
 # mask, the IRQs named after it in /proc/interrupts ("eth0-TxRx-3",
 # "ice-eth0-TxRx-3", "eth0-tx-0") with the CPUs they are on in effect (the
-# smp_affinity_list is every CPU until pinned) and their names; each NUMA
-# node's CPUs. doctor runs it too.
+# smp_affinity_list is every CPU until pinned) and their names (a
+# virtio-net device's "virtio2-input.0" and "virtio2-output.0", named after
+# its virtio device, as "IF-rx-0" and "IF-tx-0"); each NUMA node's CPUs.
+# doctor runs it too.
 QUEUE_SCRIPT = r"""for d in /sys/class/net/*; do
   [ -d "$d/queues" ] || continue
   n=${d##*/}
@@ -23,6 +25,16 @@ $(cat "$d"/device/numa_node 2>/dev/null || echo -1)"
     [ -n "$a" ] || a=$(cat /proc/irq/$i/smp_affinity_list 2>/dev/null)
     echo "irq $n $i ${a:--} ${rest##* }"
   done
+  v=$(readlink "$d/device" 2>/dev/null); v=${v##*/}
+  case "$v" in virtio*)
+    grep -E "[[:space:]]$v-(input|output)[.][0-9]+\$" /proc/interrupts 2>/dev/null | while read -r i rest; do
+      i=${i%:}; q=${rest##* }
+      a=$(cat /proc/irq/$i/effective_affinity_list 2>/dev/null)
+      [ -n "$a" ] || a=$(cat /proc/irq/$i/smp_affinity_list 2>/dev/null)
+      case "$q" in *-input.*) k=rx ;; *) k=tx ;; esac
+      echo "irq $n $i ${a:--} $n-$k-${q##*.}"
+    done ;;
+  esac
 done
 for n in /sys/devices/system/node/node*; do [ -e "$n/cpulist" ] && echo "node ${n##*node} $(cat "$n/cpulist")"; done
 true"""

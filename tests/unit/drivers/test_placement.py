@@ -162,3 +162,30 @@ def test_a_placement_on_the_receive_path_is_declared_as_a_deviation(tmp_path):
     assert dev.code == "generator_cpus" and dev.used == "--generator-cpus all"
     assert "CPU(s) 1" in dev.text and "a deviation" in dev.text
     assert placement_deviations(SimpleNamespace()) == []
+
+
+def test_a_virtio_nics_queue_irqs_are_found_by_its_virtio_device(tmp_path):
+    """virtio-net names its IRQs after its virtio device ("virtio2-input.0"),
+    not the interface: the queue script (run here by sh over a fake /sys
+    and /proc) maps them to the interface's RX and TX queues, so placement
+    knows the CPU that receives."""
+    import os
+    import subprocess
+    from rfc2544.drivers.probe import QUEUE_SCRIPT
+    net = tmp_path / "sys/class/net/rx0"
+    (net / "queues/rx-0").mkdir(parents=True)
+    (net / "queues/rx-0/rps_cpus").write_text("0\n")
+    (tmp_path / "sys/devices/pci0000:00/virtio2").mkdir(parents=True)
+    os.symlink("../../../devices/pci0000:00/virtio2", net / "device")
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/interrupts").write_text(
+        " 24:  0  0  PCI-MSI 49152-edge  virtio2-config\n"
+        " 25:  9  0  PCI-MSI 49153-edge  virtio2-input.0\n"
+        " 26:  5  0  PCI-MSI 49154-edge  virtio2-output.0\n"
+        " 27:  5  0  PCI-MSI 49155-edge  virtio12-input.0\n")
+    for irq, cpu in ((25, "1"), (26, "0"), (27, "0")):
+        (tmp_path / f"proc/irq/{irq}").mkdir(parents=True)
+        (tmp_path / f"proc/irq/{irq}/effective_affinity_list").write_text(cpu + "\n")
+    script = QUEUE_SCRIPT.replace("/sys/", f"{tmp_path}/sys/").replace("/proc/", f"{tmp_path}/proc/")
+    probe = parse_probe(subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True).stdout)
+    assert probe.rx_cpus == {"rx0": {1}} and probe.tx_irq_cpus == {"rx0": {0: {0}}}
