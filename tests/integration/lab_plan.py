@@ -84,6 +84,7 @@ NEWEST_TESTS = [
     "test_lab_two_host.py::test_two_host_forwarding",
     "test_kmod_two_host.py::test_burst_fills_the_tx_ring_on_socket_link",
     "test_kmod_two_host.py::test_flows_spread_the_dut_over_its_cpus",
+    "test_kmod_two_host.py::test_two_generators_find_the_policed_rate",
     "test_lab_two_host.py::test_the_clock_reader_states_chrony_s_bound_on_both_vms",
     "test_lab_two_host.py::test_down_leaves_no_qemu",
 ]

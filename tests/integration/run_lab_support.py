@@ -3,6 +3,7 @@ test_run_bursts_lab.py, test_run_faults_lab.py, test_latency_bound_lab.py):
 the capped DUT, the module loaded for one test, small profiles, a search
 against the lab's DUT, and the fault runs' helpers. Holds no tests."""
 import json
+import re
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import yaml
 
 from rfc2544.config import inventory as inventory_mod
 from rfc2544.config import profiles
-from rfc2544.lab.topology import CALIBRATION_LINK
+from rfc2544.lab.topology import CALIBRATION_LINK, DUT_EGRESS
 from rfc2544.cli.display import Display
 from rfc2544.results.file import Results
 from rfc2544.procedures.runner import Runner, build_plan
@@ -131,13 +132,14 @@ def resume(out):
 
 
 def run_ndr_search(lab, tmp_path, final_s=FINAL_S, calibration_link=False, direction="uni", generators=None,
-                   **search):
+                   dut_hooks=None, **search):
     """The throughput search (MLRsearch, final_s s final trials) against the
     lab's DUT as it is capped now: the Results. `calibration_link`: name the
     lab tester's cal0-cal1 as its calibration link (the lab's inventory
     leaves it out); `generators` per stream (run's --generators). The
     tester is built as `rfc2544 run` builds it; the conditions hold where
-    its generators sent (`cpus`)."""
+    its generators sent (`cpus`). `dut_hooks`: the DUT's trial hooks
+    ({"pre": [...], "post": [...]}, run in its namespace)."""
     from rfc2544.engine.assemble import cpus_condition, make_tester
     prof = profiles.load(str(small_profile(tmp_path, tests=["throughput"], trial_duration_s=final_s,
                                            direction=direction, search={
@@ -146,6 +148,8 @@ def run_ndr_search(lab, tmp_path, final_s=FINAL_S, calibration_link=False, direc
     inv = inventory_mod.load(lab.inventory_path)
     if calibration_link:
         inv.hosts["tester"].calibration_link = CALIBRATION_LINK
+    if dut_hooks:
+        inv.hosts["dut"].trial_hooks = dut_hooks
     tester = make_tester(inv, prof, generators)
     results = Results.create(tmp_path / "out", prof, build_plan(prof), profiles.deviations(prof),
                              {"cpus": cpus_condition(tester)})
@@ -178,3 +182,20 @@ def with_module(capped):
     yield capped
     host.run(f"echo stop > /proc/net/pktgen/pgctrl 2>/dev/null; rmmod {MODULE}; rm -f {remote}", check=False)
     host.close()
+
+
+# The lab DUT's police counter, read by trial hooks in its namespace
+# (lab/cap.py polices on its egress port)
+POLICE_READ = f"tc -s filter show dev {DUT_EGRESS} egress"
+POLICE_HOOKS = {"pre": [POLICE_READ], "post": [POLICE_READ]}
+
+
+def police_drops(trial):
+    """Frames the DUT's policer dropped during a recorded trial (its
+    POLICE_HOOKS' two reads), or None when either read failed."""
+    reads = {}
+    for hook in trial.get("hooks") or ():
+        m = re.search(r"dropped (\d+)", hook.get("stdout") or "")
+        if hook.get("command") == POLICE_READ and hook.get("exit_status") == 0 and m:
+            reads[hook["phase"]] = int(m.group(1))
+    return reads["post"] - reads["pre"] if len(reads) == 2 else None

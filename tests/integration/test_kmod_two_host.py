@@ -271,3 +271,41 @@ def test_flows_spread_the_dut_over_its_cpus(kmod2, lab2):
         assert min(shares[256]) >= 0.3, shares
     finally:
         dut.close()
+
+
+def test_two_generators_find_the_policed_rate(kmod2, lab2, tmp_path):
+    """Issue 56, item 5: a throughput search with `--generators 2` through
+    the DUT VM policed at 1,000 fps with a 256-frame bucket (a socket link
+    between TCG VMs loses frames above ~1.4 k/s: test_two_host_forwarding)
+    finds what the DUT forwards within one search step, or the row says the
+    tester set it. The generators send from CPUs other than those of the
+    tester's own receive path.
+
+      tester VM [tx0@a, tx0@b]  ====socket link====  dut0 [DUT VM] dut1 (police 1000 fps, 256 frames)
+      tester VM [rx0: pgrx]     ====socket link====  <-------------'
+    """
+    from run_lab_support import run_ndr_search
+    police, bucket, final_s, step_pct = 1000, 256, 2, 2
+    lab2.cap_dut(police, bucket)
+    try:
+        results = run_ndr_search(lab2, tmp_path, final_s=final_s, resolution_pct=step_pct, generators=2,
+                                 max_load_fps=2 * police, duration_sum_s=2 * final_s)
+    finally:
+        lab2.uncap_dut()
+    # rx0's queue IRQ (virtio-net's "virtioN-input.0", e1000e's "rx0-rx-0") names its CPU
+    cpus = results.data["conditions"]["cpus"]["tester"]
+    sending = {int(c) for c in cpus["sending"]}
+    assert sorted(g for gens in cpus["sending"].values() for g in gens) == ["tx0@0", "tx0@1"], cpus
+    assert cpus["receive_path"] and not sending & set(cpus["receive_path"]) and cpus["warning"] is None, cpus
+    row = results.data["throughput"][0]
+    trials = [t for t in results.data["trials"] if not t.get("superseded")]
+    log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}/{t['duration_s']:g}s:{t['lost_frames']}:{t['verdict']}"
+                    for t in trials)
+    known = police + bucket / final_s
+    print(f"two-host, two generators, police {police} fps: NDR {row['ndr_fps']}, known {known:.0f}: {log}")
+    assert row["ndr_fps"] is not None, log
+    assert all(len(t["streams"][0].get("generators") or ()) == 2 for t in trials), log
+    if row.get("tester_bound") or row.get("tester_bursty") or row.get("tester_stall_s"):
+        assert row["ndr_fps"] <= known * 1.01, log
+    else:
+        assert known * (1 - step_pct / 100) <= row["ndr_fps"] <= known * 1.01, log

@@ -2,7 +2,6 @@
 section 21) finds a policer's bucket, and the tester's own bursts (a
 catch-up after a vCPU stall, the in-tree generator's) are named as the
 tester's, not the DUT's, loss."""
-import math
 import os
 import signal
 import threading
@@ -12,7 +11,6 @@ import pytest
 
 from rfc2544.config import inventory as inventory_mod
 from rfc2544.config import profiles
-from rfc2544.config.profiles import MAX_BOUND_US
 from rfc2544.lab.topology import CALIBRATION_LINK
 from rfc2544.cli.display import Display
 from rfc2544.results.file import Results
@@ -85,88 +83,78 @@ def test_bursty_traffic_finds_the_bucket_within_one_step(with_module, tmp_path):
 SMALL_BUCKET = 32      # frames: a DUT with a small buffer, which a tester's catch-up burst overflows
 
 
+NAMED = ("tester-bursty", "tester-starved", "tester-limited")
+
+
 def assert_bursty_retried(trials, retries, log):
-    """Each tester-bursty trial is followed by the same load, unless it was
-    the last of 1 + retries attempts."""
+    """Each trial named the tester's (bursty or starved) is followed by the
+    same load, unless it was the last of 1 + retries attempts."""
     for i, t in enumerate(trials):
-        if t["verdict"] != "tester-bursty":
+        if t["verdict"] not in ("tester-bursty", "tester-starved"):
             continue
         attempts = 1
         while i - attempts >= 0 and trials[i - attempts]["load_fps"] == t["load_fps"] \
-                and trials[i - attempts]["verdict"] in ("tester-bursty", "tester-limited"):
+                and trials[i - attempts]["verdict"] in NAMED:
             attempts += 1
         retried = i + 1 < len(trials) and trials[i + 1]["load_fps"] == t["load_fps"]
         # (the search may ask the same load again: its attempts follow on directly)
         assert retried or attempts % (1 + retries) == 0, f"#{t['id']} not retried: {log}"
 
 
-def unnamed_bursty(results, cap_fps, min_burst):
-    """The ids of failed trials at or below `cap_fps` with a micro-burst,
-    or a bucket needed at their rate, of more than `min_burst` frames that
-    the tester-bursty rule (engine/pacing.py) explains with the unit's
-    trials before them but that were not named: not judged the DUT's for
-    repeating the loss of a named attempt just before."""
-    from rfc2544.engine import pacing
-    unit = results.data["throughput"][0]["unit"]
-    records = [t for t in results.data["trials"] if t.get("unit") == unit and not t.get("superseded")]
-    trials = Results.load(results.dir).recorded_trials(unit)
-    missed = []
-    for i, (record, t) in enumerate(zip(records, trials)):
-        s = t.spacing
-        if t.tester_limited or not t.lost_frames or t.spec.load_fps > cap_fps or s is None \
-                or max(s.longest_micro_burst, s.bucket_needed or 0) <= min_burst:
-            continue
-        before = trials[:i]
-        if pacing.bursty_reason(t, pacing.evidence_of(before)) \
-                and not pacing.repeats_loss(before[-1] if before else None, t):
-            missed.append(record["id"])
+def unnamed_below_rate(trials, rate_fps, first_attempts_only=False):
+    """The ids of failed trials at or below 99 % of the policer's rate
+    that the run did not name as the tester's (tester-bursty, -starved,
+    -limited). A token bucket at `rate_fps` drops nothing of frames sent
+    evenly below its rate: whatever such a trial lost came too close
+    together, through no lack of the DUT's rate, and counted as the DUT's
+    loss it would set the NDR low. The expectation is the DUT's, not the
+    suite's rule. `first_attempts_only`: judge the first attempt at each
+    load only (the rule's repeat clause, pacing.repeats_loss, gives a
+    retry that loses about as much again to the DUT by design)."""
+    missed, seen = [], set()
+    for t in trials:
+        first = t["load_fps"] not in seen
+        seen.add(t["load_fps"])
+        if t["lost_frames"] and t["load_fps"] <= 0.99 * rate_fps and t["verdict"] not in NAMED \
+                and (first or not first_attempts_only):
+            missed.append(t["id"])
     return missed
+
+
+def counts_not_the_policers(trials):
+    """The trials whose loss is not what the DUT's policer dropped (its
+    counter, read by trial hooks) plus what the tester's own path dropped
+    (host_path): the count the rules judge must be the DUT's."""
+    from run_lab_support import police_drops
+    off = []
+    for t in trials:
+        police = police_drops(t)
+        own = sum(c.get("dropped", 0) + c.get("nic_drops", 0) for c in (t.get("host_path") or {}).values())
+        if police is None or t["lost_frames"] != police + own:
+            off.append((t["id"], t["lost_frames"], police, own))
+    return off
 
 
 SEARCH_ATTEMPTS = 2
 
 
-def explained_by_the_lab(trial, bucket):
-    """Why the tester and the lab's path, not the DUT's rate, explain a
-    failed trial's loss at a policer of `bucket` frames (at a rate of at
-    least the trial's), from the trial's own records, or None. The path
-    (the DUT shares the host's vCPUs) bunched frames held up to its latency
-    spread: H = spread x rate frames, which the bucket had to hold beside
-    the tester's own Q, the bucket a policer at the trial's rate needs
-    (departures.h). (The spread also counts delays after the policer: H is
-    a bound from above.) With Q + H within the bucket nothing of theirs
-    overflowed it: the loss is the DUT's. Otherwise the loss may be theirs
-    up to what the policer at the trial's rate drops with a bucket of
-    bucket - H (the recorded size at or below it, 1 at least), plus what
-    H beyond the bucket overflows at once."""
-    lat, spacing = trial.get("latency") or {}, trial.get("spacing") or {}
-    held = (lat.get("max_ns", 0) - lat.get("min_ns", 0)) * trial["load_fps"] / 1e9
-    needed, left = spacing.get("bucket_needed") or 0, max(int(bucket - held), 1)
-    drops = dict(spacing.get("bucket_drops") or [])
-    explained = drops.get(1 << (left.bit_length() - 1), 0) + max(math.ceil(held - bucket), 0)
-    figures = (f"#{trial['id']}: {trial['lost_frames']} lost; path held {held:.1f} frames, the tester needed a "
-               f"bucket of {needed}; one of {left} drops up to {explained}")
-    if needed + held <= bucket or trial["lost_frames"] > explained:
-        print(f"not the lab's: {figures}")
-        return None
-    return figures
-
-
 def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     """The DUT policed at CAP_PPS with a bucket of 32 frames, our generator
-    and receiver: every failed trial at or below the police rate whose
-    micro-burst, or the bucket a policer at its rate needs, was larger than
-    the DUT's bucket and that the rule explains is named tester-bursty and
-    retried, and the NDR lands within 1 % of the police rate, or the
-    throughput row says why the tester could not measure it there (its
-    bursts, a stall, a rate it could not send): never a silent low NDR.
-    Final trials of 4 s and one retry keep it short. The search resolves to
-    0.5 %: at 1 % the NDR may lie a whole step under an upper bound that
-    lost 2 frames at the police rate itself (seen: 2977 against 3008).
-    The DUT shares the host's vCPUs: a held one bunches frames in flight,
-    which the bucket drops though the tester sent them well enough. A low
-    NDR without a flag stands only where every failed trial at its upper
-    bound shows that in its own records (explained_by_the_lab)."""
+    and receiver. Judged by what the DUT is, not by the suite's rules:
+    every trial lost exactly what the DUT's policer dropped (its counter,
+    read by trial hooks) and the tester's own path; every failed trial
+    below the police rate is named as the tester's (a policer drops
+    nothing of even frames below its rate) and retried; and the NDR lands
+    within 1 % of what the DUT forwards (its rate plus its bucket over a
+    final trial), or the throughput row says the tester set it, and then
+    the trials that set its upper bound were not above what the DUT
+    forwards (a flag never excuses the DUT's own loss). Final trials of 4
+    s and one retry keep it short. The search resolves to 0.5 %: at 1 % the
+    NDR may lie a whole step under an upper bound that lost 2 frames at
+    the police rate itself (seen: 2977 against 3008). The DUT shares the
+    host's vCPUs: the receiver times the arrivals there, and a path that
+    held frames back is named too (tester-starved, engine/starved.py)."""
+    from run_lab_support import POLICE_HOOKS
     lab = with_module
     lab.cap_dut(CAP_PPS, SMALL_BUCKET)
     retries, final_s = 1, 4
@@ -176,9 +164,8 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     def search():
         path = tmp_path / f"attempt{next(attempts)}"
         path.mkdir()
-        # a latency bound no trial reaches: every trial records its latency
         return run_ndr_search(lab, path, final_s=final_s, resolution_pct=0.5, tester_limited_retries=retries,
-                              latency_bound={"percentile": "max", "us": MAX_BOUND_US})
+                              dut_hooks=POLICE_HOOKS)
 
     def flagged(row):
         return row.get("tester_bursty") or row.get("tester_stall_s") or row.get("tester_bound")
@@ -190,11 +177,11 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
         # held below their rate, or whose bursts the rule named); the last
         # attempt is judged as it stands
         row = results.data["throughput"][0]
-        disturbed = [t["id"] for t in results.data["trials"] if t["verdict"] in ("tester-limited", "tester-bursty")]
+        disturbed = [t["id"] for t in results.data["trials"] if t["verdict"] in NAMED]
         missed = not (flagged(row) or abs(row["ndr_fps"] - known) / known <= 0.01)
         return missed and disturbed and f"NDR {row['ndr_fps']:.0f} fps, trials {disturbed} disturbed"
     results, spoiled = until_clean(search, held_back, attempts=SEARCH_ATTEMPTS)
-    trials = results.data["trials"]
+    trials = [t for t in results.data["trials"] if not t.get("superseded")]
     log = "; ".join(f"#{t['id']} {t['load_fps']:.0f}:{t['lost_frames']}:{t['verdict']}:"
                     f"{(t.get('spacing') or {}).get('longest_micro_burst')}/{(t.get('spacing') or {}).get('close_frames')}"
                     f"/{(t.get('spacing') or {}).get('bucket_needed')}"
@@ -202,27 +189,21 @@ def test_a_small_bucket_dut_names_the_testers_bursts(with_module, tmp_path):
     print(log)
     assert all(t.get("spacing") and t["spacing"].get("bucket_needed") for t in trials), \
         "a trial without departure data, or without the policer at its rate"
-    # every failed trial at or below the police rate whose bursts beyond the
-    # bucket explain its loss, by the rule (engine/pacing.py), is named
-    assert unnamed_bursty(results, CAP_PPS, SMALL_BUCKET) == [], log
+    assert counts_not_the_policers(trials) == [], log
+    assert unnamed_below_rate(trials, CAP_PPS) == [], log
     assert_bursty_retried(trials, retries, log)
     row = results.data["throughput"][0]
     print(f"NDR {row['ndr_fps']} fps, police rate {known:.0f} fps, tester_bursty {row.get('tester_bursty')}, "
           f"tester_stall_s {row.get('tester_stall_s')}, tester_bound {row.get('tester_bound')}, "
           f"spoiled attempts {spoiled}")
-    if flagged(row) or abs(row["ndr_fps"] - known) / known <= 0.01:
+    assert row["ndr_fps"] < known * 1.01, log      # never above what the DUT forwards
+    if not flagged(row):
+        assert abs(row["ndr_fps"] - known) / known <= 0.01, f"a silent low NDR: {spoiled} {log}"
         return
-    # A low NDR no flag explains stands only where each failed trial at its
-    # upper bound lost no more than the tester's frames and the path's
-    # bunching explain at the DUT's known bucket (CI run 7: NDR 2486 for
-    # 3008, bursts of 21 where passed trials had 30, a frame 3.3 ms late)
-    assert row["ndr_fps"] < known, log      # never above what the DUT forwards
+    # the trials that set a flagged row's upper bound lost what the DUT forwards, not beyond it
     upper = row["ndr_upper_fps"]
-    deciding = [t for t in trials if upper and abs(t["load_fps"] - upper) <= upper * 0.001
-                and t["verdict"] in ("fail", "aborted")]
-    why = [explained_by_the_lab(t, SMALL_BUCKET) for t in deciding]
-    print(f"upper bound {upper}: {why}")
-    assert deciding and all(why), f"a silent low NDR: the upper bound's failures {why}: {spoiled} {log}"
+    deciding = [t for t in trials if upper and abs(t["load_fps"] - upper) <= upper * 0.001 and t["verdict"] in NAMED]
+    assert all(t["load_fps"] <= known * 1.01 for t in deciding), f"a flag over the DUT's own loss: {log}"
 
 
 
@@ -296,7 +277,7 @@ def test_the_in_tree_generators_bursts_are_named_from_the_calibration_link(cappe
         asked = round(t["load_fps"] * shortest)
         span_s = (s["frames"] - 1) * s["mean_gap_ns"] / 1e9
         assert s["frames"] >= 0.98 * asked and span_s >= 0.8 * shortest, (t["id"], asked, s["frames"], span_s)
-    assert unnamed_bursty(results, CAP_PPS, 1) == [], log
+    assert unnamed_below_rate(trials, CAP_PPS, first_attempts_only=True) == [], log
     bursty = [t for t in trials if t["verdict"] == "tester-bursty"]
     assert bursty, f"20 ms stalls at up to {CAP_PPS} fps owe more than {SMALL_BUCKET} frames, yet none named: {log}"
     assert all("on the calibration link" in " ".join(t["notes"]) for t in bursty)
