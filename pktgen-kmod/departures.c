@@ -76,8 +76,8 @@ static void pg_dep_catchup(struct pg_departures *d, u64 before, u64 drained, u64
 		d->cur.start_ns = now - gap;
 		return;
 	}
-	if (!d->rise_top_ns && gap > nominal) {
-		/* as if its first frame had left on its slot */
+	if (!d->rise_top_ns && (gap > nominal || !before)) {
+		/* as if its first frame had left on its slot (the run's first call too) */
 		d->rise_base_ns = drained + nominal;
 		d->cur.start_ns = now - gap;
 	}
@@ -105,8 +105,12 @@ static void pg_dep_police(struct pg_departures *d, u64 now, u64 gap, unsigned in
 
 	if (unlikely(nominal != d->queue_nominal)) {
 		/* a new rate (ratep while running): the largest so far, in its ns */
-		if (d->rise_top_ns)
+		if (d->rise_top_ns) {
 			pg_dep_catchup_end(d);	/* in the old rate's ns */
+			/* and the next one starts afresh, not where this one did */
+			d->rise_base_ns = d->queue_ns;
+			d->cur.start_ns = now - gap;
+		}
 		d->queue_nominal = nominal;
 		if (check_mul_overflow(d->bucket_needed, nominal, &d->queue_max_ns))
 			d->queue_max_ns = U64_MAX;
@@ -173,11 +177,13 @@ static void pg_dep_show_catchup(struct seq_file *m, const struct pg_catchup *c, 
 /* how many, then the largest as start_ns-end_ns:frames, the one under way last */
 static void pg_dep_show_catchups(struct seq_file *m, const struct pg_departures *d)
 {
-	u64 top = READ_ONCE(d->rise_top_ns), nominal = d->queue_nominal, cur = 0;
+	/* read while the thread may write: each value once */
+	u64 top = READ_ONCE(d->rise_top_ns), base = READ_ONCE(d->rise_base_ns);
+	u64 nominal = READ_ONCE(d->queue_nominal), cur = 0;
 	unsigned int i;
 
-	if (top > d->rise_base_ns && nominal)
-		cur = pg_dep_frames(top - d->rise_base_ns, nominal);
+	if (top > base && nominal)
+		cur = pg_dep_frames(top - base, nominal);
 	seq_printf(m, "     catch_ups: %llu", d->catchups_n + (cur >= 2));
 	for (i = 0; i < PG_CATCHUPS; i++)
 		pg_dep_show_catchup(m, &d->catchups[i], d->catchups[i].frames);

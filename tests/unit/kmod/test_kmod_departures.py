@@ -282,3 +282,22 @@ def test_a_catch_up_under_way_is_shown(harness):
     burst, _ = _stalled(nominal, 500_000, 30)
     _, _, out = departures(harness, [(nominal, 1)] + burst, nominal=nominal)
     assert catch_ups_of(out) == (1, [(nominal, burst[-1][0], 30)])
+
+
+def test_a_rate_change_in_a_catch_up_ends_it_and_starts_the_rest_afresh(harness):
+    """`ratep` while a catch-up grows: the part before is kept in its own
+    rate's frames; the rest starts where the change came, from the queue
+    then, so the two records do not both count the first part."""
+    import subprocess
+    nominal = 10_000
+    script = "reset 0\n" + "".join(f"rec {nominal * (i + 1)} 1 {nominal}\n" for i in range(10))
+    t = 10 * nominal + 500_000                      # a 0.5 ms stall: 50 frames owed
+    script += "".join(f"rec {t + j} 1 {nominal}\n" for j in range(21))       # 20 of them ahead
+    script += "".join(f"rec {t + 21 + j} 1 {nominal // 2}\n" for j in range(21))  # ratep doubled mid-way
+    script += f"show {nominal // 2}\n"
+    out = subprocess.run([str(harness)], input=script, capture_output=True, text=True, check=True).stdout
+    n, kept = catch_ups_of(out)
+    assert n == 2, out
+    (s1, e1, f1), (s2, e2, f2) = kept
+    assert (s1, e1, f1) == (10 * nominal, t + 20, 20)
+    assert s2 == e1 and e2 == t + 41 and f2 == 21      # every frame after the change, ahead
