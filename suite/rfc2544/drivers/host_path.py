@@ -11,6 +11,7 @@ A tester that sends on the CPUs of its own receive path (or of a DUT
 namespace on the same machine) starves it: frames dropped there are lost
 on the tester, not by the DUT (engine/starved.py names such trials).
 """
+import math
 from dataclasses import asdict, dataclass
 
 from rfc2544.drivers import counters
@@ -67,17 +68,20 @@ def dropped_here(counts):
     return counts.get("dropped", 0) + counts.get("nic_drops", 0)
 
 
-def with_holds(counts, rx):
-    """`counts` ({host: PathCounters.to_dict()}) with `held_ns` on each host
-    whose receiver timed its arrivals (`rx`: {host: pgrx state} read at
-    level time): the longest a frame arrived later after the frame before
-    it than it left (its delay variation max, pgrx `jitter`), how long the
-    path between the generators and the receiver held frames back."""
+def with_holds(counts, rx, rates):
+    """`counts` ({host: PathCounters.to_dict()}) with `held_ns` and
+    `held_frames` on each host whose receiver timed its arrivals (`rx`:
+    {host: pgrx state} read at level time, the hosts that carry a DUT's
+    forwarding only): the longest a frame arrived later after the frame
+    before it than it left (its delay variation max, pgrx `jitter`), how
+    long the path held frames back, and the frames due meanwhile at
+    `rates[host]`, the frames/s that host receives."""
     out = {h: dict(c) for h, c in counts.items()}
     for host, state in rx.items():
         jitter = getattr(state, "stats", {}).get("jitter")
         if jitter is not None and jitter.n > 0 and host in out:
             out[host]["held_ns"] = int(jitter.max)
+            out[host]["held_frames"] = math.ceil(jitter.max * rates.get(host, 0) / 1e9)
     return out
 
 

@@ -18,9 +18,12 @@ record draws it: silent from its catch-up's start, then at its end the
 frames it owed at once (those it put ahead and the one on its slot), on its
 share's pace otherwise. The queue ahead of the stream's rate drains while
 some are silent by their shares' rates, and each catch-up adds its frames;
-its peak is the bucket the cluster needs (within a frame or two of a
-frame-by-frame policer: tests/unit/kmod/test_merged_catch_ups.py). Then, per
-stream:
+its peak is the bucket the cluster needs: within a frame or two of a
+frame-by-frame policer where the debt leaves back to back (catchup_pct 0,
+the default: tests/unit/kmod/test_merged_catch_ups.py). A generator that
+pays its debt at a bounded pace (catchup_pct) is drawn silent longer than
+it was, which can only lower a cluster's figure, never raise it above the
+truth; each generator's own bucket stays the floor. Then, per stream:
   bucket needed = max(each generator's own, the largest cluster's);
   dropped with a bucket of T = max(the generators' own drops at T summed,
                                    the sum over clusters of (need - T)+).
@@ -36,7 +39,8 @@ def clusters(catch_ups):
     """[(start_ns, end_ns, frames, rate_fps)] of a stream's generators ->
     the bucket each group of overlapping ones needs of the stream's policer."""
     out, group, group_end = [], [], None
-    for item in sorted(catch_ups):
+    # a record read while its generator wrote it may be torn: one that ends before it starts is left out
+    for item in sorted(c for c in catch_ups if c[0] <= c[1]):
         if group and item[0] > group_end:
             out.append(_played(group))
             group = []

@@ -315,11 +315,12 @@ def beyond_absorbed(spacing, evidence, even=False):
 FEW_FRAMES = 10
 
 
-def repeats_loss(previous, result):
-    """`result` repeats `previous`, a tester-bursty attempt at the same load
-    and duration, with about the same loss: within 20 %, each of at least
-    FEW_FRAMES frames."""
-    if previous is None or not getattr(previous, "tester_bursty", False):
+def repeats_loss(previous, result, named="tester_bursty"):
+    """`result` repeats `previous`, an attempt at the same load and
+    duration named so (`named`: tester_bursty, or starved.py's
+    tester_starved), with about the same loss: within 20 %, each of at
+    least FEW_FRAMES frames."""
+    if previous is None or not getattr(previous, named, False):
         return False
     same = (previous.spec.load_fps == result.spec.load_fps
             and previous.spec.duration_s == result.spec.duration_s)

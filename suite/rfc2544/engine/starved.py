@@ -15,31 +15,35 @@ forwarding runs on a tester host (a namespace on the same machine: its
 softirqs share the generators' CPUs), the receiver times each frame's
 arrival against its departure stamp: a frame that arrived H ns later after
 the frame before it than it left was held H ns, and the frames due in that
-time then came at once, H x rate of them, into the DUT's buffer or policer
-(`held_ns` in the trial's host_path). Judged as the tester-bursty rule
-judges the generator's bursts: with P those frames, A the most of a passed
-trial of the unit (0: none recorded) and L the frames lost, the trial is
-the path's where P > A and L <= P - A: a buffer or bucket that held A
-frames at once loses at most P - A of P. A loss beyond it is spread over
-the trial: the DUT's rate, not the hold. Measured in the lab (police 6,000
-fps, bucket 256): holds of 1 to 47 frames, lossy trials among them, so a
-loss there is not the path's and stays the DUT's.
+time then came at once, H x the host's receive rate of them, into the DUT's
+buffer or policer (`held_ns`, `held_frames` in the trial's host_path).
+Judged as the tester-bursty rule judges the generator's bursts: with P
+those frames, A the most of a passed trial of the unit and L the frames
+lost, the trial is the path's where
+  1. A >= 1 and P > A: a passed trial's path was seen holding frames, and
+     this one held more (with none seen, the rule says nothing: any
+     trial's path holds a frame or two, and the DUT's loss is the default);
+  2. L <= P - A: a buffer or bucket that held A frames at once loses at
+     most P - A of P; a loss beyond it is spread over the trial, the DUT's;
+  3. the same load's attempt just before was not named so with about the
+     same loss (pacing.repeats_loss): a DUT that cannot carry the rate
+     loses the same again.
+Measured in the lab (police 6,000 fps, bucket 256): holds of 1 to 47
+frames, lossy trials among them, so a loss there stays the DUT's.
 
 The softnet time_squeeze count is recorded beside the drops but does not
 name a trial alone: a squeezed softirq that still delivered every frame
 lost nothing on the tester.
 """
-import math
-
 from rfc2544.drivers.host_path import dropped_here
-from rfc2544.engine.pacing import may_be_bursty
+from rfc2544.engine.pacing import may_be_bursty, repeats_loss
 
 
 def held_frames(result):
-    """The most frames the path let go at once in `result`'s trial (its
-    longest hold x the trial's rate), or None where arrivals were not timed."""
-    held = [c["held_ns"] for c in (result.host_path or {}).values() if c.get("held_ns") is not None]
-    return math.ceil(max(held) * result.spec.load_fps / 1e9) if held else None
+    """The most frames the path let go at once in `result`'s trial, or None
+    where arrivals were not timed."""
+    held = [c["held_frames"] for c in (result.host_path or {}).values() if c.get("held_frames") is not None]
+    return max(held) if held else None
 
 
 def absorbed_holds(trials):
@@ -49,7 +53,8 @@ def absorbed_holds(trials):
 
 def starved_reason(result, unit_trials=()):
     """Why `result` (a TrialResult) is tester-starved, or None; `unit_trials`:
-    the unit's other trials (what their paths held and still passed)."""
+    the unit's trials before it, in order (what their paths held and still
+    passed, and the attempt just before)."""
     if not may_be_bursty(result) or not result.host_path:
         return None
     hosts = {h: c for h, c in result.host_path.items() if dropped_here(c) > 0}
@@ -61,9 +66,10 @@ def starved_reason(result, unit_trials=()):
         return (f"tester-starved: the tester's own packet path dropped {own} frames during the trial ({where}); "
                 f"of the {result.lost_frames} frames lost, those are not the DUT's: the trial is retried and "
                 f"not counted as DUT loss")
-    held = held_frames(result)
-    absorbed = absorbed_holds(unit_trials)
-    if held is None or held <= absorbed or result.lost_frames > held - absorbed:
+    held, absorbed = held_frames(result), absorbed_holds(unit_trials)
+    if held is None or absorbed < 1 or held <= absorbed or result.lost_frames > held - absorbed:
+        return None
+    if repeats_loss(unit_trials[-1] if unit_trials else None, result, named="tester_starved"):
         return None
     longest = max(c.get("held_ns") or 0 for c in result.host_path.values())
     return (f"tester-starved: the path through the DUT's namespace on the tester held frames back up to "

@@ -213,6 +213,18 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
                                      det["hosts"][host].threads, det["hosts"][host], self.every_cpu)
                 for host in self.tx_hosts}
 
+    def _holds(self, spec, schedule, rx):
+        """(rx states, {host: frames/s it receives}) of the receiving hosts
+        that carry a DUT's forwarding, when the trial timed its arrivals."""
+        if not self.times_arrivals(spec):
+            return {}, {}
+        hosts = self.detect()["hosts"]
+        carrying = {h: state for h, state in rx.items() if getattr(hosts.get(h), "forwarding_ports", None)}
+        rates = {}
+        for p, rate in zip(self.plans, schedule.first_rates()):
+            rates[p.rx_host] = rates.get(p.rx_host, 0) + (rate or 0)
+        return carrying, rates
+
     def times_arrivals(self, spec):
         """Whether `spec`'s trial times its arrivals at the receiver (pgrx
         level time) to see how long the path held frames back: a steady
@@ -395,7 +407,7 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
         result.notes += hook_notes(hook_runs)
         during = host_path.deltas(self._path_zero, self.reader.parse_path(outputs, "final"))
         result.host_path = host_path.with_holds({h: c.to_dict() for h, c in during.items()},
-                                                rx if self.times_arrivals(spec) else {}) or None
+                                                *self._holds(spec, schedule, rx)) or None
         if self.modifiers:
             self._record_modifiers(result, self.reader.parse_extra(outputs, "final"), planned_modifiers)
         return result

@@ -71,3 +71,33 @@ def test_a_file_from_before_per_count_receive_ceilings_keeps_its_one(setup):  # 
     loaded = inventory_mod.load(inv)
     assert assemble.load_calibration(loaded, "2") == {"64": 30_000.0}
     assert assemble.calibration_bounds(loaded, "2") == {"64": "receiver"}
+
+
+def test_the_link_is_sent_by_the_testers_generators(tmp_path):
+    """SIMULATED: SSHTester.count_on_link asks the calibration link for as
+    many generators as its streams have, and LinkPacing builds the link's
+    own tester with that count and the tester's --generator-cpus."""
+    from test_generators import sim_tester
+    from pktgen_sim import SimKernel
+    from rfc2544.engine.calibration_link import LinkPacing
+    asked = []
+
+    class Link:
+        def count(self, size, fps, duration, ipv6, generators):
+            asked.append(generators)
+    with sim_tester(tmp_path, SimKernel(pgrx_version=6), generators=2, every_cpu=True) as tester:
+        tester._link_pacing = Link()
+        tester.count_on_link(64, 1000.0, 1.0)
+        made = []
+
+        class Recording(type(tester)):
+            def __init__(self, inventory, **kw):
+                made.append(kw)
+        tester.__class__ = Recording
+        tester.inventory.hosts["tester"].calibration_link = ("cal0", "cal1")
+        tester.session = lambda name: SimpleNamespace(
+            run=lambda cmd, **kw: (0, "02:00:00:00:00:0a\n02:00:00:00:00:0b\n", ""))
+        link = LinkPacing(tester, tester.inventory.hosts["tester"])
+        link._link(2)
+    assert asked == [2]
+    assert made[0]["generators"] == 2 and made[0]["every_cpu"] is True

@@ -138,10 +138,12 @@ def test_a_trial_whose_tester_dropped_frames_is_named_through_the_engine(tmp_pat
         kernel.path_drops_at_start = (7, 2)
         starved = tester.run_trial(spec(load_fps=2000, duration_s=0.2))
     # (the sim's DUT is a namespace of the tester: arrivals timed, its hold recorded)
-    assert quiet.host_path == {"tester": {"dropped": 0, "squeezed": 0, "nic_drops": 0, "held_ns": 900}}
+    assert quiet.host_path == {"tester": {"dropped": 0, "squeezed": 0, "nic_drops": 0, "held_ns": 900,
+                                                   "held_frames": 1}}
     assert quiet.lost_frames > 0 and starved_reason(quiet) is None
     # the counters rose between the zero read and the final read of the second trial only
-    assert starved.host_path == {"tester": {"dropped": 7, "squeezed": 2, "nic_drops": 0, "held_ns": 900}}
+    assert starved.host_path == {"tester": {"dropped": 7, "squeezed": 2, "nic_drops": 0, "held_ns": 900,
+                                                     "held_frames": 1}}
     assert "dropped 7 frames" in starved_reason(starved)
 
 

@@ -4,6 +4,8 @@ arrivals against the departure stamps; a failed trial whose path let more
 frames go at once than passed trials' paths did, enough to lose what it
 lost, is the path's. Synthetic records first, then through the engine with
 the simulated tester (its pgrx reports a chosen delay-variation max)."""
+import math
+
 from pktgen_sim import SimKernel
 from test_generators import sim_tester
 from test_tester_sim import spec
@@ -18,6 +20,7 @@ def trial(lost, held_ms, tx=27_000, **counts):
     path = {"tester": {"dropped": 0, "squeezed": 0, "nic_drops": 0, **counts}}
     if held_ms is not None:
         path["tester"]["held_ns"] = int(held_ms * 1e6)
+        path["tester"]["held_frames"] = math.ceil(held_ms * RATE / 1e3)    # as the engine records it
     return TrialResult(spec=TrialSpec(frame_size=64, load_fps=RATE, duration_s=5.0), tx_frames=tx,
                        rx_frames=tx - lost, intended_frames=tx, achieved_fps=RATE, traffic_s=5.0,
                        tester_limited=False, host_path=path)
@@ -47,8 +50,14 @@ def test_a_hold_beyond_the_passed_ones_names_the_loss_within_its_excess():
                              "back up to 60.0 ms and let 324 go at once, where passed trials let at most 47")
     assert starved_reason(trial(277, 60.0), passed) is not None
     assert starved_reason(trial(278, 60.0), passed) is None
-    # no passed trial timed its arrivals: nothing was seen absorbed
-    assert "at most 0" in starved_reason(trial(3, 60.0), [trial(0, None)])
+    # no passed trial timed its arrivals: nothing was seen absorbed, the loss stays the DUT's
+    assert starved_reason(trial(3, 60.0), [trial(0, None)]) is None
+    assert starved_reason(trial(3, 60.0), []) is None
+    # the same load lost about as much again after a named attempt: the DUT's
+    named = trial(40, 60.0)
+    named.tester_starved = True
+    assert starved_reason(trial(40, 60.0), passed) is not None
+    assert starved_reason(trial(42, 60.0), passed + [named]) is None
     # the counters' form comes first: frames the host itself dropped
     assert "dropped 5 frames" in starved_reason(trial(3, 60.0, dropped=5), passed)
 
@@ -65,8 +74,9 @@ def test_arrivals_are_timed_only_where_the_dut_runs_on_the_tester(tmp_path):
         assert kernel.rx_level == "time"
         kernel.jitter_max_ns, kernel.device_loss_every = 60_000_000, {"tx0": 50}
         failed = tester.run_trial(spec(load_fps=2000, duration_s=0.2))
-    assert passed.host_path["tester"]["held_ns"] == 1_000_000
-    assert failed.host_path["tester"]["held_ns"] == 60_000_000 and failed.lost_frames > 0
+    # at the rate the tester host receives (2,000 fps): 1 ms holds 2 frames, 60 ms 120
+    assert (passed.host_path["tester"]["held_ns"], passed.host_path["tester"]["held_frames"]) == (1_000_000, 2)
+    assert failed.host_path["tester"]["held_frames"] == 120 and failed.lost_frames > 0
     assert passed.lost_frames == 0
     assert "let 120 go at once, where passed trials let at most 2" in starved_reason(failed, [passed])
 
@@ -79,3 +89,4 @@ def test_a_separate_dut_gets_no_timed_arrivals(tmp_path):
         tester.inventory.hosts["dut"].address = "192.0.2.99"
         r = tester.run_trial(spec(load_fps=2000, duration_s=0.2))
     assert kernel.rx_level == "basic" and "held_ns" not in r.host_path["tester"]
+    assert "held_frames" not in r.host_path["tester"]
