@@ -100,6 +100,13 @@ class LatencyBound:
         return value is None or not math.isfinite(value) or value > self.us * 1000.0
 
 
+# Facts that results, reports and the tester share (each layer reads them here):
+GENERATOR_INTREE = "pktgen (in-tree)"       # conditions.generator of the kernel's own pktgen
+SOURCE_GENERATOR = "generator"              # Spacing.source: rfc2544_pktgen's departure times
+SOURCE_LINK = "calibration link"            # Spacing.source: arrivals on the tester's own link (an estimate)
+TESTER_BOUND_MARGIN = 0.05                  # an NDR within 5 % of the tester's own ceiling is tester-bound
+
+
 @dataclass
 class Spacing:
     """How evenly the generator sent a trial's frames (rfc2544_pktgen's own

@@ -49,7 +49,7 @@ def calibrate(inventory_path, frame_sizes, duration, pacing, receive, compare_in
         raise BadInput("--compare-in-tree compares pacing: it cannot go with --no-pacing")
     try:
         from rfc2544.engine.calibrate import in_tree_pacing, pacing_fidelity
-        from rfc2544.engine.pacing import SOURCE_GENERATOR
+        from rfc2544.model import SOURCE_GENERATOR
         from rfc2544.engine.tester import SSHTester
     except ImportError as exc:
         raise InfraError(f"calibration is not available in this build ({exc})")

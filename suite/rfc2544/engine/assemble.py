@@ -201,7 +201,7 @@ def conditions_for(tester, inventory, profile, link_mbps, calibration, generator
     # (the report's % of line rate then says where it came from).
     source = "profile" if profile.model.link_mbps else "inventory" if link_mbps else None
     if link_mbps is None:
-        from rfc2544.drivers.facts import stream_port_speed
+        from rfc2544.results.conditions import stream_port_speed
         conditions["link_speed_mbps"] = stream_port_speed(conditions)
         source = "NICs" if conditions["link_speed_mbps"] else None
     conditions["link_speed_source"] = source

@@ -5,12 +5,12 @@ generator and receiver; else the in-tree pktgen (`modprobe pktgen`) with
 interface counters as a lower-fidelity receiver.
 """
 from rfc2544.errors import InfraError, Rfc2544Error
+from rfc2544.model import GENERATOR_INTREE  # noqa: F401 (read here by the tester and its callers)
 
 from rfc2544.drivers import pgrx as pgrx_mod, probe
 from rfc2544.drivers.placement import add_forwarding
 
 GENERATOR_MODULE = "rfc2544_pktgen"
-GENERATOR_INTREE = "pktgen (in-tree)"
 RECEIVER_PGRX = "pgrx"
 RECEIVER_COUNTERS = "interface counters"
 

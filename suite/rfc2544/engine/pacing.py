@@ -76,7 +76,7 @@ from fractions import Fraction
 from rfc2544.drivers import pgrx as pgrx_mod
 from rfc2544.engine import catch_ups
 from rfc2544.engine.catch_ups import POLICED_BUCKETS
-from rfc2544.model import Spacing
+from rfc2544.model import SOURCE_GENERATOR, SOURCE_LINK, Spacing
 
 # The trials whose loss the rule may put on the tester: steady rates that
 # should pass (system recovery overloads on purpose, reset makes an outage,
@@ -172,8 +172,6 @@ def policing(times_ns, nominal_ns):
     return math.ceil(deepest / nominal_ns), [[1 << i, n] for i, n in enumerate(drops) if n]
 
 
-SOURCE_GENERATOR = "generator"              # rfc2544_pktgen's departure times
-SOURCE_LINK = "calibration link"            # arrivals on the tester's own link (an estimate)
 
 
 def spacing_of_arrivals(times_ns, rate_fps):

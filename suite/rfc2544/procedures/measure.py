@@ -6,7 +6,7 @@ the search gets Outcomes and never sees a Tester.
 from dataclasses import replace
 
 from rfc2544.model import TrialSpec
-from rfc2544.engine.pacing import SOURCE_GENERATOR
+from rfc2544.model import SOURCE_GENERATOR
 from rfc2544.search import Outcome
 from rfc2544.model import BOUND_PERCENTILES
 

@@ -2,11 +2,11 @@
 profile's search, classic bisection or MLRsearch; with the profile's
 `search.latency_bound`, also the highest rate without loss within that
 bound (an extension: RFC 2544 and RFC 9971 define no latency goal)."""
+from rfc2544.model import TESTER_BOUND_MARGIN
 from rfc2544.procedures import Skip
 from rfc2544.search import LatencyBound, search
 from rfc2544.search.mlr import fits_bound_encoding
 
-TESTER_BOUND_MARGIN = 0.05     # within 5 % of the tester's own ceiling
 # A departure gap this long is the tester stopping (a stalled host or VM),
 # not pacing: idle TCG labs show gaps of up to 20 ms, a stalled one 700 ms.
 TESTER_STALL_S = 0.1

@@ -5,10 +5,8 @@ The suite lists the deviations it knows of (`deviations`); these checks are
 a second look from the numbers, so that a results file from any writer
 shows every departure prominently, even one it did not declare.
 """
-from rfc2544.engine.detection import GENERATOR_INTREE
-from rfc2544.procedures.throughput import TESTER_BOUND_MARGIN
+from rfc2544.model import GENERATOR_INTREE, SOURCE_GENERATOR, TESTER_BOUND_MARGIN
 from rfc2544.results.deviations import code_of, text_of
-from rfc2544.engine.pacing import SOURCE_GENERATOR
 from rfc2544.reports.summary import TEST_TITLES, key_of, labeller
 
 RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)   # RFC 2544 section 9.1, Ethernet

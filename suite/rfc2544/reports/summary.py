@@ -5,7 +5,7 @@ Percentages of the theoretical maximum are recomputed from frames/s and the
 link speed whenever both are known, so the report does not depend on how a
 writer scaled `pct_of_max` / `load_pct`; the stored value is the fallback.
 """
-from rfc2544.drivers.facts import stream_port_speeds
+from rfc2544.results.conditions import stream_port_speeds
 from rfc2544.model import ETHERNET_OVERHEAD, theoretical_max_fps
 
 TEST_TITLES = {
