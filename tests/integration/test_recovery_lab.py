@@ -5,7 +5,7 @@ lab, against DUTs whose answer is known:
   it (rfc2544.lab.queue); the recovery time must match the queue's drain time
   within one sampling interval;
 - reset: the lab inventory's rfc2544_reset_cmd stops forwarding for a fixed
-  time and logs the outage it made (rfc2544.lab.reset); the reset time must
+  time and logs the outage it made (rfc2544.lab.dut_reset); the reset time must
   match that outage.
 
 Both seed the throughput (NDR) with the DUT's known capacity instead of
@@ -19,7 +19,7 @@ from rfc2544.config import inventory as inventory_mod
 from rfc2544.config import profiles
 from rfc2544.engine.assemble import make_dut_reset
 from rfc2544.cli.display import Display
-from rfc2544.lab import queue, reset
+from rfc2544.lab import dut_reset, queue
 from rfc2544.procedures.throughput import TESTER_STALL_S
 from rfc2544.results.file import Results, unit_key
 from rfc2544.procedures.runner import Runner, build_plan
@@ -106,7 +106,7 @@ def unrouted(lab):
 
 @pytest.fixture
 def outage_log(lab):
-    shell_on(lab, "dut", f"rm -f {reset.OUTAGE_LOG}")
+    shell_on(lab, "dut", f"rm -f {dut_reset.OUTAGE_LOG}")
     # Under TCG the reset's SSH login and python3 start stall the vCPU for
     # a second or more; the default backlog (1000 frames) would overflow and
     # add losses that are not the DUT's. Restored afterwards.
@@ -115,15 +115,15 @@ def outage_log(lab):
     yield lab
     shell_on(lab, "tester", f"echo {int(old)} > /proc/sys/net/core/netdev_max_backlog", check=False)
     # forwarding back on whatever happened to the reset command
-    shell_on(lab, "dut", lab.dut_cmd(f"sh -c 'echo 1 > /proc/sys/net/ipv4/conf/{reset.RESET_PORT}/forwarding'"),
+    shell_on(lab, "dut", lab.dut_cmd(f"sh -c 'echo 1 > /proc/sys/net/ipv4/conf/{dut_reset.RESET_PORT}/forwarding'"),
               check=False)
-    shell_on(lab, "dut", f"rm -f {reset.OUTAGE_LOG}", check=False)
+    shell_on(lab, "dut", f"rm -f {dut_reset.OUTAGE_LOG}", check=False)
 
 
 def test_reset_time_is_the_outage_the_reset_command_made(outage_log, tmp_path):
     lab = outage_log
     inv = inventory_mod.load(lab.inventory_path)
-    assert inv.duts[0].reset_cmd == reset.command(), "the lab inventory gives the reset command"
+    assert inv.duts[0].reset_cmd == dut_reset.command(), "the lab inventory gives the reset command"
     # The reset fires over a new SSH login, which takes up to ~10 s on the
     # loaded 2-core host under TCG: the trial is long enough to hold it.
     prof = profile(tmp_path, "reset", {"duration_s": 20, "reset_after_s": 1, "repetitions": 1})
@@ -132,7 +132,7 @@ def test_reset_time_is_the_outage_the_reset_command_made(outage_log, tmp_path):
     stray, dropped_by_reset = backlog_drops(lab) - drops_before, unrouted(lab) - unrouted_before
     assert [s["state"] for s in d["plan"]] == ["done"], d["plan"]
     r = d["reset"][0]
-    outages = [up - down for down, up in reset.parse_outages(shell_on(lab, "dut", f"cat {reset.OUTAGE_LOG}"))]
+    outages = [up - down for down, up in dut_reset.parse_outages(shell_on(lab, "dut", f"cat {dut_reset.OUTAGE_LOG}"))]
     t = d["trials"][-1]
     print(f"reset times {r['reset_times_s']} s, outages made {outages} s at {RESET_LOAD_FPS} fps; "
           f"trial sent {t['tx_frames']} lost {t['lost_frames']} achieved {t['achieved_fps']:.0f} fps; "

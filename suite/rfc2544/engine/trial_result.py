@@ -1,7 +1,7 @@
 """A trial's final readings -> TrialResult (receiver-specific readings, the
 rate schedule's notes; outcome.judge decides the rest)."""
 from rfc2544.engine.detection import RECEIVER_PGRX
-from rfc2544.drivers.outcome import ReceiverTotals, StreamReading, judge, latency_from_pgrx
+from rfc2544.drivers.trial_outcome import ReceiverTotals, StreamReading, judge, latency_from_pgrx
 from rfc2544.drivers.readings import pktgen_sent
 from rfc2544.engine.pacing import spacing_of
 from rfc2544.engine.schedule import actual_points, rate_change_notes

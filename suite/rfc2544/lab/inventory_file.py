@@ -3,7 +3,7 @@ from pathlib import Path
 
 import yaml
 
-from rfc2544.lab import reset
+from rfc2544.lab import dut_reset
 from rfc2544.lab.topology import (DUT_PORTS, NOMINAL_SPEED_MBPS, PORTS, TESTER_PORTS,
                                   Topology, addr)
 
@@ -44,8 +44,8 @@ def build(lab_name: str, topo: Topology, ssh_ports: dict, key_file: Path, known_
     if topo.dut_netns:
         dut["rfc2544_netns"] = topo.dut_netns
     dut["rfc2544_ports"] = [_port(n, speed_mbps) for n in DUT_PORTS]
-    # RFC 2544 26.6: an outage of known length, logged (rfc2544.lab.reset)
-    dut["rfc2544_reset_cmd"] = reset.command()
+    # RFC 2544 26.6: an outage of known length, logged (rfc2544.lab.dut_reset)
+    dut["rfc2544_reset_cmd"] = dut_reset.command()
     return {"all": {
         "vars": {
             "rfc2544_lab": lab_name,

@@ -15,9 +15,10 @@ from rfc2544.model import BOUND_PERCENTILES
 from rfc2544.results.reader import SCHEMA, SUPPORTED_VERSIONS, read_results, resolve
 
 __all__ = ["load_results", "resolve", "SCHEMA", "SUPPORTED_VERSIONS"]
-# A section a file does not have (older files: no `bursty`, before
+# The lists a results file holds: its trials and each test's entries. One a
+# file does not have (older files: no `bursty`, before
 # schema_minor 4) loads as an empty list, like a test that was not run.
-SECTIONS = ("trials", "throughput", "latency", "frame_loss", "back_to_back", "bursty", "system_recovery", "reset")
+LISTS = ("trials", "throughput", "latency", "frame_loss", "back_to_back", "bursty", "system_recovery", "reset")
 
 # Per section: field -> expected kind. Only `frame_size` is required (plus the
 # headline figure of each section); other fields may be absent or null.
@@ -97,7 +98,7 @@ def load_results(path):
     except ValueError as exc:
         raise BadInput(f"{path}: malformed results: {exc}") from None
     data = dict(data)
-    for key in SECTIONS + ("plan", "deviations", "notes"):
+    for key in LISTS + ("plan", "deviations", "notes"):
         if data.get(key) is None:
             data[key] = []
     for key in ("profile", "conditions", "tool"):
@@ -138,7 +139,7 @@ def sizes_as_sent(data):
         return {**out, "frame_size": sent, "requested_frame_size": size}
 
     data = dict(data)
-    for key in SECTIONS + ("plan",):
+    for key in LISTS + ("plan",):
         data[key] = [as_sent(e) for e in data[key]]
     for ip, size, sent in sorted(raised):
         data["deviations"] = list(data["deviations"]) + [{
@@ -151,7 +152,7 @@ def sizes_as_sent(data):
 
 def _check(data):
     _check_fields("results", data, TOP_FIELDS)
-    for section in SECTIONS:
+    for section in LISTS:
         entries = data.get(section)
         if entries is None:
             continue

@@ -1,5 +1,5 @@
 """The lab's recovery DUT (rfc2544.lab.queue) and reset command
-(rfc2544.lab.reset) without a lab: command text, validation, the expected
+(rfc2544.lab.dut_reset) without a lab: command text, validation, the expected
 drain time and the outage log parser. Nothing runs in a VM here; the lab
 tests are tests/integration/test_recovery_lab.py."""
 import shlex
@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from rfc2544.errors import BadInput
-from rfc2544.lab import queue, reset
+from rfc2544.lab import dut_reset, queue
 
 
 def test_drain_time_is_the_limit_over_the_net_service_rate():
@@ -36,31 +36,31 @@ def test_queue_settings_must_be_whole_numbers(args):
 
 
 def test_reset_command_is_one_process_with_quoted_arguments():
-    words = shlex.split(reset.command(0.25))
+    words = shlex.split(dut_reset.command(0.25))
     assert words[:2] == ["python3", "-c"]
     compile(words[2], "reset", "exec")
-    assert words[3:] == [reset.RESET_PORT, "0.25", reset.OUTAGE_LOG]
+    assert words[3:] == [dut_reset.RESET_PORT, "0.25", dut_reset.OUTAGE_LOG]
 
 
 @pytest.mark.parametrize("outage", [0, -1, 61, "1; reboot", True])
 def test_reset_outage_is_validated(outage):
     with pytest.raises(BadInput):
-        reset.command(outage)
+        dut_reset.command(outage)
 
 
 def test_reset_port_is_a_dut_port():
     with pytest.raises(BadInput):
-        reset.command(0.5, port="eth0; reboot")
+        dut_reset.command(0.5, port="eth0; reboot")
 
 
 def test_outage_log_parses_to_down_up_pairs():
-    assert reset.parse_outages("10.000000 10.500100\n\n12.5 13.0\n") == [(10.0, 10.5001), (12.5, 13.0)]
+    assert dut_reset.parse_outages("10.000000 10.500100\n\n12.5 13.0\n") == [(10.0, 10.5001), (12.5, 13.0)]
 
 
 @pytest.mark.parametrize("text", ["1.0\n", "2.0 1.0\n", "a b\n"])
 def test_outage_log_rejects_malformed_lines(text):
     with pytest.raises(ValueError):
-        reset.parse_outages(text)
+        dut_reset.parse_outages(text)
 
 
 def test_lab_inventory_gives_the_dut_the_reset_command(tmp_path):
@@ -69,4 +69,4 @@ def test_lab_inventory_gives_the_dut_the_reset_command(tmp_path):
     topo = topology.get("single")
     path = tmp_path / "inventory.yml"
     inventory_file.write(path, inventory_file.build("unit", topo, {"tester": 20001}, tmp_path / "k", tmp_path / "kh"))
-    assert inventory.load(path).hosts["dut"].reset_cmd == reset.command()
+    assert inventory.load(path).hosts["dut"].reset_cmd == dut_reset.command()
