@@ -12,12 +12,13 @@ from pathlib import Path
 
 
 from rfc2544 import input_files
+from rfc2544 import rfc_minimums as rfc
 from rfc2544.errors import BadInput
 from rfc2544.model import BOUND_PERCENTILES
 
 BUILTIN_DIR = Path(str(resources.files("rfc2544") / "profiles"))
 TESTS = ("throughput", "latency", "frame_loss", "back_to_back", "bursty", "system_recovery", "reset")
-RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
+RFC_FRAME_SIZES = rfc.FRAME_SIZES
 IMIX = "imix"       # frame_sizes entry: simple IMIX (7:4:1 of 64/576/1518)
 MAX_BURST_FRAMES = 65536      # the module's burst_frames bound
 MAX_FLOWS_PER_STREAM = 65526    # UDP source ports 9..65534 (drivers/pktgen.DeviceConfig)
@@ -34,10 +35,9 @@ SCHEMA = {
         # IPv4 source addresses (the ones after the tx port's, a /24 up)
         "flow_spread": (("udp_ports", "dst_networks", "src_addresses"), "udp_ports"),
         "link_mbps": ("opt_pos", None),
-        "trial_duration_s": ("pos", 60.0),
+        "trial_duration_s": ("pos", float(rfc.FINAL_TRIAL_S)),
     },
-    "waits": {"route_s": ("nonneg", 2.0), "learning_s": ("nonneg", 2.0),
-              "residual_s": ("nonneg", 2.0), "settle_s": ("nonneg", 5.0)},
+    "waits": {key: ("nonneg", float(seconds)) for key, seconds, _ in rfc.WAITS},
     "search": {"method": (("bisection", "mlr"), "bisection"), "initial_duration_s": ("pos", 10.0),
                "resolution_pct": ("pct", 0.5), "pdr_loss_pct": ("opt_pct", 0.5),
                "min_load_pct": ("pct", 1.0), "max_load_fps": ("opt_pos", None),
@@ -46,14 +46,15 @@ SCHEMA = {
                # {percentile: 50 | 99 | 99.9 | max, us: N}: a goal of its own beside
                # the NDR (search/outcome.LatencyBound; an extension of RFC 2544)
                "latency_bound": ("latency_bound", None)},
-    "latency": {"duration_s": ("pos", 120.0), "repetitions": ("int", 20), "loads_pct": ("loads", [100.0])},
-    "frame_loss": {"step_pct": ("pct", 10.0), "duration_s": ("opt_pos", None)},
-    "back_to_back": {"burst_s": ("pos", 2.0), "repetitions": ("int", 50),
-                     "resolution_pct": ("pct", 1.0), "depletion_s": ("nonneg", 2.0)},
+    "latency": {"duration_s": ("pos", float(rfc.LATENCY_TRIAL_S)), "repetitions": ("int", rfc.LATENCY_REPETITIONS),
+                "loads_pct": ("loads", [100.0])},
+    "frame_loss": {"step_pct": ("pct", float(rfc.LOSS_STEP_PCT)), "duration_s": ("opt_pos", None)},
+    "back_to_back": {"burst_s": ("pos", float(rfc.B2B_BURST_S)), "repetitions": ("int", rfc.B2B_TRIALS),
+                     "resolution_pct": ("pct", 1.0), "depletion_s": ("nonneg", float(rfc.B2B_DEPLETION_S))},
     # RFC 2544 section 21: bursts of each size at the generator's minimum gap
     "bursty": {"burst_sizes": ("bursts", [16, 64, 256, 1024])},
-    "system_recovery": {"overload_pct": ("pos", 110.0), "recovery_pct": ("pct", 50.0),
-                        "overload_s": ("pos", 60.0), "recovery_s": ("pos", 30.0),
+    "system_recovery": {"overload_pct": ("pos", round(rfc.RECOVERY_OVERLOAD * 100, 6)), "recovery_pct": ("pct", 50.0),
+                        "overload_s": ("pos", float(rfc.RECOVERY_OVERLOAD_S)), "recovery_s": ("pos", 30.0),
                         "repetitions": ("int", 1)},
     "reset": {"duration_s": ("pos", 60.0), "reset_after_s": ("pos", 10.0),
               "repetitions": ("int", 1)},

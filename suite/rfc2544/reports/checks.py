@@ -9,13 +9,9 @@ from rfc2544.model import GENERATOR_INTREE, SOURCE_GENERATOR, TESTER_BOUND_MARGI
 from rfc2544.results.deviations import code_of, text_of
 from rfc2544.reports.summary import TEST_TITLES, key_of, labeller
 
-RFC_FRAME_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)   # RFC 2544 section 9.1, Ethernet
-FINAL_TRIAL_S = 60        # section 24
-LATENCY_TRIAL_S = 120     # section 26.2
-LATENCY_REPETITIONS = 20  # section 26.2
-LATENCY_SAMPLES = 500     # RFC 8219 section 7.2
-B2B_TRIALS = 50           # section 26.4
-RECOVERY_OVERLOAD = 1.10  # section 26.5: 110 % of throughput
+from rfc2544.rfc_minimums import (B2B_TRIALS, FINAL_TRIAL_S, LATENCY_REPETITIONS, LATENCY_SAMPLES,
+                                  LATENCY_TRIAL_S, RECOVERY_OVERLOAD)
+from rfc2544.rfc_minimums import FRAME_SIZES as RFC_FRAME_SIZES
 
 
 def completeness(results):

@@ -10,6 +10,7 @@ both. A dataclass for the reason given in records.py.
 from dataclasses import asdict, dataclass
 from typing import Optional, Union
 
+from rfc2544 import rfc_minimums as rfc
 from rfc2544 import wire
 from rfc2544.drivers.streams import arrival_changes, arriving_frame_size
 
@@ -45,8 +46,7 @@ def code_of(deviation):
     return deviation.get("code") if isinstance(deviation, dict) else None
 
 
-RFC_WAITS = (("route_s", 2, "after the routing update"), ("learning_s", 2, "after learning frames"),
-             ("residual_s", 2, "for residual frames"), ("settle_s", 5, "for the DUT to settle"))
+RFC_WAITS = rfc.WAITS
 
 
 def profile_deviations(profile, rfc_frame_sizes, imix, tags=0, plans=()):
@@ -59,14 +59,14 @@ def profile_deviations(profile, rfc_frame_sizes, imix, tags=0, plans=()):
     def add(code, section, asked, used, text):
         out.append(Deviation(code, section, asked, used, text))
 
-    if m.trial_duration_s < 60:
-        add("final_trial", "RFC 2544 24", "60 s", f"{m.trial_duration_s:g} s",
-            f"trial duration {m.trial_duration_s:g} s is shorter than the 60 s of RFC 2544 section 24")
-    for key, rfc, what in RFC_WAITS:
+    if m.trial_duration_s < rfc.FINAL_TRIAL_S:
+        add("final_trial", "RFC 2544 24", f"{rfc.FINAL_TRIAL_S} s", f"{m.trial_duration_s:g} s",
+            f"trial duration {m.trial_duration_s:g} s is shorter than the {rfc.FINAL_TRIAL_S} s of RFC 2544 section 24")
+    for key, asked, what in RFC_WAITS:
         wait = getattr(m.waits, key)
-        if wait < rfc:
-            add(f"wait_{key[:-2]}", "RFC 2544 23", f"{rfc} s", f"{wait:g} s",
-                f"wait {what} is {wait:g} s, RFC 2544 section 23 asks {rfc} s")
+        if wait < asked:
+            add(f"wait_{key[:-2]}", "RFC 2544 23", f"{asked} s", f"{wait:g} s",
+                f"wait {what} is {wait:g} s, RFC 2544 section 23 asks {asked} s")
     missing = [s for s in rfc_frame_sizes if s not in m.frame_sizes]
     if missing:
         add("frame_sizes_missing", "RFC 2544 9", ", ".join(map(str, rfc_frame_sizes)),
@@ -154,31 +154,32 @@ def _test_deviations(m):
         out.append(Deviation(code, section, asked, used, text))
 
     lat, b2b, rec, step = m.latency, m.back_to_back, m.system_recovery, m.frame_loss.step_pct
-    if "latency" in tests and lat.duration_s < 120:
-        add("latency_duration", "RFC 2544 26.2", "120 s", f"{lat.duration_s:g} s",
-            f"latency trials last {lat.duration_s:g} s, RFC 2544 26.2 asks at least 120 s")
+    if "latency" in tests and lat.duration_s < rfc.LATENCY_TRIAL_S:
+        add("latency_duration", "RFC 2544 26.2", f"{rfc.LATENCY_TRIAL_S} s", f"{lat.duration_s:g} s",
+            f"latency trials last {lat.duration_s:g} s, RFC 2544 26.2 asks at least {rfc.LATENCY_TRIAL_S} s")
     if "latency" in tests and 100 not in lat.loads_pct:
         loads = ", ".join(f"{x:g} %" for x in lat.loads_pct)
         add("latency_loads", "RFC 2544 26.2", "100 % of the throughput", loads,
             f"latency measured only at {loads} of the throughput (0 %: a minimal load), "
             "RFC 2544 26.2 asks at the throughput rate")
-    if "latency" in tests and lat.repetitions < 20:
-        add("latency_repetitions", "RFC 2544 26.2", "20", str(lat.repetitions),
-            f"latency repeated {lat.repetitions} times, RFC 2544 26.2 asks at least 20")
-    if "frame_loss" in tests and step > 10:
-        add("loss_step", "RFC 2544 26.3", "10 %", f"{step:g} %",
-            f"frame loss steps of {step:g} %, RFC 2544 26.3 asks 10 % or finer")
-    if "back_to_back" in tests and b2b.burst_s < 2:
-        add("b2b_burst", "RFC 9004", "2 s", f"{b2b.burst_s:g} s",
-            f"back-to-back bursts of {b2b.burst_s:g} s, RFC 2544 26.4/RFC 9004 ask at least 2 s")
-    if "back_to_back" in tests and b2b.depletion_s < 2:
-        add("b2b_depletion", "RFC 9004", "2 s", f"{b2b.depletion_s:g} s",
+    if "latency" in tests and lat.repetitions < rfc.LATENCY_REPETITIONS:
+        add("latency_repetitions", "RFC 2544 26.2", str(rfc.LATENCY_REPETITIONS), str(lat.repetitions),
+            f"latency repeated {lat.repetitions} times, RFC 2544 26.2 asks at least {rfc.LATENCY_REPETITIONS}")
+    if "frame_loss" in tests and step > rfc.LOSS_STEP_PCT:
+        add("loss_step", "RFC 2544 26.3", f"{rfc.LOSS_STEP_PCT} %", f"{step:g} %",
+            f"frame loss steps of {step:g} %, RFC 2544 26.3 asks {rfc.LOSS_STEP_PCT} % or finer")
+    if "back_to_back" in tests and b2b.burst_s < rfc.B2B_BURST_S:
+        add("b2b_burst", "RFC 9004", f"{rfc.B2B_BURST_S} s", f"{b2b.burst_s:g} s",
+            f"back-to-back bursts of {b2b.burst_s:g} s, RFC 2544 26.4/RFC 9004 ask at least {rfc.B2B_BURST_S} s")
+    if "back_to_back" in tests and b2b.depletion_s < rfc.B2B_DEPLETION_S:
+        add("b2b_depletion", "RFC 9004", f"{rfc.B2B_DEPLETION_S} s", f"{b2b.depletion_s:g} s",
             f"back-to-back bursts start {b2b.depletion_s:g} s after the previous one, "
-            "RFC 9004 asks at least 2 s of buffer depletion")
-    if "back_to_back" in tests and b2b.repetitions < 50:
-        add("b2b_trials", "RFC 2544 26.4", "50", str(b2b.repetitions),
-            f"back-to-back repeated {b2b.repetitions} times, RFC 2544 26.4 asks at least 50")
-    if "system_recovery" in tests and rec.overload_s < 60:
-        add("recovery_overload_s", "RFC 2544 26.5", "60 s", f"{rec.overload_s:g} s",
-            f"system recovery overload lasts {rec.overload_s:g} s, RFC 2544 26.5 asks at least 60 s")
+            f"RFC 9004 asks at least {rfc.B2B_DEPLETION_S} s of buffer depletion")
+    if "back_to_back" in tests and b2b.repetitions < rfc.B2B_TRIALS:
+        add("b2b_trials", "RFC 2544 26.4", str(rfc.B2B_TRIALS), str(b2b.repetitions),
+            f"back-to-back repeated {b2b.repetitions} times, RFC 2544 26.4 asks at least {rfc.B2B_TRIALS}")
+    if "system_recovery" in tests and rec.overload_s < rfc.RECOVERY_OVERLOAD_S:
+        add("recovery_overload_s", "RFC 2544 26.5", f"{rfc.RECOVERY_OVERLOAD_S} s", f"{rec.overload_s:g} s",
+            f"system recovery overload lasts {rec.overload_s:g} s, RFC 2544 26.5 asks at least "
+            f"{rfc.RECOVERY_OVERLOAD_S} s")
     return out
