@@ -6,38 +6,19 @@ import time
 
 import click
 
+from rfc2544 import catalog
+
 from rfc2544.results.file import verdict
 
 
 def estimate_step_s(test, profile):
-    """Rough seconds a plan step takes (for the ETA)."""
-    m = profile.model
-    w = m.waits
-    over = w.learning_s + w.residual_s + w.settle_s + 1.0     # + control round trips
-    s, final = m.search, m.trial_duration_s
-    if test == "throughput":
-        steps = math.log2(1 / (s.resolution_pct / 100)) + 2
-        extra = (final + over) * (2 if s.method == "mlr" else 1) if final > s.initial_duration_s else 0
-        return steps * (s.initial_duration_s + over) + extra
-    if test == "latency":
-        p = m.latency
-        return p.repetitions * (p.duration_s + over)
-    if test == "frame_loss":
-        d = m.frame_loss.duration_s or final
-        return min(100 / m.frame_loss.step_pct, 6) * (d + over)
-    if test == "back_to_back":
-        p = m.back_to_back
-        return p.repetitions * (math.log2(100 / p.resolution_pct) + 1) * (p.burst_s + over)
-    if test == "bursty":
-        steps = math.log2(1 / (s.resolution_pct / 100)) + 2
-        return len(m.bursty.burst_sizes) * steps * (s.initial_duration_s + over)
-    if test == "system_recovery":
-        p = m.system_recovery
-        return p.repetitions * (p.overload_s + p.recovery_s + over)
-    if test == "reset":
-        p = m.reset
-        return p.repetitions * (p.duration_s + over)
-    return 0.0
+    """Rough seconds a plan step takes (for the ETA): its test's own
+    estimate (catalog.py names it)."""
+    try:
+        estimate = catalog.resolve(catalog.entry(test).estimate)
+    except KeyError:
+        return 0.0
+    return estimate(profile.model)
 
 
 def _eta(seconds):

@@ -11,13 +11,13 @@ from importlib import resources
 from pathlib import Path
 
 
-from rfc2544 import input_files
+from rfc2544 import catalog, input_files
 from rfc2544 import rfc_minimums as rfc
 from rfc2544.errors import BadInput
 from rfc2544.model import BOUND_PERCENTILES
 
 BUILTIN_DIR = Path(str(resources.files("rfc2544") / "profiles"))
-TESTS = ("throughput", "latency", "frame_loss", "back_to_back", "bursty", "system_recovery", "reset")
+TESTS = catalog.names()     # the command line's choices; validation reads the table itself
 RFC_FRAME_SIZES = rfc.FRAME_SIZES
 IMIX = "imix"       # frame_sizes entry: simple IMIX (7:4:1 of 64/576/1518)
 MAX_BURST_FRAMES = 65536      # the module's burst_frames bound
@@ -203,9 +203,10 @@ def _check(origin, where, kind, value):
     if kind == "tests":
         if isinstance(value, str):
             value = [value]
-        if not isinstance(value, list) or any(t not in TESTS for t in value):
-            bad(f"must be a list of: {', '.join(TESTS)}")
-        return [t for t in TESTS if t in value]     # RFC order: throughput first
+        known = catalog.names()
+        if not isinstance(value, list) or any(t not in known for t in value):
+            bad(f"must be a list of: {', '.join(known)}")
+        return [t for t in known if t in value]     # RFC order: throughput first
     if kind == "sizes":
         if not isinstance(value, list) or not value:
             bad("must be a non-empty list of frame sizes (64..9216) or 'imix'")

@@ -5,19 +5,7 @@ for the results file) and sees only the runner's context (`ctx`): trials
 through `ctx.run_trial(spec)` or a search's `ctx.measure(...)`, the profile,
 throughput results of earlier steps. `Skip` says why a step cannot run.
 """
-import importlib
-
-# results section / test name -> module
-MODULES = {
-    "throughput": "rfc2544.procedures.throughput",
-    "latency": "rfc2544.procedures.latency",
-    "frame_loss": "rfc2544.procedures.frame_loss",
-    "back_to_back": "rfc2544.procedures.back_to_back",
-    "bursty": "rfc2544.procedures.bursty",
-    "system_recovery": "rfc2544.procedures.recovery",
-    "reset": "rfc2544.procedures.reset",
-}
-NEEDS_THROUGHPUT = ("latency", "back_to_back", "system_recovery", "reset")
+from rfc2544 import catalog
 
 
 class Skip(Exception):
@@ -25,7 +13,15 @@ class Skip(Exception):
 
 
 def procedure(test):
-    return importlib.import_module(MODULES[test]).run
+    """The run() of test `test`'s module (catalog.py names it)."""
+    return catalog.resolve(catalog.entry(test).procedure).run
+
+
+def trial_overhead_s(m):
+    """Seconds a trial takes beyond its traffic (waits and control round
+    trips) under the profile model `m`: the time estimates' unit."""
+    w = m.waits
+    return w.learning_s + w.residual_s + w.settle_s + 1.0
 
 
 def needs_throughput(ctx, frame_size, ipv6):

@@ -14,7 +14,7 @@ import math
 import statistics
 
 from rfc2544.model import TrialSpec
-from rfc2544.procedures import Skip, needs_throughput
+from rfc2544.procedures import Skip, needs_throughput, trial_overhead_s
 
 AT_LINE_RATE = 0.99     # throughput this close to the max rate counts as line rate
 
@@ -82,3 +82,9 @@ def run(ctx, frame_size, ipv6):
         "burst_cap_frames": max_frames, "bursts_at_cap": capped,
         "resolution_pct": p.resolution_pct,
     }
+
+
+def estimate_s(m):
+    """Rough seconds of one step (the progress display's ETA)."""
+    p = m.back_to_back
+    return p.repetitions * (math.log2(100 / p.resolution_pct) + 1) * (p.burst_s + trial_overhead_s(m))

@@ -11,8 +11,10 @@ NDR is reported.
 The generator's spacing rule (engine/pacing.py) is not applied: these
 trials are bursty by design.
 """
+import math
+
 from rfc2544.errors import BadInput
-from rfc2544.procedures import Skip
+from rfc2544.procedures import Skip, trial_overhead_s
 from rfc2544.procedures.throughput import note_wrong_aborts
 from rfc2544.search import search
 
@@ -74,3 +76,10 @@ def burst_row(size, result, steady):
         "pct_of_throughput": ndr * 100 / steady if ndr and steady else None,
         "trials": result.trials, "traffic_s": result.traffic_s,
     }
+
+
+def estimate_s(m):
+    """Rough seconds of one step (the progress display's ETA)."""
+    s = m.search
+    steps = math.log2(1 / (s.resolution_pct / 100)) + 2
+    return len(m.bursty.burst_sizes) * steps * (s.initial_duration_s + trial_overhead_s(m))

@@ -1,6 +1,7 @@
 """RFC 2544 26.3 Frame loss rate: from 100 % of the maximum rate down in
 steps (10 % by default) until two successive trials lose nothing."""
 from rfc2544.model import TrialSpec
+from rfc2544.procedures import trial_overhead_s
 
 
 def run(ctx, frame_size, ipv6):
@@ -21,3 +22,9 @@ def run(ctx, frame_size, ipv6):
     return {"frame_size": frame_size, "max_rate_fps": max_rate, "max_rate_source": source,
             "step_pct": p.step_pct, "duration_s": duration, "points": points,
             "two_clean_trials": clean_in_a_row >= 2}
+
+
+def estimate_s(m):
+    """Rough seconds of one step (the progress display's ETA)."""
+    d = m.frame_loss.duration_s or m.trial_duration_s
+    return min(100 / m.frame_loss.step_pct, 6) * (d + trial_overhead_s(m))

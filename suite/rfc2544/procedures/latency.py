@@ -12,7 +12,7 @@ repetitions), and the worst p99.9 and max seen.
 import statistics
 
 from rfc2544.model import TrialSpec
-from rfc2544.procedures import Skip, needs_throughput
+from rfc2544.procedures import Skip, needs_throughput, trial_overhead_s
 
 # `latency.loads_pct` 0: a minimal load, as FD.io CSIT measures latency at
 # "0 % of the PDR". Light enough that no queue forms in any forwarder, dense
@@ -71,3 +71,8 @@ def run(ctx, frame_size, ipv6):
                  + (" at the throughput rate" if pct == 100 else ""),
                  code="latency_loss", section="RFC 2544 26.2", used=f"{lossy} trial(s) with loss")
     return entry
+
+
+def estimate_s(m):
+    """Rough seconds of one step (the progress display's ETA)."""
+    return m.latency.repetitions * (m.latency.duration_s + trial_overhead_s(m))

@@ -17,7 +17,7 @@ contains the receive delay.
 import statistics
 
 from rfc2544.model import TrialSpec
-from rfc2544.procedures import Skip, needs_throughput
+from rfc2544.procedures import Skip, needs_throughput, trial_overhead_s
 
 
 def send_time(seq, overload_fps, overload_s, recovery_fps):
@@ -93,3 +93,9 @@ def run(ctx, frame_size, ipv6):
             "repetitions": len(times), "recovery_time_s": statistics.fmean(times),
             "recovery_times_s": times, "recovery_time_bounds_s": bounds,
             "method": "last sequence gap in receiver samples"}
+
+
+def estimate_s(m):
+    """Rough seconds of one step (the progress display's ETA)."""
+    p = m.system_recovery
+    return p.repetitions * (p.overload_s + p.recovery_s + trial_overhead_s(m))

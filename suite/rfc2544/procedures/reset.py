@@ -15,7 +15,7 @@ the trial.
 import statistics
 
 from rfc2544.model import TrialSpec
-from rfc2544.procedures import Skip, needs_throughput
+from rfc2544.procedures import Skip, needs_throughput, trial_overhead_s
 
 
 def run(ctx, frame_size, ipv6):
@@ -48,3 +48,8 @@ def outage_s(lost_frames, load_fps, achieved_fps):
     generator achieved (the asked `load_fps` when it reports none)."""
     rate = achieved_fps if achieved_fps and achieved_fps > 0 else load_fps
     return lost_frames / rate
+
+
+def estimate_s(m):
+    """Rough seconds of one step (the progress display's ETA)."""
+    return m.reset.repetitions * (m.reset.duration_s + trial_overhead_s(m))

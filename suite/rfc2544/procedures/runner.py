@@ -11,7 +11,7 @@ import math
 import time
 from dataclasses import replace
 
-from rfc2544 import wire
+from rfc2544 import catalog, wire
 from rfc2544.engine import pacing
 from rfc2544.engine.starved import starved_reason
 from rfc2544.results.deviations import Deviation, text_of
@@ -55,9 +55,10 @@ def _steps(m, v, asked, flows):
     sizes = list(asked)
     numeric = [s for s in sizes if s]
     for test in m.tests:
-        if test == "reset":
+        rule = catalog.entry(test).frame_sizes
+        if rule == catalog.SMALLEST_SIZE:
             chosen = [min(numeric)] if numeric else []
-        elif test in ("back_to_back", "bursty", "system_recovery"):
+        elif rule == catalog.FIXED_SIZES:
             chosen = numeric
         else:
             chosen = sizes

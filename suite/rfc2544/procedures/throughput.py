@@ -2,8 +2,10 @@
 profile's search, classic bisection or MLRsearch; with the profile's
 `search.latency_bound`, also the highest rate without loss within that
 bound (an extension: RFC 2544 and RFC 9971 define no latency goal)."""
+import math
+
 from rfc2544.model import TESTER_BOUND_MARGIN
-from rfc2544.procedures import Skip
+from rfc2544.procedures import Skip, trial_overhead_s
 from rfc2544.search import LatencyBound, search
 from rfc2544.search.mlr import fits_bound_encoding
 
@@ -188,3 +190,11 @@ def per_stream(ndr, outcomes, at_upper):
         directions.append({"tx": tx, "rx": rx, "fps": ndr * share if share is not None else None,
                            "limiting": (tx, rx) in lossy})
     return directions, sorted(f"{tx}->{rx}" for tx, rx in lossy) or None
+
+
+def estimate_s(m):
+    """Rough seconds of one step (the progress display's ETA)."""
+    over, s, final = trial_overhead_s(m), m.search, m.trial_duration_s
+    steps = math.log2(1 / (s.resolution_pct / 100)) + 2
+    extra = (final + over) * (2 if s.method == "mlr" else 1) if final > s.initial_duration_s else 0
+    return steps * (s.initial_duration_s + over) + extra

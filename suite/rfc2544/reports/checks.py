@@ -7,7 +7,7 @@ shows every departure prominently, even one it did not declare.
 """
 from rfc2544.model import GENERATOR_INTREE, SOURCE_GENERATOR, TESTER_BOUND_MARGIN
 from rfc2544.results.deviations import code_of, text_of
-from rfc2544.reports.summary import TEST_TITLES, key_of, labeller
+from rfc2544.reports.summary import key_of, labeller, test_titles
 
 from rfc2544.rfc_minimums import (B2B_TRIALS, FINAL_TRIAL_S, LATENCY_REPETITIONS, LATENCY_SAMPLES,
                                   LATENCY_TRIAL_S, RECOVERY_OVERLOAD)
@@ -17,11 +17,11 @@ from rfc2544.rfc_minimums import FRAME_SIZES as RFC_FRAME_SIZES
 def completeness(results):
     """Planned tests: done, skipped (with the reason) or without a result."""
     label = labeller(results)
-    have = {(section, key_of(results, r)) for section in TEST_TITLES for r in results[section]}
+    have = {(section, key_of(results, r)) for section in test_titles() for r in results[section]}
     missing, skipped = {}, []   # missing: test title -> frame size labels
     for step in results["plan"]:
         test = step.get("test")
-        title = TEST_TITLES.get(test, test)
+        title = test_titles().get(test, test)
         where = label(step) if step.get("frame_size") is not None else "all sizes"
         if step.get("state") == "skipped":
             skipped.append(f"{title} at {where}: {step.get('note') or 'skipped'}")

@@ -43,7 +43,7 @@ def summary_document(path):
     """What `report --json` prints: the results without the trials, plus
     what the report works out (completeness, deviations found in the data)."""
     from rfc2544.reports import checks
-    from rfc2544.results.load import LISTS, load_results
+    from rfc2544.results.load import lists, load_results
 
     results = load_results(path)
     status = dict(checks.completeness(results))
@@ -52,4 +52,4 @@ def summary_document(path):
             "deviations": results["deviations"],
             "detected_deviations": checks.undeclared(checks.detected_deviations(results), results["deviations"]),
             "conditions": results["conditions"], "profile": results["profile"],
-            **{s: results[s] for s in LISTS if s != "trials"}}
+            **{s: results[s] for s in lists() if s != "trials"}}

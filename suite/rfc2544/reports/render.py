@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jinja2
 
+from rfc2544 import catalog
 from rfc2544.results.deviations import text_of
 from rfc2544 import __version__
 from rfc2544.errors import BadInput, InfraError
@@ -66,6 +67,9 @@ def report_context(results):
         "recovery_svg": plots.recovery_reset_svg(summary.section_rows(results, "system_recovery"),
                                                  summary.section_rows(results, "reset")),
         "planned_tests": {p.get("test") for p in results["plan"]},
+        # tests the template has no block of its own for: their entries as they are
+        "other_tests": [{"title": t.title, "standard": t.standard, "rows": summary.section_rows(results, t.name)}
+                        for t in catalog.TESTS if not t.report_block and results.get(t.name)],
         "trials": summary.trial_rows(results),
         "spacing": spacing,
         "spacing_svg": plots.gap_distribution_svg(spacing),

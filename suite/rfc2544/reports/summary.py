@@ -5,18 +5,13 @@ Percentages of the theoretical maximum are recomputed from frames/s and the
 link speed whenever both are known, so the report does not depend on how a
 writer scaled `pct_of_max` / `load_pct`; the stored value is the fallback.
 """
+from rfc2544 import catalog
 from rfc2544.results.conditions import stream_port_speeds
 from rfc2544.model import ETHERNET_OVERHEAD, theoretical_max_fps
 
-TEST_TITLES = {
-    "throughput": "Throughput (26.1)",
-    "latency": "Latency (26.2)",
-    "frame_loss": "Frame loss rate (26.3)",
-    "back_to_back": "Back-to-back frames (26.4)",
-    "bursty": "Bursty traffic (section 21)",
-    "system_recovery": "System recovery (26.5)",
-    "reset": "Reset (26.6)",
-}
+def test_titles():
+    """Each test's section -> the report's heading for it, in the table's order (catalog.py)."""
+    return {t.name: t.title for t in catalog.TESTS}
 
 
 def frame_label(size):
@@ -32,7 +27,7 @@ def ip_of(results, entry):
 
 
 def ip_versions(results):
-    seen = {ip_of(results, e) for section in list(TEST_TITLES) + ["trials", "plan"] for e in results[section]}
+    seen = {ip_of(results, e) for section in list(test_titles()) + ["trials", "plan"] for e in results[section]}
     return sorted(seen) or [default_ip(results)]
 
 

@@ -16,12 +16,13 @@ from rfc2544 import __version__
 from rfc2544.results.deviations import as_written
 from rfc2544.errors import BadInput
 from rfc2544.model import theoretical_max_fps
-from rfc2544.results.records import (SCHEMA, SCHEMA_MINOR, SCHEMA_VERSION, SECTIONS, PlanStep, ResultsDocument,
+from rfc2544.results.records import (SCHEMA, SCHEMA_MINOR, SCHEMA_VERSION, PlanStep, ResultsDocument,
                                     TrialRecord)
 from rfc2544.results.reader import FILENAME, read_results
-from rfc2544.results.summaries import SUMMARY_TYPES
+from rfc2544.results.summaries import summary_type
+from rfc2544.results.records import sections
 
-__all__ = ["Results", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_MINOR", "SECTIONS", "FILENAME", "trial_from_record",
+__all__ = ["Results", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_MINOR", "sections", "FILENAME", "trial_from_record",
            "unit_key", "verdict"]
 
 
@@ -79,7 +80,7 @@ class Results:
             if key not in data:
                 raise BadInput(f"{path}: results file has no '{key}'")
         data.setdefault("interruptions", [])
-        for s in SECTIONS:
+        for s in sections():
             data.setdefault(s, [])
         return cls(path.parent, data)
 
@@ -120,7 +121,7 @@ class Results:
     def set_summary(self, section, unit, entry):
         # through the section's dataclass: a key it does not know is a
         # TypeError here, in the run, not a silent gap in the report
-        entry = SUMMARY_TYPES[section].from_dict(dict(entry, unit=unit)).to_dict()
+        entry = summary_type(section).from_dict(dict(entry, unit=unit)).to_dict()
         rows = [r for r in self.data[section] if r.get("unit") != unit]
         rows.append(entry)
         self.data[section] = rows

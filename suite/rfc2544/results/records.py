@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Union
 
 from rfc2544.model import HookRun, LatencyStats, Spacing, StreamCounts, TrialResult, TrialSpec
-from rfc2544.results.summaries import SUMMARY_TYPES, Summary, requested_after_frame_size
+from rfc2544 import catalog
+from rfc2544.results.summaries import Summary, requested_after_frame_size, summary_type
 
 SCHEMA = "rfc2544-results"
 SCHEMA_VERSION = 2
@@ -46,7 +47,11 @@ SCHEMA_VERSION = 2
 # 14 = `held_ns` in a trial's `host_path` (the path's longest hold, from
 # arrivals timed against departures, where a DUT runs on a tester host).
 SCHEMA_MINOR = 14
-SECTIONS = tuple(SUMMARY_TYPES)
+
+
+def sections():
+    """The tests' sections of a results file, in the table's order (catalog.py)."""
+    return catalog.names()
 
 
 def _plain(record, omit_when=None):
@@ -210,18 +215,18 @@ class ResultsDocument:
     finished: Optional[str] = None
     interruptions: List[Interruption] = field(default_factory=list)
     trials: List[TrialRecord] = field(default_factory=list)
-    sections: Dict[str, List[Summary]] = field(default_factory=lambda: {s: [] for s in SECTIONS})
+    sections: Dict[str, List[Summary]] = field(default_factory=lambda: {s: [] for s in sections()})
     probes: Optional[Dict[str, float]] = None      # written only once a probe trial ran
 
     @classmethod
     def from_dict(cls, d):
         d = dict(d)
         d.setdefault("schema_minor", 0)          # written before minors: 0
-        sections = {s: [SUMMARY_TYPES[s].from_dict(e) for e in d.pop(s, [])] for s in SECTIONS}
+        entries = {s: [summary_type(s).from_dict(e) for e in d.pop(s, [])] for s in sections()}
         return cls(plan=[PlanStep.from_dict(p) for p in d.pop("plan")],
                    interruptions=[Interruption.from_dict(i) for i in d.pop("interruptions", [])],
                    trials=[TrialRecord.from_dict(t) for t in d.pop("trials", [])],
-                   deviations=list(d.pop("deviations", [])), sections=sections, **d)
+                   deviations=list(d.pop("deviations", [])), sections=entries, **d)
 
     def to_dict(self):
         out = {"schema": self.schema, "schema_version": self.schema_version,
@@ -231,7 +236,7 @@ class ResultsDocument:
                "deviations": list(self.deviations), "conditions": self.conditions,
                "interruptions": [i.to_dict() for i in self.interruptions],
                "trials": [t.to_dict() for t in self.trials],
-               **{s: [e.to_dict() for e in self.sections[s]] for s in SECTIONS}}
+               **{s: [e.to_dict() for e in self.sections.get(s, [])] for s in sections()}}
         if self.probes is not None:
             out["probes"] = dict(self.probes)
         return out

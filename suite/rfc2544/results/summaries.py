@@ -8,6 +8,8 @@ adds), so `to_dict` gives the same JSON object.
 from dataclasses import asdict, dataclass
 from typing import List, Optional
 
+from rfc2544 import catalog
+
 
 class Summary:
     # Every entry's `frame_size` is the size sent, with FCS. Where the
@@ -235,7 +237,6 @@ class ResetSummary(Summary):
     flows: Optional[int] = None     # flows per stream, written when more than one
 
 
-# results.json section -> its entry type
-SUMMARY_TYPES = {"throughput": ThroughputSummary, "latency": LatencySummary,
-                 "frame_loss": FrameLossSummary, "back_to_back": BackToBackSummary,
-                 "bursty": BurstySummary, "system_recovery": SystemRecoverySummary, "reset": ResetSummary}
+def summary_type(section):
+    """The entry type of results.json section `section` (catalog.py names it)."""
+    return catalog.resolve(catalog.entry(section).summary)
