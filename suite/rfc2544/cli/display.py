@@ -1,13 +1,11 @@
 """Progress on screen: one line per trial (step, load, loss, verdict, ETA),
 a live line during a trial on a terminal, and the end-of-run summary."""
-import math
 import sys
 import time
 
 import click
 
 from rfc2544 import catalog
-
 from rfc2544.results.file import verdict
 
 
