@@ -4,7 +4,7 @@ plan, the results file, the report and the progress display read (issue
 block and its docs (docs/running.md, "Adding a test").
 
 A fact module: it imports no layer. An entry names its procedure, its
-results entry type and its time estimate by dotted path ("module" or
+settings type, its results entry type and its time estimate by dotted path ("module" or
 "module:name"); the layer that uses one resolves it (`resolve`), so the
 table stays below every layer that reads it.
 """
@@ -28,25 +28,29 @@ class Entry:
     needs_throughput: bool = False      # runs at its frame size's NDR
     frame_sizes: str = EVERY_SIZE
     report_block: bool = True   # the report's template lays it out; else a table of its entries' fields
+    settings: str = ""          # "module:Class" of its profile section (config/profile_model.py); "": none
 
 
 _S = "rfc2544.results.summaries:"
 _P = "rfc2544.procedures."
+_C = "rfc2544.config.profile_model:"
 TESTS = [
     Entry("throughput", "Throughput (26.1)", "RFC 2544 26.1", _P + "throughput", _S + "ThroughputSummary",
-         _P + "throughput:estimate_s"),
+          _P + "throughput:estimate_s"),
     Entry("latency", "Latency (26.2)", "RFC 2544 26.2", _P + "latency", _S + "LatencySummary",
-         _P + "latency:estimate_s", needs_throughput=True),
+          _P + "latency:estimate_s", needs_throughput=True, settings=_C + "LatencySettings"),
     Entry("frame_loss", "Frame loss rate (26.3)", "RFC 2544 26.3", _P + "frame_loss", _S + "FrameLossSummary",
-         _P + "frame_loss:estimate_s"),
+          _P + "frame_loss:estimate_s", settings=_C + "FrameLossSettings"),
     Entry("back_to_back", "Back-to-back frames (26.4)", "RFC 2544 26.4, RFC 9004", _P + "back_to_back",
-         _S + "BackToBackSummary", _P + "back_to_back:estimate_s", needs_throughput=True, frame_sizes=FIXED_SIZES),
+          _S + "BackToBackSummary", _P + "back_to_back:estimate_s", needs_throughput=True,
+          frame_sizes=FIXED_SIZES, settings=_C + "BackToBackSettings"),
     Entry("bursty", "Bursty traffic (section 21)", "RFC 2544 21", _P + "bursty", _S + "BurstySummary",
-         _P + "bursty:estimate_s", frame_sizes=FIXED_SIZES),
+          _P + "bursty:estimate_s", frame_sizes=FIXED_SIZES, settings=_C + "BurstySettings"),
     Entry("system_recovery", "System recovery (26.5)", "RFC 2544 26.5", _P + "recovery",
-         _S + "SystemRecoverySummary", _P + "recovery:estimate_s", needs_throughput=True, frame_sizes=FIXED_SIZES),
+          _S + "SystemRecoverySummary", _P + "recovery:estimate_s", needs_throughput=True,
+          frame_sizes=FIXED_SIZES, settings=_C + "SystemRecoverySettings"),
     Entry("reset", "Reset (26.6)", "RFC 2544 26.6", _P + "reset", _S + "ResetSummary", _P + "reset:estimate_s",
-         needs_throughput=True, frame_sizes=SMALLEST_SIZE),
+          needs_throughput=True, frame_sizes=SMALLEST_SIZE, settings=_C + "ResetSettings"),
 ]
 
 

@@ -8,8 +8,22 @@ gives `profile.model.search.resolution_pct` instead of
 `profile["search"]["resolution_pct"]`, and a misspelled field is an
 AttributeError at the first run instead of a silent KeyError-or-default.
 """
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import List, Optional, Union
+
+from rfc2544 import catalog
+from rfc2544 import rfc_minimums as rfc
+
+
+def setting(kind, default):
+    """A test's setting: its check (profiles._check's kinds) and its default,
+    which the profile's schema reads (`schema_of`)."""
+    return field(metadata={"kind": kind, "default": default})
+
+
+def schema_of(settings_type):
+    """field -> (kind, default) of a test's settings type, for profiles.validate."""
+    return {f.name: (f.metadata["kind"], f.metadata["default"]) for f in fields(settings_type)}
 
 
 @dataclass(frozen=True)
@@ -35,46 +49,53 @@ class SearchSettings:
     latency_bound: Optional[dict]       # {percentile, us} or None (search.outcome.LatencyBound)
 
 
+# Each test's own section of the profile (catalog.py names its type). A
+# setting's kind is one of profiles._check's: "pos" > 0, "nonneg" >= 0, "int"
+# a positive integer, "pct" 0 < x <= 100, "opt_pos" None or > 0, or a
+# named check ("loads", "bursts").
 @dataclass(frozen=True)
 class LatencySettings:
-    duration_s: float
-    repetitions: int
-    loads_pct: List[float]              # % of the throughput; 100 = RFC 2544 26.2, 0 = a minimal load
+    duration_s: float = setting("pos", float(rfc.LATENCY_TRIAL_S))
+    repetitions: int = setting("int", rfc.LATENCY_REPETITIONS)
+    # % of the throughput; 100 = RFC 2544 26.2, 0 = a minimal load
+    loads_pct: List[float] = setting("loads", [100.0])
 
 
 @dataclass(frozen=True)
 class FrameLossSettings:
-    step_pct: float
-    duration_s: Optional[float]         # None: the profile's trial_duration_s
+    step_pct: float = setting("pct", float(rfc.LOSS_STEP_PCT))
+    duration_s: Optional[float] = setting("opt_pos", None)     # None: the profile's trial_duration_s
 
 
 @dataclass(frozen=True)
 class BackToBackSettings:
-    burst_s: float
-    repetitions: int
-    resolution_pct: float
-    depletion_s: float
+    burst_s: float = setting("pos", float(rfc.B2B_BURST_S))
+    repetitions: int = setting("int", rfc.B2B_TRIALS)
+    resolution_pct: float = setting("pct", 1.0)
+    depletion_s: float = setting("nonneg", float(rfc.B2B_DEPLETION_S))
 
 
 @dataclass(frozen=True)
 class BurstySettings:
-    burst_sizes: List[int]              # frames per burst, ascending; each a search of its own
+    # RFC 2544 section 21: bursts of each size at the generator's minimum
+    # gap; frames per burst, ascending; each a search of its own
+    burst_sizes: List[int] = setting("bursts", [16, 64, 256, 1024])
 
 
 @dataclass(frozen=True)
 class SystemRecoverySettings:
-    overload_pct: float
-    recovery_pct: float
-    overload_s: float
-    recovery_s: float
-    repetitions: int
+    overload_pct: float = setting("pos", round(rfc.RECOVERY_OVERLOAD * 100, 6))
+    recovery_pct: float = setting("pct", 50.0)
+    overload_s: float = setting("pos", float(rfc.RECOVERY_OVERLOAD_S))
+    recovery_s: float = setting("pos", 30.0)
+    repetitions: int = setting("int", 1)
 
 
 @dataclass(frozen=True)
 class ResetSettings:
-    duration_s: float
-    reset_after_s: float
-    repetitions: int
+    duration_s: float = setting("pos", 60.0)
+    reset_after_s: float = setting("pos", 10.0)
+    repetitions: int = setting("int", 1)
 
 
 @dataclass(frozen=True)
@@ -91,10 +112,13 @@ class Thresholds:
     latency_median_max_us: Optional[float]
 
 
-SECTION_TYPES = {"waits": Waits, "search": SearchSettings, "latency": LatencySettings,
-                 "frame_loss": FrameLossSettings, "back_to_back": BackToBackSettings, "bursty": BurstySettings,
-                 "system_recovery": SystemRecoverySettings, "reset": ResetSettings,
-                 "modifiers": Modifiers, "thresholds": Thresholds}
+# the sections every run reads; each test's own comes from the table
+SECTION_TYPES = {"waits": Waits, "search": SearchSettings, "modifiers": Modifiers, "thresholds": Thresholds}
+
+
+def test_sections():
+    """test name -> its settings type, for the tests that have a section (catalog.py)."""
+    return {t.name: catalog.resolve(t.settings) for t in catalog.TESTS if t.settings}
 
 
 @dataclass(frozen=True)
@@ -111,14 +135,16 @@ class ProfileModel:
     trial_duration_s: float
     waits: Waits
     search: SearchSettings
-    latency: LatencySettings
-    frame_loss: FrameLossSettings
-    back_to_back: BackToBackSettings
-    bursty: BurstySettings
-    system_recovery: SystemRecoverySettings
-    reset: ResetSettings
     modifiers: Modifiers
     thresholds: Thresholds
+    # each test's own section by its name (`model.latency` reads it)
+    settings: dict = field(default_factory=dict)
+
+    def __getattr__(self, name):
+        settings = self.__dict__.get("settings") or {}
+        if name in settings:
+            return settings[name]
+        raise AttributeError(name)
 
     @classmethod
     def from_dict(cls, profile):
@@ -126,7 +152,11 @@ class ProfileModel:
         values = dict(profile)
         for section, section_type in SECTION_TYPES.items():
             values[section] = section_type(**profile[section])
-        return cls(**{f.name: values.pop(f.name) for f in fields(cls)}, **values)
+        settings = {name: section_type(**values.pop(name)) for name, section_type in test_sections().items()}
+        return cls(**{f.name: values.pop(f.name) for f in fields(cls) if f.name != "settings"},
+                   settings=settings, **values)
 
     def to_dict(self):
-        return asdict(self)
+        out = asdict(self)
+        out.update(out.pop("settings"))
+        return out

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rfc2544 import catalog, input_files
 from rfc2544 import rfc_minimums as rfc
+from rfc2544.config import profile_model
 from rfc2544.errors import BadInput
 from rfc2544.model import BOUND_PERCENTILES
 
@@ -24,7 +25,9 @@ MAX_BURST_FRAMES = 65536      # the module's burst_frames bound
 MAX_FLOWS_PER_STREAM = 65526    # UDP source ports 9..65534 (drivers/pktgen.DeviceConfig)
 
 # section -> field -> (kind, default); kind: "pos" > 0, "nonneg" >= 0,
-# "int" positive integer, "pct" 0 < x <= 100, "bool", "str", "opt_pos" None or > 0
+# "int" positive integer, "pct" 0 < x <= 100, "bool", "str", "opt_pos" None or > 0.
+# The sections every run reads; each test's own section is its settings
+# type's (`schema`).
 SCHEMA = {
     None: {
         "name": ("str", "custom"), "description": ("str", ""),
@@ -46,23 +49,23 @@ SCHEMA = {
                # {percentile: 50 | 99 | 99.9 | max, us: N}: a goal of its own beside
                # the NDR (search/outcome.LatencyBound; an extension of RFC 2544)
                "latency_bound": ("latency_bound", None)},
-    "latency": {"duration_s": ("pos", float(rfc.LATENCY_TRIAL_S)), "repetitions": ("int", rfc.LATENCY_REPETITIONS),
-                "loads_pct": ("loads", [100.0])},
-    "frame_loss": {"step_pct": ("pct", float(rfc.LOSS_STEP_PCT)), "duration_s": ("opt_pos", None)},
-    "back_to_back": {"burst_s": ("pos", float(rfc.B2B_BURST_S)), "repetitions": ("int", rfc.B2B_TRIALS),
-                     "resolution_pct": ("pct", 1.0), "depletion_s": ("nonneg", float(rfc.B2B_DEPLETION_S))},
-    # RFC 2544 section 21: bursts of each size at the generator's minimum gap
-    "bursty": {"burst_sizes": ("bursts", [16, 64, 256, 1024])},
-    "system_recovery": {"overload_pct": ("pos", round(rfc.RECOVERY_OVERLOAD * 100, 6)), "recovery_pct": ("pct", 50.0),
-                        "overload_s": ("pos", float(rfc.RECOVERY_OVERLOAD_S)), "recovery_s": ("pos", 30.0),
-                        "repetitions": ("int", 1)},
-    "reset": {"duration_s": ("pos", 60.0), "reset_after_s": ("pos", 10.0),
-              "repetitions": ("int", 1)},
     # RFC 2544 section 11: frames beside the test streams (drivers/modifiers.py); 0 = off
     "modifiers": {"broadcast_pct": ("broadcast_share", 0.0), "management_fps": ("management_rate", 0.0)},
     "thresholds": {"throughput_min_fps": ("opt_pos", None), "throughput_min_pct": ("opt_pct", None),
                    "latency_p999_max_us": ("opt_pos", None), "latency_median_max_us": ("opt_pos", None)},
 }
+
+
+def schema():
+    """Every section's fields: the run's, with each test's own after `search`,
+    in the table's order (catalog.py, config/profile_model.py)."""
+    out = {}
+    for section, section_fields in SCHEMA.items():
+        if section == "modifiers":
+            out.update({name: profile_model.schema_of(settings_type)
+                        for name, settings_type in profile_model.test_sections().items()})
+        out[section] = section_fields
+    return out
 
 
 class Profile(dict):
@@ -80,8 +83,7 @@ class Profile(dict):
         """The typed view (profile_model.ProfileModel), built on first use;
         the profile is not changed after validation."""
         if "_model" not in self.__dict__:
-            from rfc2544.config.profile_model import ProfileModel
-            self.__dict__["_model"] = ProfileModel.from_dict(self)
+            self.__dict__["_model"] = profile_model.ProfileModel.from_dict(self)
         return self.__dict__["_model"]
 
     @property
@@ -114,7 +116,8 @@ def validate(raw, origin="profile"):
     if not isinstance(raw, dict):
         raise BadInput(f"{origin}: a profile must be a mapping")
     out = Profile()
-    sections = [s for s in SCHEMA if s is not None]
+    sections_schema = schema()
+    sections = [s for s in sections_schema if s is not None]
     for key in raw:
         if key not in SCHEMA[None] and key not in sections:
             raise BadInput(f"{origin}: {_key(key)}: unknown field (known: {', '.join(sorted(list(SCHEMA[None]) + sections))})")
@@ -125,10 +128,11 @@ def validate(raw, origin="profile"):
         if not isinstance(given, dict):
             raise BadInput(f"{origin}: {section}: must be a mapping")
         for key in given:
-            if key not in SCHEMA[section]:
-                raise BadInput(f"{origin}: {section}.{_key(key)}: unknown field (known: {', '.join(SCHEMA[section])})")
+            if key not in sections_schema[section]:
+                raise BadInput(f"{origin}: {section}.{_key(key)}: unknown field "
+                               f"(known: {', '.join(sections_schema[section])})")
         out[section] = {key: _check(origin, f"{section}.{key}", kind, given.get(key, copy.deepcopy(default)))
-                        for key, (kind, default) in SCHEMA[section].items()}
+                        for key, (kind, default) in sections_schema[section].items()}
     if out["search"]["initial_duration_s"] > out["trial_duration_s"]:
         raise BadInput(f"{origin}: search.initial_duration_s: must not exceed trial_duration_s ({out['trial_duration_s']})")
     if out["search"]["min_load_pct"] >= 100:

@@ -37,7 +37,10 @@ def report_context(results):
     spacing = summary.spacing_rows(results)
     latency = summary.latency_rows(results)
     bursty = summary.bursty_rows(results)
+    # each test's entries under its name; the tests with figures of their own replace theirs below
+    rows = {t.name: summary.section_rows(results, t.name) for t in catalog.TESTS}
     return {
+        **rows,
         "r": results,
         "conditions": conditions,
         "status": checks.completeness(results),
@@ -58,17 +61,13 @@ def report_context(results):
         "clock": conditions.get("latency_clock"),
         "frame_loss": loss,
         "frame_loss_svg": plots.frame_loss_svg(loss),
-        "back_to_back": summary.section_rows(results, "back_to_back"),
         "has_corrected": any(b.get("corrected_buffer_s") is not None for b in results["back_to_back"]),
         "bursty": bursty,
         "bursty_svg": plots.bursty_svg(bursty),
-        "system_recovery": summary.section_rows(results, "system_recovery"),
-        "reset": summary.section_rows(results, "reset"),
-        "recovery_svg": plots.recovery_reset_svg(summary.section_rows(results, "system_recovery"),
-                                                 summary.section_rows(results, "reset")),
+        "recovery_svg": plots.recovery_reset_svg(rows["system_recovery"], rows["reset"]),
         "planned_tests": {p.get("test") for p in results["plan"]},
         # tests the template has no block of its own for: their entries as they are
-        "other_tests": [{"title": t.title, "standard": t.standard, "rows": summary.section_rows(results, t.name)}
+        "other_tests": [{"title": t.title, "standard": t.standard, "rows": rows[t.name]}
                         for t in catalog.TESTS if not t.report_block and results.get(t.name)],
         "trials": summary.trial_rows(results),
         "spacing": spacing,

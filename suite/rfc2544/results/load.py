@@ -6,7 +6,9 @@ Anything wrong becomes one BadInput line naming the file: the CLI prints it
 and exits 2. Missing optional fields are left missing: the templates show a
 dash, so a partial file from a run cut short still renders.
 """
+import dataclasses
 import json
+import typing
 from numbers import Real
 
 from rfc2544 import catalog
@@ -14,6 +16,7 @@ from rfc2544 import wire
 from rfc2544.errors import BadInput
 from rfc2544.model import BOUND_PERCENTILES
 from rfc2544.results.reader import SCHEMA, SUPPORTED_VERSIONS, read_results, resolve
+from rfc2544.results.summaries import summary_type
 
 __all__ = ["load_results", "resolve", "SCHEMA", "SUPPORTED_VERSIONS"]
 # The lists a results file holds: its trials and each test's entries. One a
@@ -26,38 +29,38 @@ def lists():
     return ("trials",) + catalog.names()
 
 
-# Per section: field -> expected kind. Only `frame_size` is required (plus the
-# headline figure of each section); other fields may be absent or null.
+# Per list: field -> expected kind. A test's entries are checked against its
+# summary type's fields (results/summaries.py, `entry_fields`); the trials
+# against TRIAL_FIELDS. Required: `id` and `frame_size` of a trial, a test's
+# `Summary.REQUIRED` (its frame size and headline figure); other fields may
+# be absent or null.
 NUM, INT, STR, BOOL, LIST, DICT = "number", "integer", "string", "boolean", "list", "object"
-FIELDS = {
-    "trials": {"id": INT, "test": STR, "frame_size": INT, "load_fps": NUM, "load_pct": NUM,
-               "duration_s": NUM, "traffic_s": NUM, "tx_frames": INT, "rx_frames": INT,
-               "lost_frames": INT, "loss_ratio": NUM, "achieved_fps": NUM, "verdict": STR,
-               "aborted_early": BOOL, "saved_traffic_s": NUM, "started": STR, "latency": DICT,
-               "notes": LIST},
-    "throughput": {"frame_size": INT, "fps": NUM, "mbps": NUM, "line_mbps": NUM, "pct_of_max": NUM,
-                   "theoretical_max_fps": NUM, "tester_bound": BOOL, "search": STR, "ndr_fps": NUM,
-                   "pdr_fps": NUM, "pdr_loss_ratio": NUM, "resolution_pct": NUM, "trials": INT,
-                   "traffic_s": NUM, "directions": LIST, "latency_bound": DICT, "bounded_fps": NUM,
-                   "bounded_upper_fps": NUM, "bounded_mbps": NUM, "bounded_pct_of_max": NUM,
-                   "bounded_latency_ns": NUM, "ndr_latency_ns": NUM},
-    "latency": {"frame_size": INT, "load_fps": NUM, "definition": STR, "repetitions": INT,
-                "samples": INT, "min_ns": NUM, "mean_ns": NUM, "median_ns": NUM, "p999_ns": NUM,
-                "max_ns": NUM, "pdv_mean_ns": NUM},
-    "frame_loss": {"frame_size": INT, "points": LIST},
-    "back_to_back": {"frame_size": INT, "trials": INT, "avg_frames": NUM, "min_frames": NUM,
-                     "max_frames": NUM, "stddev_frames": NUM, "implied_buffer_s": NUM,
-                     "throughput_fps": NUM, "max_rate_fps": NUM},
-    "bursty": {"frame_size": INT, "bursts": LIST, "largest_passing_burst": INT, "throughput_fps": NUM,
-               "max_load_fps": NUM, "search": STR, "resolution_pct": NUM},
-    "system_recovery": {"frame_size": INT, "overload_fps": NUM, "recovery_fps": NUM,
-                        "repetitions": INT, "recovery_time_s": NUM, "recovery_times_s": LIST},
-    "reset": {"frame_size": INT, "repetitions": INT, "reset_time_s": NUM, "reset_times_s": LIST},
-}
-REQUIRED = {"trials": ("id", "frame_size"), "throughput": ("frame_size", "fps"),
-            "latency": ("frame_size",), "frame_loss": ("frame_size", "points"),
-            "back_to_back": ("frame_size",), "bursty": ("frame_size", "bursts"), "system_recovery": ("frame_size",),
-            "reset": ("frame_size",)}
+TRIAL_FIELDS = {"id": INT, "test": STR, "frame_size": INT, "load_fps": NUM, "load_pct": NUM,
+                "duration_s": NUM, "traffic_s": NUM, "tx_frames": INT, "rx_frames": INT,
+                "lost_frames": INT, "loss_ratio": NUM, "achieved_fps": NUM, "verdict": STR,
+                "aborted_early": BOOL, "saved_traffic_s": NUM, "started": STR, "latency": DICT,
+                "notes": LIST}
+TRIAL_REQUIRED = ("id", "frame_size")
+_KINDS = {float: NUM, int: INT, str: STR, bool: BOOL, list: LIST, dict: DICT}
+
+
+def _kind(annotation):
+    """The loader's kind of a summary field's annotation (Optional[X] is X's)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union:
+        return _kind(next(a for a in typing.get_args(annotation) if a is not type(None)))
+    return _KINDS[origin or annotation]
+
+
+def entry_fields(section):
+    """(field -> kind, required fields) of a list of a results file."""
+    if section == "trials":
+        return TRIAL_FIELDS, TRIAL_REQUIRED
+    summary = summary_type(section)
+    hints = typing.get_type_hints(summary)
+    return {f.name: _kind(hints[f.name]) for f in dataclasses.fields(summary)}, summary.REQUIRED
+
+
 # Rates, counts and durations: a negative one is corrupt, not a figure to
 # compare (latency may be negative across two unsynchronised clocks).
 NON_NEGATIVE = ("fps", "mbps", "_frames", "frames", "_s", "trials", "repetitions", "samples")
@@ -164,10 +167,9 @@ def _check(data):
             continue
         if not isinstance(entries, list):
             raise ValueError(f"{section}: expected a list")
+        kinds = entry_fields(section)
         for i, entry in enumerate(entries):
-            # a test whose fields the loader does not know yet: its frame size at least
-            _check_fields(f"{section}[{i}]", entry, FIELDS.get(section, {"frame_size": INT}),
-                          REQUIRED.get(section, ("frame_size",)))
+            _check_fields(f"{section}[{i}]", entry, *kinds)
             if section == "frame_loss":
                 for j, point in enumerate(entry["points"]):
                     _check_fields(f"frame_loss[{i}].points[{j}]", point, POINT_FIELDS, ("load_pct", "loss_pct"))

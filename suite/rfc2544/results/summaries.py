@@ -12,6 +12,7 @@ from rfc2544 import catalog
 
 
 class Summary:
+    REQUIRED = ("frame_size",)      # what the loader requires of an entry: its size, and its headline figure
     # Every entry's `frame_size` is the size sent, with FCS. Where the
     # profile asked a size the headers do not fit in, the entry also carries
     # `requested_frame_size` (written only then; rfc2544/wire.py).
@@ -45,6 +46,7 @@ def requested_after_frame_size(d):
 
 @dataclass
 class ThroughputSummary(Summary):
+    REQUIRED = ("frame_size", "fps")
     frame_size: int
     fps: float                      # the NDR, 0 when not even min_load_fps passed
     min_load_fps: float
@@ -146,6 +148,7 @@ class FrameLossPoint:
 
 @dataclass
 class FrameLossSummary(Summary):
+    REQUIRED = ("frame_size", "points")
     frame_size: int
     max_rate_fps: float
     max_rate_source: str
@@ -191,6 +194,7 @@ class BurstySummary(Summary):
     """RFC 2544 section 21: throughput with bursty traffic. Per burst size,
     the highest mean rate (bursts of that many frames back to back, at the
     generator's minimum gap, the gap between bursts searched) with no loss."""
+    REQUIRED = ("frame_size", "bursts")
     frame_size: int
     bursts: List[dict]                  # per burst size: BURST_ROW_KEYS (procedures/bursty.py)
     largest_passing_burst: Optional[int]    # the largest burst size with an NDR (None: none passed)

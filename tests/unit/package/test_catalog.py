@@ -8,18 +8,24 @@ derived list agrees with the table."""
 import json
 import sys
 import textwrap
-from dataclasses import replace
 
 import pytest
 
 from rfc2544 import catalog
+from rfc2544.errors import BadInput
 
 SYNTHETIC = '''
 from dataclasses import dataclass
 from typing import Optional
 
+from rfc2544.config.profile_model import setting
 from rfc2544.model import TrialSpec
 from rfc2544.results.summaries import Summary
+
+
+@dataclass(frozen=True)
+class EchoSettings:
+    load_fps: float = setting("pos", 1000.0)
 
 
 @dataclass
@@ -33,7 +39,8 @@ class EchoSummary(Summary):
 
 
 def run(ctx, frame_size, ipv6):
-    r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=1000, duration_s=1.0, ipv6=ipv6, test="echo"))
+    load = ctx.profile.model.echo.load_fps
+    r = ctx.run_trial(TrialSpec(frame_size=frame_size, load_fps=load, duration_s=1.0, ipv6=ipv6, test="echo"))
     return {"frame_size": frame_size, "fps": r.achieved_fps}
 
 
@@ -61,6 +68,7 @@ def schema_with(name):
     schema = json.loads(schema_check.SCHEMA_PATH.read_text())
     add(schema)
     schema["properties"][name] = {"type": "array", "items": {"type": "object"}}
+    schema["$defs"]["profile"]["properties"][name] = {"type": "object"}
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -73,26 +81,40 @@ def echo(tmp_path, monkeypatch):
     (tmp_path / "echo_test.py").write_text(textwrap.dedent(SYNTHETIC))
     monkeypatch.syspath_prepend(str(tmp_path))
     entry = catalog.Entry("echo", "Echo (synthetic)", "none", "echo_test", "echo_test:EchoSummary",
-                          "echo_test:estimate_s", frame_sizes=catalog.SMALLEST_SIZE, report_block=False)
+                          "echo_test:estimate_s", frame_sizes=catalog.SMALLEST_SIZE, report_block=False,
+                          settings="echo_test:EchoSettings")
     monkeypatch.setattr(catalog, "TESTS", catalog.TESTS + [entry])
     yield entry
     sys.modules.pop("echo_test", None)
 
 
 def test_the_derived_lists_are_the_table():
+    import dataclasses
     from rfc2544.config import profiles
+    from rfc2544.config.profile_model import schema_of
     from rfc2544.reports.summary import test_titles
-    from rfc2544.results.load import lists
+    from rfc2544.results.load import entry_fields, lists
     from rfc2544.results.records import sections
     from rfc2544.results.summaries import summary_type
     names = catalog.names()
     assert names[0] == "throughput" and len(set(names)) == len(names)
     assert profiles.TESTS == names == sections() == lists()[1:] == tuple(test_titles())
+    with_settings = [t.name for t in catalog.TESTS if t.settings]
+    schema = profiles.schema()
+    assert [s for s in schema if s in names] == with_settings
+    model = profiles.validate({}).model
     for t in catalog.TESTS:
         assert callable(catalog.resolve(t.procedure).run), t.name
         assert callable(catalog.resolve(t.estimate)), t.name
         assert summary_type(t.name).__name__.endswith("Summary"), t.name
         assert t.frame_sizes in (catalog.EVERY_SIZE, catalog.FIXED_SIZES, catalog.SMALLEST_SIZE)
+        summary_fields = {f.name for f in dataclasses.fields(summary_type(t.name))}
+        assert set(entry_fields(t.name)[0]) == summary_fields, t.name
+        if t.settings:
+            settings_type = catalog.resolve(t.settings)
+            assert schema[t.name] == schema_of(settings_type), t.name
+            assert isinstance(getattr(model, t.name), settings_type), t.name
+            assert profiles.validate({})[t.name] == dataclasses.asdict(getattr(model, t.name)), t.name
 
 
 def test_a_test_registered_in_the_table_alone_runs_end_to_end(echo, tmp_path, monkeypatch):
@@ -110,6 +132,11 @@ def test_a_test_registered_in_the_table_alone_runs_end_to_end(echo, tmp_path, mo
                          "search: {initial_duration_s: 1, resolution_pct: 5, max_load_fps: 5000}\n")
     prof = profiles.load(str(prof_path))
     assert prof.model.tests == ["throughput", "echo"]          # the table's order
+    assert prof.model.echo.load_fps == 1000.0                  # its settings' default
+    with pytest.raises(BadInput, match=r"echo\.load_fps: must be a positive number"):
+        profiles.validate({"echo": {"load_fps": -1}})
+    with pytest.raises(BadInput, match=r"echo\.rate: unknown field \(known: load_fps\)"):
+        profiles.validate({"echo": {"rate": 5}})
     plan = build_plan(prof)
     assert [(s["test"], s["frame_size"]) for s in plan] == [("throughput", 128), ("throughput", 64), ("echo", 64)]
     assert estimate_step_s("echo", prof) == 7.0
@@ -119,6 +146,11 @@ def test_a_test_registered_in_the_table_alone_runs_end_to_end(echo, tmp_path, mo
     assert [e["fps"] for e in loaded["echo"]] == [pytest.approx(1000, rel=0.05)]
     assert json.loads(results.path.read_text())["echo"][0]["frame_size"] == 64
     assert "Echo (synthetic)" in render_html(loaded)
+    data = json.loads(results.path.read_text())
+    data["echo"][0]["fps"] = "fast"                            # its summary type's kinds are the loader's
+    results.path.write_text(json.dumps(data))
+    with pytest.raises(BadInput, match=r"echo\[0\]\.fps: expected a number"):
+        load_results(results.path)
 
 
 def test_a_list_kept_beside_the_table_is_caught(echo):

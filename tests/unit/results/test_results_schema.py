@@ -113,8 +113,8 @@ def test_the_schema_names_every_field_of_the_model_and_the_profile():
     record = defs["deviation"]["anyOf"][0]
     assert set(record["properties"]) == {f.name for f in dataclasses.fields(Deviation)}
     prof = defs["profile"]["properties"]
-    assert set(prof) == set(profiles.SCHEMA[None]) | {s for s in profiles.SCHEMA if s}
-    for section, fields in profiles.SCHEMA.items():
+    assert set(prof) == set(profiles.SCHEMA[None]) | {s for s in profiles.schema() if s}
+    for section, fields in profiles.schema().items():
         if section:
             assert set(prof[section]["properties"]) == set(fields), section
 
