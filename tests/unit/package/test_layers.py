@@ -9,6 +9,7 @@ from the source (every import, also those inside functions):
   config/      inventory and profiles        results/  the results model
   reports/     HTML/PDF/CSV, from results files only (never the tester's layers)
   lab/, sim/   the QEMU lab, a simulated DUT
+  y1564/       ITU-T Y.1564's services, steps and rules: pure, below every layer but the facts
   errors, model, wire, rfc_minimums, catalog (top level): facts every layer may import; they import no layer
 
 Each rule is checked on a synthetic package too, so a rule that could not
@@ -35,6 +36,8 @@ FORBIDDEN = {
     # the report reads results files: what the tester or a search knows
     # reaches it through them (shared facts: model.py; conditions: results/)
     "reports": {"engine", "procedures", "search", "lab", "drivers"},
+    # the rules a run applies and a report restates: facts, read by every layer that needs them
+    "y1564": {"engine", "procedures", "search", "lab", "drivers", "config", "results", "reports", "sim"},
 }
 
 
