@@ -15,6 +15,7 @@ from dataclasses import dataclass
 EVERY_SIZE = "every"          # every size asked, IMIX too
 FIXED_SIZES = "fixed"         # every size but IMIX (a burst or an overload needs one frame length)
 SMALLEST_SIZE = "smallest"    # the smallest fixed size only (an outage is the same at any size)
+PER_SERVICE = "services"      # one step per Y.1564 service, at the service's own sizes (y1564/services.py)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ TESTS = [
           frame_sizes=FIXED_SIZES, settings=_C + "SystemRecoverySettings"),
     Entry("reset", "Reset (26.6)", "RFC 2544 26.6", _P + "reset", _S + "ResetSummary", _P + "reset:estimate_s",
           needs_throughput=True, frame_sizes=SMALLEST_SIZE, settings=_C + "ResetSettings"),
+    Entry("y1564_configuration", "Service configuration (Y.1564 8.1)", "ITU-T Y.1564 8.1",
+          _P + "y1564_configuration", _S + "ServiceConfigurationSummary", _P + "y1564_configuration:estimate_s",
+          frame_sizes=PER_SERVICE, settings=_C + "Y1564ConfigurationSettings"),
 ]
 
 

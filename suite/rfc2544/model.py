@@ -6,7 +6,7 @@ Tester: they see `measure(duration, load)` built on top of it.
 """
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Protocol
+from typing import Dict, List, Optional, Protocol, Tuple
 
 ETHERNET_OVERHEAD = 20  # preamble 8 + inter-frame gap 12 bytes, per frame
 
@@ -46,6 +46,10 @@ class TrialSpec:
     # many back to back, the bursts spaced so the mean rate is load_fps
     # (the module's burst_frames). 1: evenly spaced.
     frames_per_burst: int = 1
+    # Each stream's share of load_fps and of the frames, in the tester's
+    # stream order (whole-number weights: a Y.1564 service's streams are
+    # sent at their own rates). None: an even split.
+    shares: Optional[Tuple[int, ...]] = None
 
 
 @dataclass

@@ -18,9 +18,27 @@ def profile(**over):
     return profiles.validate(raw, "test")
 
 
-def start(directory, sim, prof, **kw):
-    results = Results.create(directory, prof, build_plan(prof), profiles.deviation_records(prof), {})
+def start(directory, sim, prof, services=None, **kw):
+    """A runner of `prof` against `sim`; `services`: Y.1564 services (a
+    y1564 test's; parsed, y1564/services.py), kept in the results as a run keeps them."""
+    from rfc2544.y1564.services import to_record
+    results = Results.create(directory, prof, build_plan(prof, services=services or ()),
+                             profiles.deviation_records(prof), {},
+                             services=[to_record(s) for s in services] if services else None)
     return Runner(sim, prof, results, Display(quiet=True), **kw), results
+
+
+def sim_inventory(speed_mbps=1000):
+    """A tester with a tx and an rx port and one stream between them, as
+    the simulated DUT's Y.1564 streams ride on (no host is reached)."""
+    from pathlib import Path
+    from rfc2544.config.inventory import Host, Inventory, Port, Stream
+    ports = {"tx0": Port("tx0", "tx", "02:00:00:00:00:01", "198.18.0.1/24", peer_mac="02:00:00:00:01:01",
+                         speed_mbps=speed_mbps),
+             "rx0": Port("rx0", "rx", "02:00:00:00:00:02", "198.19.0.1/24", peer_mac="02:00:00:00:01:02",
+                         speed_mbps=speed_mbps)}
+    tester = Host("sim", "testers", "127.0.0.1", ports=ports)
+    return Inventory(Path("sim-inventory.yml"), {"sim": tester}, [Stream("sim", "tx0", "sim", "rx0")], {})
 
 
 def resume(directory, sim, **kw):

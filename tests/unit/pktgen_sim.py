@@ -45,7 +45,8 @@ class SimDevice:
                   "udp_dst_min": 9, "udp_dst_max": 9, "burst_frames": 1,
                   "dst_stride": 1, "stream_id": 0, "vlan_id": 0xffff, "svlan_id": 0xffff,
                   "vlan_p": 0, "vlan_cfi": 0, "svlan_p": 0, "svlan_cfi": 0,
-                  "queue_map_min": 0, "queue_map_max": 0, "start_offset": 0}
+                  "queue_map_min": 0, "queue_map_max": 0, "start_offset": 0,
+                  "tos": 0, "traffic_class": 0}
         self.extra = {}             # other Params lines (e.g. vlan_id) written behind the tester's back
         self.result = ""
         self.sofar = 0
@@ -91,6 +92,9 @@ class SimDevice:
             lines.append(f"     vlan_id: {p['vlan_id']}  vlan_p: {p['vlan_p']}  vlan_cfi: {p['vlan_cfi']}")
             if p["svlan_id"] <= 4095:       # upstream names the outer tag's bits vlan_p/vlan_cfi too
                 lines.append(f"     svlan_id: {p['svlan_id']}  vlan_p: {p['svlan_p']}  vlan_cfi: {p['svlan_cfi']}")
+        for key in ("tos", "traffic_class"):        # the module's device_show.c: only when set
+            if p[key]:
+                lines.append(f"     {key}: 0x{p[key]:02x}")
         lines += [
             f"     src_mac: 52:54:00:00:00:01 dst_mac: {p['dst_mac']}",
             f"     udp_src_min: {p['udp_src_min']}  udp_src_max: {p['udp_src_max']}  "
@@ -252,6 +256,10 @@ class SimKernel:
             p[word] = max(int(arg), 1)
         elif word == "stream_id" and self.module_version >= "1.3":
             p[word] = int(arg)
+        elif word in ("tos", "traffic_class"):    # both generators: two hex digits
+            if int(arg, 16) > 0xff:
+                return False, f"Result: ERROR: {word} hex 00..ff"
+            p[word] = int(arg, 16)
         elif word == "start_offset" and self.module_version >= "1.7":
             p[word] = int(arg)      # the simulated start ignores it: it models no phase
         elif word in ("src6_min", "src6_max") and self.module_version >= "1.6":

@@ -99,16 +99,19 @@ def apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abor
                    "deviation [default: free].")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False),
               help="Add the finished run to this results store, for `rfc2544 trend` [default: $RFC2544_STORE].")
+@click.option("--services", "services_path", type=click.Path(dir_okay=False),
+              help="ITU-T Y.1564 services file, for a profile with a Y.1564 test (-p y1564; "
+                   "inventory/services-example.yml shows one).")
 @interruptible
 def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests, frame_sizes,
-        ip_versions, early_abort, formats, as_json, generators, generator_cpus, store_dir):
+        ip_versions, early_abort, formats, as_json, generators, generator_cpus, store_dir, services_path):
     """Run the RFC 2544 tests of a profile against the inventory's DUT."""
     say = functools.partial(click.echo, err=as_json)      # --json: stdout holds the document only
     if resume_dir:
         if out_dir or profile_name or search or tests or frame_sizes or ip_versions or early_abort is not None \
-                or generators is not None or generator_cpus is not None:
+                or generators is not None or generator_cpus is not None or services_path:
             raise BadInput("--resume continues a run as it was planned: drop -p/--out/--search/--test/"
-                           "--frame-size/--ip-version/--early-abort/--generators/--generator-cpus")
+                           "--frame-size/--ip-version/--early-abort/--generators/--generator-cpus/--services")
         results = Results.load(resume_dir)
         generators = (results.data.get("conditions") or {}).get("generators")
         generator_cpus = (results.data.get("conditions") or {}).get("generator_cpus")
@@ -121,10 +124,11 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         profile = apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort)
         results = None
     inventory = inventory_arg.resolve(inventory_path)
+    services = None if resume_dir else load_services(services_path, profile, inventory)
     if setup:
         run_setup(inventory.path)
     results, misses = _run_tests(inventory, profile, results, out_dir, _display(sys.stderr if as_json else None),
-                                 generators, generator_cpus or GENERATOR_CPUS[0])
+                                 generators, generator_cpus or GENERATOR_CPUS[0], services)
     if results.complete and not misses:
         from rfc2544.procedures.runner import check_thresholds
         misses = check_thresholds(results.data, profile)
@@ -138,7 +142,29 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         raise ThresholdMissed("; ".join(misses))
 
 
-def _run_tests(inventory, profile, results, out_dir, display, generators=None, generator_cpus="free"):
+def load_services(path, profile, inventory=None):
+    """The Y.1564 services of `--services` (None without it), checked against
+    the profile's tests and the inventory before any host is touched."""
+    from rfc2544 import catalog
+    from rfc2544.procedures import service_streams
+    from rfc2544.y1564 import services as services_mod
+    wanted = [t for t in profile.model.tests if catalog.entry(t).frame_sizes == catalog.PER_SERVICE]
+    if path is None:
+        if wanted:
+            raise BadInput(f"{wanted[0]}: a Y.1564 test needs the services: give --services FILE "
+                           "(inventory/services-example.yml shows one)")
+        return None
+    if not wanted:
+        raise BadInput(f"--services {path}: the profile runs no Y.1564 test (use -p y1564, or --test "
+                       "y1564_configuration)")
+    services = services_mod.load(path)
+    if inventory is not None:
+        service_streams.check(services, inventory, profile.model.link_mbps, origin=str(path))
+    return services
+
+
+def _run_tests(inventory, profile, results, out_dir, display, generators=None, generator_cpus="free",
+               services=None):
     """Create the results (unless resuming) and run the plan: (results, threshold misses)."""
     link = assemble.link_speed(inventory, profile)
     tester = assemble.make_tester(inventory, profile, generators, generator_cpus)
@@ -156,8 +182,10 @@ def _run_tests(inventory, profile, results, out_dir, display, generators=None, g
             link = conditions["link_speed_mbps"]
             tags = getattr(tester, "frame_tags", 0)
             deviations = profiles_mod.deviation_records(profile, tags, getattr(tester, "plans", ()))
-            results = Results.create(out, profile, build_plan(profile, tags),
-                                     deviations + assemble.placement_deviations(tester, generator_cpus), conditions)
+            from rfc2544.y1564.services import to_record
+            results = Results.create(out, profile, build_plan(profile, tags, services or ()),
+                                     deviations + assemble.placement_deviations(tester, generator_cpus), conditions,
+                                     services=[to_record(s) for s in services] if services else None)
             if profile.model.waits.route_s:
                 time.sleep(profile.model.waits.route_s)     # RFC 2544 23: after the routing setup
         else:

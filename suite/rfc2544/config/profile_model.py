@@ -99,6 +99,22 @@ class ResetSettings:
 
 
 @dataclass(frozen=True)
+class Y1564ConfigurationSettings:
+    # ITU-T Y.1564 8.1, each service alone (y1564/steps.py): the CIR step
+    # loads in % of the CIR, then the EIR, traffic policing and (optional)
+    # CBS/EBS burst steps, each `step_s` long
+    cir_steps_pct: List[float] = setting("step_pcts", [25.0, 50.0, 75.0, 100.0])
+    step_s: float = setting("pos", 60.0)
+    eir_step: bool = setting("bool", True)
+    policing_step: bool = setting("bool", True)
+    burst_steps: bool = setting("bool", False)
+    # M: how far above CIR + EIR the received rate may be, in % (the DUT's meters' bursts)
+    m_factor_pct: float = setting("nonneg", 5.0)
+    # FDV: the delay at this percentile less the least delay (y1564/rules.py)
+    fdv_percentile: str = setting("percentile", "99.9")
+
+
+@dataclass(frozen=True)
 class Modifiers:
     broadcast_pct: float                # % of the offered frames sent to the broadcast address; 0 = off
     management_fps: float               # frames/s to the DUT's own address; 0 = off

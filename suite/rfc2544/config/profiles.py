@@ -243,6 +243,24 @@ def _check(origin, where, kind, value):
         # frames per burst (procedures/bursty.py), each size a search of its own
         return sorted(_whole_numbers(value, bad, 2, MAX_BURST_FRAMES, "burst sizes in frames",
                                      "a burst size (a whole number of frames in 2..{high})"))
+    if kind == "step_pcts":
+        # Y.1564's CIR step loads, in % of the CIR, ascending (may be none: the other steps only)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list) or len(value) > 10:
+            bad("must be a list of at most 10 step loads in % of the CIR (0 < x <= 100)")
+        for load in value:
+            if isinstance(load, bool) or not isinstance(load, (int, float)) or not 0 < load <= 100 \
+                    or not math.isfinite(load):
+                bad(f"{load!r} is not a step load in % of the CIR (0 < x <= 100)")
+        if len(set(value)) != len(value):
+            bad("has duplicates")
+        return sorted(float(load) for load in value)
+    if kind == "percentile":
+        word = _percentile_word(value)
+        if word is None:
+            bad(f"must be one of {', '.join(BOUND_PERCENTILES)}")
+        return word
     if kind == "ipv":
         if isinstance(value, int):
             value = [value]
@@ -261,16 +279,21 @@ def _latency_bound(value, bad):
         return None
     if not isinstance(value, dict) or set(value) != {"percentile", "us"}:
         bad("must be a mapping {percentile: 50 | 99 | 99.9 | max, us: microseconds}")
-    pct = value["percentile"]
-    # a number names the percentile it equals exactly (99.90000001 is none)
-    word = pct if isinstance(pct, str) else next(
-        (w for w in BOUND_PERCENTILES if w != "max" and _usable_number(pct) and pct == float(w)), None)
-    if word not in BOUND_PERCENTILES:
+    word = _percentile_word(value["percentile"])
+    if word is None:
         bad(f"percentile must be one of {', '.join(BOUND_PERCENTILES)}")
     us = value["us"]
     if not _usable_number(us) or not 0 < us <= MAX_BOUND_US:
         bad(f"us must be a number of microseconds in (0, {MAX_BOUND_US:g}]")
     return {"percentile": word, "us": float(us)}
+
+
+def _percentile_word(pct):
+    """The BOUND_PERCENTILES word `pct` names (a number names the one it
+    equals exactly: 99.90000001 is none), or None."""
+    word = pct if isinstance(pct, str) else next(
+        (w for w in BOUND_PERCENTILES if w != "max" and _usable_number(pct) and pct == float(w)), None)
+    return word if word in BOUND_PERCENTILES else None
 
 
 def _whole_numbers(value, bad, low, high, plural, one):

@@ -143,6 +143,10 @@ class DeviceConfig:
     # ns after the start its first frame waits for (module 1.7's
     # start_offset): a stream's generators staggered. None: not written.
     start_offset_ns: Optional[int] = None
+    # The IP header's TOS byte (IPv4 `tos`) or traffic class (IPv6
+    # `traffic_class`): a DSCP in its upper six bits. None: not written
+    # (a fresh device sends 0).
+    tos: Optional[int] = None
 
     @property
     def dst_max(self):
@@ -250,6 +254,8 @@ class DeviceConfig:
             cmds += [f"queue_map_min {q}", f"queue_map_max {q}"]
         if self.start_offset_ns is not None:
             cmds.append(f"start_offset {validate.uint(self.start_offset_ns, 'start offset (ns)', 0, 10**9)}")
+        if self.tos is not None:
+            cmds.append(f"{tos_key(self.ipv6)} {validate.uint(self.tos, 'TOS byte', 0, 255):02x}")
         cmds.append("clear_counters")
         return cmds
 
@@ -290,6 +296,11 @@ ADDRESS_KEYS = {
 ALWAYS_WRITTEN = frozenset({"clear_counters"})
 
 
+def tos_key(ipv6):
+    """The device command (and read-out line) of the IP header's TOS byte."""
+    return "traffic_class" if ipv6 else "tos"
+
+
 def command_key(cmd):
     """What a device command sets: commands with the same key overwrite
     each other (`ratep` and `delay` both set the delay; `flag X` and
@@ -324,6 +335,9 @@ def expected_params(cfg: "DeviceConfig"):
         exp["queue_map_min"] = exp["queue_map_max"] = str(cfg.queue)
     if cfg.start_offset_ns is not None:
         exp["start_offset"] = str(cfg.start_offset_ns) if cfg.start_offset_ns else ""
+    if cfg.tos is not None:
+        # shown only when not 0
+        exp[tos_key(cfg.ipv6)] = f"0x{cfg.tos:02x}" if cfg.tos else ""
     if cfg.ipv6:
         exp["saddr"] = ipaddress.IPv6Address(cfg.src_ip).compressed
         exp["daddr"] = ipaddress.IPv6Address(cfg.dst_ip).compressed

@@ -16,7 +16,7 @@ duplicates). The receiver counts each id exactly; the stream's counts are
 their sums (StreamPlan.stream groups them).
 """
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from rfc2544.errors import BadInput
 
@@ -42,6 +42,8 @@ class StreamPlan:
     src6: Optional[str]
     dst6: Optional[str]
     tags: Tags = Tags()             # the stream's (inventory.Stream)
+    sizes: Tuple[int, ...] = ()     # its own frame sizes (inventory.Stream); (): the trial's
+    dscp: Optional[int] = None      # its IP DSCP (inventory.Stream); None: not written
     stream: int = 0                 # the stream this generator is part of (its index)
     generator: int = 0              # this one's number in the stream, 0..generators-1
     generators: int = 1             # the stream's generators
@@ -139,7 +141,7 @@ def plan_streams(inventory, bidirectional=False, generators=None) -> List[Stream
                 src6=validate.ipv6(tx.ipv6) if tx.ipv6 else None,
                 dst6=validate.ipv6(rx.ipv6) if rx.ipv6 else None,
                 stream=i, generator=g, generators=n_gen,
-                tags=s.tags,
+                tags=s.tags, sizes=tuple(s.sizes), dscp=s.dscp,
             ))
     return plans
 
@@ -315,13 +317,12 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
     configs = []
     tags = frame_tags(plans)
     for p, count, rate in zip(plans, count_per_stream, rate_per_stream):
-        imix = pktgen.imix_pkt_sizes(spec.ipv6, tags) if spec.frame_size == 0 else None
+        pkt_size, imix = _sizes_of(p, spec, tags)
         configs.append(pktgen.DeviceConfig(
             device=p.device, count=count,
             dst_mac=dst_mac_override(p) if dst_mac_override else p.dst_mac,
             src_ip=p.src(spec.ipv6), dst_ip=p.dst(spec.ipv6), ipv6=spec.ipv6,
-            pkt_size=None if imix else pktgen.pkt_size_for_frame(spec.frame_size),
-            imix=imix, ratep=rate,
+            pkt_size=pkt_size, imix=imix, ratep=rate, tos=None if p.dscp is None else p.dscp << 2,
             flows=spec.flows if networks == 1 and sources == 1 else 1,
             dst_networks=networks if extended else None,
             src_addresses=sources if sources > 1 or (spec.ipv6 and ipv6_sources) else None,
@@ -332,3 +333,28 @@ def device_configs(plans, spec, count_per_stream, rate_per_stream, dst_mac_overr
             tags=p.tags.sent(),
         ))
     return configs
+
+
+def _sizes_of(plan, spec, tags):
+    """(pkt_size, IMIX weights) of plan's device: its stream's own sizes
+    (one: that size; several: each an equal share), else the trial's."""
+    if plan.sizes:
+        sent = [pktgen.pkt_size_for_frame(wire.wire_frame_size(s, spec.ipv6, tags)) for s in plan.sizes]
+        if len(set(sent)) == 1:
+            return sent[0], None
+        return None, tuple((size, sent.count(size)) for size in sorted(set(sent)))
+    if spec.frame_size == 0:
+        return None, pktgen.imix_pkt_sizes(spec.ipv6, tags)
+    return pktgen.pkt_size_for_frame(spec.frame_size), None
+
+
+def split_weighted(total, weights):
+    """Split an integer total in proportion to `weights` (integers that add
+    up to it; the largest remainders take the spare units)."""
+    whole = sum(weights)
+    exact = [total * w / whole for w in weights]
+    parts = [int(x) for x in exact]
+    spare = int(total) - sum(parts)
+    for i in sorted(range(len(exact)), key=lambda k: parts[k] - exact[k])[:spare]:
+        parts[i] += 1
+    return parts

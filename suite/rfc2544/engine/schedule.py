@@ -6,12 +6,13 @@ without stopping the generators (one continuous sequence-number space).
 The trial engine runs any number of segments the same way, so a rate change
 is data here rather than a special case in the traffic loop.
 """
+import math
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from rfc2544.errors import BadInput
 
-from rfc2544.drivers.streams import split_evenly
+from rfc2544.drivers.streams import split_evenly, split_weighted
 
 
 @dataclass(frozen=True)
@@ -22,39 +23,52 @@ class Segment:
     load_fps: Optional[float]
     duration_s: Optional[float] = None
     frames: Optional[int] = None
+    shares: Optional[Tuple[int, ...]] = None    # each stream's weight (TrialSpec.shares); None: even
 
 
 def segments_of(spec) -> List[Segment]:
     """The segments a TrialSpec asks for (the spec is checked already)."""
     if spec.burst_frames is not None:
-        first = Segment(spec.load_fps, frames=spec.burst_frames)
+        first = Segment(spec.load_fps, frames=spec.burst_frames, shares=spec.shares)
     else:
-        first = Segment(spec.load_fps, duration_s=spec.duration_s)
+        first = Segment(spec.load_fps, duration_s=spec.duration_s, shares=spec.shares)
     if spec.recovery_load_fps is None:
         return [first]
-    return [first, Segment(spec.recovery_load_fps, duration_s=spec.recovery_duration_s)]
+    return [first, Segment(spec.recovery_load_fps, duration_s=spec.recovery_duration_s, shares=spec.shares)]
 
 
 def _split(segment, shape):
     """-> (frames per plan, frames/s per plan or None each). `shape`: the
     generators of each stream; a stream's share (an even split over the
-    streams) is split evenly again over its generators."""
+    streams, or by the segment's shares) is split evenly again over its
+    generators."""
     n = len(shape)
+    shares = segment.shares
+    if shares is not None and (len(shares) != n or min(shares) < 1):
+        raise BadInput(f"{n} streams need {n} shares of at least 1 (got {list(shares)})")
+
+    def split(total):
+        return split_evenly(total, n) if shares is None else split_weighted(total, shares)
     if segment.frames is not None:
-        per_stream = split_evenly(segment.frames, n)
+        per_stream = split(segment.frames)
     else:
-        per_stream = split_evenly(max(round(segment.load_fps * segment.duration_s), n * max(shape)), n)
+        # at least a frame for every generator, the smallest share's too
+        least = max(shape) * (n if shares is None else math.ceil(sum(shares) / min(shares)))
+        per_stream = split(max(round(segment.load_fps * segment.duration_s), least))
     counts = [c for total, g in zip(per_stream, shape) for c in split_evenly(total, g)]
     if any(c < 1 for c in counts):
         over = f"{n} streams" if len(counts) == n else f"the {len(counts)} generators of {n} streams"
         raise BadInput(f"{segment.frames or 0} frames cannot be split over {over}")
     if segment.load_fps and segment.load_fps > 0:
         # whole frames/s (the module's ratep) that add up to the stream's rate
-        per_stream = max(int(round(segment.load_fps / n)), 1)
-        if per_stream < max(shape):
-            raise BadInput(f"{segment.load_fps:g} frames/s over {n} stream(s) is {per_stream} frames/s a stream: "
-                           f"under 1 frame/s for each of its {max(shape)} generators (use fewer generators)")
-        rates = [r for g in shape for r in split_evenly(per_stream, g)]
+        if shares is None:
+            stream_rates = [max(int(round(segment.load_fps / n)), 1)] * n
+        else:
+            stream_rates = [max(int(round(segment.load_fps * s / sum(shares))), 1) for s in shares]
+        if min(stream_rates) < max(shape):
+            raise BadInput(f"{segment.load_fps:g} frames/s over {n} stream(s) is {min(stream_rates)} frames/s a "
+                           f"stream: under 1 frame/s for each of its {max(shape)} generators (use fewer generators)")
+        rates = [r for per_stream, g in zip(stream_rates, shape) for r in split_evenly(per_stream, g)]
     else:
         rates = [None] * len(counts)
     return counts, rates

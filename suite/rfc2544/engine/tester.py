@@ -12,7 +12,7 @@ A thin facade over three parts:
 import contextlib
 import threading
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from rfc2544.drivers.pktgen import PGCTRL
 from rfc2544.errors import BadInput, InfraError, Rfc2544Error
@@ -111,6 +111,9 @@ class SSHTester:
         self._lock = threading.Lock()
         self._detected = None
         self._link_pacing = None
+        # streams sent (use_streams) -> (plans, tx hosts, rx hosts, engine); None: the inventory's
+        self._engines = {None: (self.plans, self.tx_hosts, self.rx_hosts, self.engine)}
+        self._every_cpu, self._generators = every_cpu, generators
 
     # the constructor's settings, readable as before
     waits = property(lambda self: self.settings.waits)
@@ -184,8 +187,30 @@ class SSHTester:
         connection per distinct address/port/user, DUT netns honoured)."""
         return self.transport.session(name)
 
+    def use_streams(self, streams=None):
+        """Send `streams` (inventory.Stream records of the inventory's tester
+        ports: a Y.1564 service's, with their own sizes, DSCP and tags) in
+        the trials that follow, one way, without modifiers; None: the
+        inventory's streams again. The generators' devices are set up anew
+        and the tools detected again for the streams' ports."""
+        key = None if streams is None else repr(list(streams))
+        if key not in self._engines:
+            plans = plan_streams(replace(self.inventory, streams=list(streams)), False, self._generators)
+            engine = TrialEngine(self.transport, plans, self.settings, self.detect, self._clock,
+                                 hooks=hooks_of(self.inventory), every_cpu=self._every_cpu)
+            self._engines[key] = (plans, sorted({p.tx_host for p in plans}), sorted({p.rx_host for p in plans}),
+                                  engine)
+        plans, tx_hosts, rx_hosts, engine = self._engines[key]
+        if engine is self.engine:
+            return
+        self.stop_all()
+        self.plans, self.tx_hosts, self.rx_hosts, self.engine = plans, tx_hosts, rx_hosts, engine
+        self.engine.ready = False       # another engine's devices are on the threads
+        self._detected = None
+
     def close(self):
-        self.engine.remove_vlan_devices()
+        for *_, engine in self._engines.values():
+            engine.remove_vlan_devices()
         self.transport.close()
 
     def __enter__(self):

@@ -127,10 +127,18 @@ class ConfigurePhase:
         """The frame size `host`'s pgrx is to count (with FCS; RFC 2544
         section 10: the tester checks the length received): the size sent,
         changed by the tags a DUT adds or removes, or None (any) for an IMIX
-        or where that size cannot be told (streams.arriving_frame_size)."""
-        if spec is None or not spec.frame_size:
+        or where that size cannot be told (streams.arriving_frame_size). Streams
+        of their own sizes (a Y.1564 service's) count theirs: one size they
+        all send, else any."""
+        if spec is None:
             return None
-        sent = wire.wire_frame_size(spec.frame_size, spec.ipv6, streams_mod.frame_tags(self.plans))
+        own = {p.sizes for p in self.plans if p.rx_host == host and p.sizes}
+        size = spec.frame_size
+        if own:
+            size = next(iter(own))[0] if len(own) == 1 and len(next(iter(own))) == 1 else 0
+        if not size:
+            return None
+        sent = wire.wire_frame_size(size, spec.ipv6, streams_mod.frame_tags(self.plans))
         return streams_mod.arriving_frame_size(self.plans, host, sent)
 
     def _declared_streams(self, host, spec):

@@ -15,12 +15,13 @@ from rfc2544 import catalog, wire
 from rfc2544.engine import pacing
 from rfc2544.engine.starved import starved_reason
 from rfc2544.results.deviations import Deviation, text_of
-from rfc2544.errors import InfraError, Rfc2544Error
+from rfc2544.errors import BadInput, InfraError, Rfc2544Error
 from rfc2544.procedures.measure import make_measure
 from rfc2544.model import TrialSpec, theoretical_max_fps
 from rfc2544.procedures import Skip, procedure
 from rfc2544.config.profiles import IMIX
 from rfc2544.results.file import unit_key, verdict
+from rfc2544.y1564 import services as services_mod
 
 try:
     from paramiko import SSHException as _SSHException
@@ -37,25 +38,48 @@ DEFAULT_LATENCY_DEFINITION = (
     "arrival (bit-forwarding in the sense of RFC 1242, including tester stack time)")
 
 
-def build_plan(profile, tags=0):
+def build_plan(profile, tags=0, services=()):
     """The run's steps; `tags`: the VLAN tags the frames carry (the
-    inventory's streams, streams.frame_tags), which raise small sizes too."""
+    inventory's streams, streams.frame_tags), which raise small sizes too;
+    `services`: the Y.1564 services (y1564/services.py) of a run that has
+    such a test, each a step of its own."""
     m = profile.model
+    per_service = [t for t in m.tests if catalog.entry(t).frame_sizes == catalog.PER_SERVICE]
+    if per_service and not services:
+        raise BadInput(f"{per_service[0]}: a Y.1564 test needs the services: give --services FILE "
+                       "(inventory/services-example.yml shows one)")
     plan = []
     for v in m.ip_versions:
         asked = sent_sizes([0 if s == IMIX else s for s in m.frame_sizes], v == 6, tags)
-        for flows in m.flows:
-            plan += _steps(m, v, asked, flows)
+        for n, flows in enumerate(m.flows):
+            # a service has its own traffic: its steps once, not per flow count
+            plan += _steps(m, v, asked, flows, services if n == 0 else (), tags)
     return plan
 
 
-def _steps(m, v, asked, flows):
+def _service_steps(test, v, services, tags):
+    """One step per service: its size sent (0: an EMIX), its name."""
+    steps = []
+    for service in services:
+        sent = [wire.wire_frame_size(s, v == 6, tags) for s in service.sizes]
+        steps.append({"unit": f"{test}/ipv{v}/{service.name}", "test": test,
+                      "frame_size": sent[0] if len(sent) == 1 else 0, "ip_version": v,
+                      "service": service.name, "state": "pending"})
+        if len(sent) == 1 and sent[0] != service.sizes[0]:
+            steps[-1]["requested_frame_size"] = service.sizes[0]
+    return steps
+
+
+def _steps(m, v, asked, flows, services=(), tags=0):
     """The plan's steps of one IP version and flow count, tests in RFC order."""
     plan = []
     sizes = list(asked)
     numeric = [s for s in sizes if s]
     for test in m.tests:
         rule = catalog.entry(test).frame_sizes
+        if rule == catalog.PER_SERVICE:
+            plan += _service_steps(test, v, services, tags)
+            continue
         if rule == catalog.SMALLEST_SIZE:
             chosen = [min(numeric)] if numeric else []
         elif rule == catalog.FIXED_SIZES:
@@ -307,6 +331,27 @@ class Context:
     def can_reset_dut(self):
         return self._r.dut_reset is not None
 
+    # -- Y.1564 services ------------------------------------------------------
+    def service(self):
+        """The step's Y.1564 service (y1564/services.Service), as the run keeps it."""
+        name = self.step.get("service")
+        for record in self._r.results.data.get("services") or []:
+            if record["name"] == name:
+                return services_mod.from_record(record)
+        raise InfraError(f"{self.unit}: the results file keeps no service {name!r}")
+
+    def use_streams(self, streams):
+        """Send `streams` (inventory.Stream records) in this step's trials;
+        None: the inventory's again."""
+        use = getattr(self._r.tester, "use_streams", None)
+        if use is None:
+            raise Skip("this tester sends the inventory's streams only: no service traffic of its own")
+        use(streams)
+
+    def inventory(self):
+        """The tester's inventory (config/inventory.Inventory)."""
+        return self._r.tester.inventory
+
     def reset_dut(self):
         self._r.dut_reset()
 
@@ -319,7 +364,8 @@ def _same_spec(a, b):
             and a.burst_frames == b.burst_frames and a.latency == b.latency
             and close(a.abort_loss_ratio, b.abort_loss_ratio)
             and close(a.recovery_load_fps, b.recovery_load_fps) and a.flows == b.flows
-            and a.frames_per_burst == b.frames_per_burst and a.flow_spread == b.flow_spread)
+            and a.frames_per_burst == b.frames_per_burst and a.flow_spread == b.flow_spread
+            and tuple(a.shares or ()) == tuple(b.shares or ()))
 
 
 class Runner:
@@ -420,6 +466,13 @@ def check_thresholds(data, profile):
         for key, limit in (("p999_ns", t.latency_p999_max_us), ("median_ns", t.latency_median_max_us)):
             if limit and row.get(key) is not None and row[key] / 1000 > limit:
                 misses.append(f"latency {key[:-3]} at {size} B is {row[key] / 1000:.1f} us, above {limit:g} us")
+    for row in data.get("y1564_configuration") or []:
+        # a service that fails its acceptance criteria fails the run, as a threshold does
+        failed = [s for s in row.get("steps") or [] if s.get("verdict") == "fail"]
+        if failed:
+            first = failed[0]
+            misses.append(f"Y.1564 service {row['service']} failed its configuration test: "
+                          f"{', '.join(row.get('failed_rules') or [])} (step {first['label']})")
     return misses
 
 

@@ -297,6 +297,39 @@ def recovery_reset_svg(recovery_rows, reset_rows):
     return _title(svg, "fig-recovery", "System recovery and reset time per repetition, with the recovery time's bounds")
 
 
+def service_steps_svg(entry, index):
+    """Y.1564 8.1: one service's received information rate against what
+    each step offered, with its CIR and CIR + EIR drawn."""
+    steps = [s for s in entry.get("steps") or [] if s.get("ir_mbps") is not None]
+    if not steps:
+        return None
+    prefix = f"fig-service-{index}"
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=SIZE)
+        offered = [s["offered_mbps"] for s in steps]
+        top = max(offered + [s["ir_mbps"] for s in steps]) * 1.1
+        ax.plot([0, top], [0, top], color="#999999", linestyle=":", linewidth=1, label="received = offered")
+        cir, eir = entry["cir_mbps"], entry.get("eir_mbps") or 0
+        ax.axhline(cir, color=COLORS[2], linestyle="--", linewidth=1, label="CIR")
+        if eir:
+            ax.axhline(cir + eir, color=COLORS[4], linestyle="--", linewidth=1, label="CIR + EIR")
+        for passed, marker, color, label in ((True, "o", COLORS[0], "step passed"), (False, "X", COLORS[1],
+                                                                                     "step failed")):
+            pts = [(s["offered_mbps"], s["ir_mbps"]) for s in steps if (s.get("verdict") != "fail") == passed]
+            if pts:
+                ax.scatter(*zip(*pts), marker=marker, color=color, label=label, zorder=3)
+        for s in steps:
+            ax.annotate(s["label"], (s["offered_mbps"], s["ir_mbps"]), textcoords="offset points", xytext=(4, -10),
+                        fontsize=7)
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
+        ax.set_xlabel("offered (Mbit/s, layer 2)")
+        ax.set_ylabel("received (Mbit/s)")
+        ax.legend(loc="upper left", fontsize=8)
+        svg = _svg(fig, prefix)
+    return _title(svg, prefix, f"Service {entry['service']}: received against offered information rate per step")
+
+
 def trend_svg(series, index):
     """One series over the runs: each run's value, each group's average
     (solid) with its spread (band), a triangle where a group starts with a

@@ -55,7 +55,7 @@ class Results:
 
     # -- creating and loading ----------------------------------------------
     @classmethod
-    def create(cls, directory, profile, plan, deviations, conditions):
+    def create(cls, directory, profile, plan, deviations, conditions, services=None):
         directory = Path(directory)
         if (directory / FILENAME).exists():
             raise BadInput(f"{directory}: already holds a {FILENAME}; use --resume {directory} or another --out")
@@ -66,7 +66,7 @@ class Results:
         document = ResultsDocument(
             started=now_iso(), tool={"name": "rfc2544", "version": __version__}, profile=dict(profile),
             plan=[PlanStep.from_dict(step) for step in plan], deviations=[as_written(d) for d in deviations],
-            conditions=conditions)
+            conditions=conditions, services=services)
         data = document.to_dict()
         results = cls(directory, data)
         results.save()

@@ -46,7 +46,10 @@ SCHEMA_VERSION = 2
 # `conditions.generator_cpus` (where the generators send).
 # 14 = `held_ns` in a trial's `host_path` (the path's longest hold, from
 # arrivals timed against departures, where a DUT runs on a tester host).
-SCHEMA_MINOR = 14
+# 15 = ITU-T Y.1564: the `y1564_configuration` section, the run's `services`,
+# `service` on plan steps, the profile's `y1564_configuration`, and
+# `shares` on trial specs whose streams were sent at rates of their own.
+SCHEMA_MINOR = 15
 
 
 def sections():
@@ -76,13 +79,15 @@ class PlanStep:
     requested_frame_size: Optional[int] = None
     throughput_pct: Optional[float] = None   # latency at another load than the throughput's: the load in %
     flows: Optional[int] = None              # flows per stream, when more than one
+    service: Optional[str] = None            # a Y.1564 test's step: its service's name
 
     @classmethod
     def from_dict(cls, d):
         return cls(**d)
 
     def to_dict(self):
-        return requested_after_frame_size(_plain(self, {"note": None, "throughput_pct": None, "flows": None}))
+        return requested_after_frame_size(_plain(self, {"note": None, "throughput_pct": None, "flows": None,
+                                                         "service": None}))
 
 
 @dataclass
@@ -172,7 +177,7 @@ class TrialRecord:
                                                        "spacing": None, "tester_bursty": False,
                                                        "modifier_frames": {}, "host_path": None,
                                                        "tester_starved": False}))
-        for key, default in (("flows", 1), ("frames_per_burst", 1), ("flow_spread", "udp_ports")):
+        for key, default in (("flows", 1), ("frames_per_burst", 1), ("flow_spread", "udp_ports"), ("shares", None)):
             if out["spec"].get(key) == default:    # the spec as it always was
                 del out["spec"][key]
         for stream in out["streams"]:
@@ -217,6 +222,7 @@ class ResultsDocument:
     trials: List[TrialRecord] = field(default_factory=list)
     sections: Dict[str, List[Summary]] = field(default_factory=lambda: {s: [] for s in sections()})
     probes: Optional[Dict[str, float]] = None      # written only once a probe trial ran
+    services: Optional[List[dict]] = None          # Y.1564 services (y1564/services.to_record); only then
 
     @classmethod
     def from_dict(cls, d):
@@ -237,6 +243,8 @@ class ResultsDocument:
                "interruptions": [i.to_dict() for i in self.interruptions],
                "trials": [t.to_dict() for t in self.trials],
                **{s: [e.to_dict() for e in self.sections.get(s, [])] for s in sections()}}
+        if self.services is not None:      # before probes: create writes it, a probe's trial adds probes
+            out["services"] = [dict(s) for s in self.services]
         if self.probes is not None:
             out["probes"] = dict(self.probes)
         return out

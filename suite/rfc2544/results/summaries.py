@@ -241,6 +241,26 @@ class ResetSummary(Summary):
     flows: Optional[int] = None     # flows per stream, written when more than one
 
 
+@dataclass
+class ServiceConfigurationSummary(Summary):
+    """ITU-T Y.1564 8.1: one service's configuration test. Per step (rows of
+    procedures/y1564_configuration.py): what was offered and received, FLR,
+    FTD, FDV, frames out of order, its verdict and the rules it failed."""
+    REQUIRED = ("frame_size", "service", "steps")
+    frame_size: int                     # the service's size sent; 0: an EMIX (its sizes: `services`)
+    service: str
+    cir_mbps: float
+    eir_mbps: float
+    colour_mode: str
+    steps: List[dict]
+    verdict: str                        # pass | fail | tester-limited
+    failed_rules: List[str]             # IR, FLR, FTD, FDV: every rule a step failed
+    ip_version: int = 4
+    unit: str = ""
+    requested_frame_size: Optional[int] = None
+    flows: Optional[int] = None
+
+
 def summary_type(section):
     """The entry type of results.json section `section` (catalog.py names it)."""
     return catalog.resolve(catalog.entry(section).summary)

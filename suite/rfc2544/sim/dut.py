@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 from rfc2544 import wire
 from rfc2544.model import LatencyStats, StreamCounts, TrialResult, theoretical_max_fps
+from rfc2544.sim.services import services_trial
 
 
 class SimDUT:
@@ -29,8 +30,15 @@ class SimDUT:
                  random_loss_ratio=0.0, tester_ceiling_fps=math.inf,
                  recovery_s=0.0, reset_s=0.0, latency_ns=20000.0,
                  sample_interval_s=0.1, seed=1, time_scale=0.0, fail_at=None, clock=None,
-                 capacity_mbps=None, cores=1, reverse_capacity_fps=None, bucket_frames=None):
+                 capacity_mbps=None, cores=1, reverse_capacity_fps=None, bucket_frames=None,
+                 inventory=None, policers=None):
         self.capacity_fps = capacity_fps
+        # Y.1564 services (sim/services.py): the inventory their streams
+        # ride on, the DUT's policer of each class in Mbit/s, and the
+        # streams use_streams asked for (None: the plain model above)
+        self.inventory = inventory
+        self.policers = dict(policers or {})
+        self.streams = None
         # Bidirectional (RFC 2544 section 14): half the load goes each way;
         # the reverse direction forwards at most this (the forward one at
         # capacity_fps), each direction its own stream. None: one direction.
@@ -84,7 +92,16 @@ class SimDUT:
     def tx_port_count(self):
         return 1 if self.reverse_capacity_fps is None else 2
 
+    def use_streams(self, streams=None):
+        self.streams = None if streams is None else list(streams)
+
     def run_trial(self, spec, progress=None):
+        if self.streams is not None:
+            self.trials_run += 1
+            if self.trials_run in self.fail_at:
+                raise self.fail_at.pop(self.trials_run)
+            return services_trial(self.streams, spec, self.policers, self.clock().isoformat(),
+                                  self.tester_ceiling_fps)
         if self.reverse_capacity_fps is None:
             return self._run_one(spec, progress)
         half = replace(spec, load_fps=spec.load_fps / 2,

@@ -17,13 +17,15 @@ Every mistake is one BadInput line naming the file, the service and the
 field, before any host is touched.
 """
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import asdict, dataclass
 from typing import Optional, Tuple
 
 from rfc2544 import input_files, wire
 from rfc2544.errors import BadInput
 from rfc2544.model import ETHERNET_OVERHEAD
 
+NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9 ._:-]{0,31}")
 MAX_SERVICES = 32           # a receiver's stream ids to spare beside the RFC 2544 streams
 COLOUR_MODES = ("blind", "aware_dei", "aware_dscp")
 # Y.1564 Table 1's EMIX letters (h, MTU, and u, user-defined, are not offered)
@@ -77,6 +79,15 @@ class Service:
         return mbps * 1e6 / (self.mean_frame_bytes * 8)
 
 
+def to_record(service):
+    """The service as results.json keeps it (`from_record` reads it back)."""
+    return {**asdict(service), "sizes": list(service.sizes)}
+
+
+def from_record(record):
+    return Service(**{**record, "sizes": tuple(record["sizes"]), "sac": Acceptance(**record["sac"])})
+
+
 def load(path):
     """The services of the file at `path` (BadInput: one line)."""
     raw = input_files.load_yaml(path, "services file")
@@ -121,8 +132,8 @@ def _known(origin, where, given, known):
 
 def _service(origin, where, raw):
     name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or not name.isprintable() or len(name) > 32:
-        raise BadInput(f"{origin}: {where}: name: a printable name of 1 to 32 characters (got {name!r})")
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise BadInput(f"{origin}: {where}: name: 1 to 32 letters, digits, spaces or . _ : - (got {name!r})")
     where = f"service {name}"
 
     def bad(field, message):

@@ -50,7 +50,8 @@ def test_the_minimum_sizes_follow_the_modules_header_geometry():
 def test_the_generator_is_asked_for_the_size_sent():
     """With the size sent in the spec, pkt_size holds every header: the module pads nothing."""
     plan = type("P", (), {"device": "tx0", "dst_mac": "02:00:00:00:00:02", "src": lambda s, v: "2001:2::1",
-                          "dst": lambda s, v: "2001:2::2", "tags": Tags(), "generators": 1})()
+                          "dst": lambda s, v: "2001:2::2", "tags": Tags(), "generators": 1, "sizes": (),
+                          "dscp": None})()
     cfg, = device_configs([plan], TrialSpec(frame_size=82, load_fps=1000, duration_s=1, ipv6=True), [10], [1000])
     assert cfg.pkt_size == 78 == wire.min_frame_size(True) - wire.FCS
     imix, = device_configs([plan], TrialSpec(frame_size=0, load_fps=1000, duration_s=1, ipv6=True), [10], [1000])

@@ -107,7 +107,7 @@ def test_the_derived_lists_are_the_table():
         assert callable(catalog.resolve(t.procedure).run), t.name
         assert callable(catalog.resolve(t.estimate)), t.name
         assert summary_type(t.name).__name__.endswith("Summary"), t.name
-        assert t.frame_sizes in (catalog.EVERY_SIZE, catalog.FIXED_SIZES, catalog.SMALLEST_SIZE)
+        assert t.frame_sizes in (catalog.EVERY_SIZE, catalog.FIXED_SIZES, catalog.SMALLEST_SIZE, catalog.PER_SERVICE)
         summary_fields = {f.name for f in dataclasses.fields(summary_type(t.name))}
         assert set(entry_fields(t.name)[0]) == summary_fields, t.name
         if t.settings:

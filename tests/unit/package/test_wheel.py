@@ -74,11 +74,12 @@ def test_the_wheel_ships_module_source_playbooks_and_inventory(installed):
     assert shipped == expected, (sorted(expected - shipped), sorted(shipped - expected))
     for must in ("pktgen-kmod/main.c", "pktgen-kmod/Kbuild", "pktgen-kmod/dkms.conf", "playbooks/setup.yml",
                  "playbooks/teardown.yml", "playbooks/ansible.cfg", "inventory/example-two-box.yml",
+                 "inventory/services-example.yml",
                  "playbooks/roles/pktgen_kmod/library/pktgen_kmod_info.py",
                  "playbooks/strategy_plugins/mitogen_or_linear.py"):
         assert must in shipped
     profiles = {p.name for p in (installed["package"] / "profiles").glob("*.yml")}
-    assert profiles == {"quick.yml", "rfc2544.yml"}
+    assert profiles == {"quick.yml", "rfc2544.yml", "y1564.yml"}
 
 
 def test_report_from_the_wheel(installed):

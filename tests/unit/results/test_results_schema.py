@@ -13,11 +13,19 @@ from rfc2544.results.deviations import Deviation
 from rfc2544.model import HookRun, LatencyStats, StreamCounts, TrialSpec
 from rfc2544.results.file import Results, sections
 
-from helpers_run import profile, resume, start
+from rfc2544 import catalog
+from rfc2544.y1564.services import parse as parse_services
+
+from helpers_run import profile, resume, sim_inventory, start
 from schema_check import SCHEMA_PATH, schema_errors
 
-ALL_TESTS = ["throughput", "latency", "frame_loss", "back_to_back", "bursty", "system_recovery", "reset"]
-SIM = dict(capacity_fps=50_000, buffer_frames=2000, recovery_s=0.3, reset_s=0.5)
+ALL_TESTS = list(catalog.names())
+# a Y.1564 service beside the RFC 2544 tests, policed below its CIR + EIR (sim/services.py)
+SERVICES = parse_services({"services": [{"name": "video", "frame_size": 512, "vlan": 200, "cir_mbps": 5,
+                                         "eir_mbps": 2, "colour_mode": "aware_dei",
+                                         "sac": {"flr_pct": 0.1, "ftd_ms": 10, "fdv_ms": 5, "avail_pct": 99}}]})
+SIM = dict(capacity_fps=50_000, buffer_frames=2000, recovery_s=0.3, reset_s=0.5, inventory=sim_inventory(),
+           policers={("vlan", 200, 0): 6.0})
 
 
 class HookedSim(simdut.SimDUT):
@@ -31,11 +39,12 @@ class HookedSim(simdut.SimDUT):
 
 
 def all_tests_profile():
-    return profile(tests=ALL_TESTS, frame_sizes=[64, "imix"], link_mbps=100.0)
+    return profile(tests=ALL_TESTS, frame_sizes=[64, "imix"], link_mbps=100.0,
+                   y1564_configuration={"step_s": 1, "cir_steps_pct": [50, 100]})
 
 
 def run_to_end(directory, sim):
-    runner, results = start(directory, sim, all_tests_profile(), dut_reset=sim.reset_dut)
+    runner, results = start(directory, sim, all_tests_profile(), dut_reset=sim.reset_dut, services=SERVICES)
     runner.run()
     return json.loads(results.path.read_text())
 
@@ -54,7 +63,7 @@ def test_a_complete_run_of_every_test_matches_the_schema(complete):
 
 def test_an_interrupted_then_resumed_run_matches_the_schema(tmp_path):
     sim = simdut.SimDUT(**SIM, fail_at={25: KeyboardInterrupt()})
-    runner, results = start(tmp_path / "run", sim, all_tests_profile(), dut_reset=sim.reset_dut)
+    runner, results = start(tmp_path / "run", sim, all_tests_profile(), dut_reset=sim.reset_dut, services=SERVICES)
     with pytest.raises(KeyboardInterrupt):
         runner.run()
     partial = json.loads(results.path.read_text())

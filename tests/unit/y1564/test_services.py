@@ -60,7 +60,8 @@ def test_sixteen_services_parse_and_the_shipped_example_loads():
     (one(frame_size=40), "service data: frame_size: a frame size in bytes with FCS, 64 to 9216"),
     (one(tx="tester"), "service data: tx: HOST:PORT"),
     (one(speed=1), "services[0] (data): speed: unknown field"),
-    ({"name": ""}, "services[0]: name: a printable name"),
+    ({"name": ""}, "services[0]: name: 1 to 32 letters"),
+    (one(name="a/b"), "name: 1 to 32 letters, digits, spaces or . _ : - (got 'a/b')"),
 ])
 def test_a_bad_service_is_one_line_naming_it(entry, message):
     with pytest.raises(BadInput) as info:
@@ -100,3 +101,8 @@ def test_rates_above_the_line_are_refused_naming_the_service():
     with pytest.raises(BadInput, match=r"service b: cir_mbps: the CIRs .* add up to 1100 Mbit/s"):
         svc.check_rates(two, line)
     svc.check_rates(two, {None: None}.get)        # a line of unknown speed is not checked
+
+
+def test_a_service_survives_the_results_file():
+    voice, = parse(one(name="voice", emix="abg", vlan=3, colour_mode="aware_dei"))
+    assert svc.from_record(svc.to_record(voice)) == voice
