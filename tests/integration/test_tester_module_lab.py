@@ -689,3 +689,119 @@ def test_a_stream_of_two_generators_through_netem_is_counted_exactly(tlab, modul
         else:
             assert dropped == 0 and duplicated == 0 and stream.duplicates == 0
             assert stream.out_of_order > 0.05 * 6000, stream
+
+
+# ITU-T Y.1564 through the lab DUT: four services in VLAN 100 told apart by
+# their PCP and DSCP, each policed on the DUT's ingress at its own
+# CIR + EIR (packets/s: tc counts frames without FCS and tag). `data` is
+# colour-aware: its yellow frames (DEI 1) are policed apart, at its EIR.
+# `starved`'s policer sits below its CIR. Buckets of 0.1 s absorb the TCG
+# tester's stalls and let 2.5 % more through over a 4 s step, within M
+# (5 %); each policing step offers 12.5 % or more above CIR + EIR.
+Y1564_SAC = {"flr_pct": 0.5, "ftd_ms": 50, "fdv_ms": 40, "avail_pct": 99}
+Y1564_SERVICES = [
+    {"name": "voice", "frame_size": 128, "pcp": 5, "dscp": 46, "cir_mbps": 1.0},
+    {"name": "video", "frame_size": 1024, "pcp": 4, "dscp": 34, "cir_mbps": 2.0, "eir_mbps": 4.0},
+    {"name": "data", "frame_size": 512, "pcp": 2, "dscp": 18, "cir_mbps": 2.0, "eir_mbps": 2.0,
+     "colour_mode": "aware_dei"},
+    {"name": "starved", "frame_size": 256, "pcp": 1, "dscp": 10, "cir_mbps": 2.0},
+]
+# (name, flower match or None for data's yellow, Mbit/s the DUT lets through, frame size)
+Y1564_POLICERS = [("data-yellow", None, 2.0, 512), ("voice", "vlan_prio 5 vlan_ethtype ip ip_tos 0xb8/0xfc", 1.0, 128),
+                  ("video", "vlan_prio 4 vlan_ethtype ip ip_tos 0x88/0xfc", 6.0, 1024),
+                  ("data", "vlan_prio 2 vlan_ethtype ip ip_tos 0x48/0xfc", 2.0, 512),
+                  ("starved", "vlan_prio 1 vlan_ethtype ip ip_tos 0x28/0xfc", 1.5, 256)]
+
+
+def y1564_policers(vm, ingress):
+    """The DUT's per-class policers on `ingress` (dut0: the tag is taken off
+    into the frame's metadata before tc sees it)."""
+    vm.dut(f"tc qdisc replace dev {ingress} clsact")
+    for pref, (name, match, mbps, size) in enumerate(Y1564_POLICERS, 10):
+        pps = round(mbps * 1e6 / (size * 8))
+        police = f"action police pkts_rate {pps} pkts_burst {max(pps // 10, 10)} conform-exceed drop/ok"
+        if match is None:       # yellow: the tag's DEI bit (0x1000) with VLAN 100
+            vm.dut(f"tc filter add dev {ingress} ingress pref {pref} protocol 802.1q basic match "
+                   f"'meta(vlan mask 0x1fff eq 0x1064)' {police}")
+        else:
+            vm.dut(f"tc filter add dev {ingress} ingress pref {pref} protocol 802.1q flower vlan_id 100 "
+                   f"{match} {police}")
+
+
+def police_hits(text):
+    """pref -> frames its police action saw, from `tc -s filter show`."""
+    hits, pref = {}, None
+    for line in text.splitlines():
+        m = re.search(r"\bpref (\d+)\b", line)
+        if m:
+            pref = int(m.group(1))
+        m = re.search(r"Sent \d+ bytes (\d+) pkt", line)
+        if m and pref is not None:
+            hits[pref] = max(hits.get(pref, 0), int(m.group(1)))
+    return hits
+
+
+def test_y1564_services_are_judged_against_the_duts_class_policers(tlab, module_loaded, tmp_path):  # noqa: F811
+    """Issue 58's configuration acceptance, the real module in the lab:
+    every step of the three services inside their profiles passes, the
+    policing steps see the received rate held at CIR + EIR, the colour-aware
+    service's yellow frames the DUT drops do not count against its green
+    SAC, and the service policed below its CIR fails the CIR step just above
+    the policer by FLR. The frames leave with their PCP, DEI and DSCP.
+
+      tester: tx0 =[100, PCP/DEI, DSCP]= dut0.100 [netns dut: tc police per class on dut0 ingress]
+              dut1.100 =[100]= rx0
+    """
+    from rfc2544.cli.display import Display
+    from rfc2544.config import profiles
+    from rfc2544.procedures.runner import Runner, build_plan
+    from rfc2544.results.file import Results
+    from rfc2544.results.load import load_results
+    from rfc2544.reports.render import render_html
+    from rfc2544.y1564.services import parse, to_record
+    services = parse({"defaults": {"sac": Y1564_SAC, "vlan": 100}, "services": Y1564_SERVICES})
+    prof = profiles.validate({"name": "y1564-lab", "tests": ["y1564_configuration"], "frame_sizes": [64],
+                              "waits": {"route_s": 0, "learning_s": 0.3, "residual_s": 0.5, "settle_s": 0.3},
+                              "y1564_configuration": {"step_s": 4, "cir_steps_pct": [50, 80, 100],
+                                                      "m_factor_pct": 5}})
+    host = tlab.connect("tester")
+    vm = KmodVM(tlab, host, None)
+    tester = SSHTester(inventory.load(tlab.inventory_path), waits=QUICK, poll_interval_s=0.5)
+    try:
+        with dut_vlan(vm, 100):
+            y1564_policers(vm, "dut0")
+            results = Results.create(tmp_path / "run", prof, build_plan(prof, services=services), [], {},
+                                     services=[to_record(s) for s in services])
+            Runner(tester, prof, results, Display(quiet=True)).run()
+            # text: iproute2's JSON for a basic filter's ematch is not valid JSON
+            hits = police_hits(vm.dut("tc -s filter show dev dut0 ingress"))
+    finally:
+        vm.dut("tc qdisc del dev dut0 clsact", check=False)
+        tester.stop_all()
+        tester.close()
+        host.close()
+    # every class's filter matched: the frames left with their PCP, DSCP (and the yellow ones with DEI)
+    assert all(hits.get(pref, 0) > 0 for pref in range(10, 10 + len(Y1564_POLICERS))), hits
+    data = load_results(results.path)
+    print("\n".join(f"{e['service']}: {s['label']} offered {s['offered_mbps']:.3f} ir {s['ir_mbps']:.3f} "
+                    f"flr {s['flr_pct']:.3f} ftd {s['ftd_ms']} fdv {s['fdv_ms']} {s['verdict']} {s['failed']}"
+                    for e in data["y1564_configuration"] for s in e["steps"]), hits)
+    by_name = {e["service"]: e for e in data["y1564_configuration"]}
+    steps = {name: {s["label"]: s for s in e["steps"]} for name, e in by_name.items()}
+    for name in ("voice", "video", "data"):
+        assert by_name[name]["verdict"] == "pass", (name, by_name[name]["steps"])
+    # the policing steps: received held at CIR + EIR (within M), offered above it
+    for name, cir_eir in (("voice", 1.0), ("video", 6.0), ("data", 4.0)):
+        policing = steps[name]["Policing"]
+        assert policing["offered_mbps"] >= cir_eir * 1.12
+        assert cir_eir * 0.95 <= policing["ir_mbps"] <= cir_eir * 1.05, (name, policing)
+    # colour-aware: the DUT dropped yellow frames (its yellow policer counted them), no green frame was lost
+    aware = steps["data"]["Policing"]
+    assert aware["yellow_mbps"] > 2.0 and aware["verdict"] == "pass" and hits.get(10, 0) > 0, (aware, hits)
+    # the service policed at 1.5 Mbit/s under its CIR of 2: 50 % (1 Mbit/s) passes, 80 % (1.6) fails by FLR
+    starved = steps["starved"]
+    assert starved["CIR 50 %"]["verdict"] == "pass", starved["CIR 50 %"]
+    assert starved["CIR 80 %"]["verdict"] == "fail" and [f["rule"] for f in starved["CIR 80 %"]["failed"]] == ["FLR"]
+    assert by_name["starved"]["verdict"] == "fail" and "FLR" in by_name["starved"]["failed_rules"]
+    html = render_html(data)
+    assert "Service activation (ITU-T Y.1564)" in html and "FLR: lost" in html
