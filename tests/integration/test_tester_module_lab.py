@@ -696,7 +696,7 @@ def test_a_stream_of_two_generators_through_netem_is_counted_exactly(tlab, modul
 # CIR + EIR (packets/s: tc counts frames without FCS and tag). `data` is
 # colour-aware: its yellow frames (DEI 1) are policed apart, at its EIR.
 # `starved`'s policer sits below its CIR. Buckets of 0.1 s absorb the TCG
-# tester's stalls and let 2.5 % more through over a 4 s step, within M
+# tester's stalls and let 3.3 % more through over a 3 s step, within M
 # (5 %); each policing step offers 12.5 % or more above CIR + EIR.
 Y1564_SAC = {"flr_pct": 0.5, "ftd_ms": 50, "fdv_ms": 40, "avail_pct": 99}
 Y1564_SERVICES = [
@@ -762,7 +762,7 @@ def test_y1564_services_are_judged_against_the_duts_class_policers(tlab, module_
     services = parse({"defaults": {"sac": Y1564_SAC, "vlan": 100}, "services": Y1564_SERVICES})
     prof = profiles.validate({"name": "y1564-lab", "tests": ["y1564_configuration"], "frame_sizes": [64],
                               "waits": {"route_s": 0, "learning_s": 0.3, "residual_s": 0.5, "settle_s": 0.3},
-                              "y1564_configuration": {"step_s": 4, "cir_steps_pct": [50, 80, 100],
+                              "y1564_configuration": {"step_s": 3, "cir_steps_pct": [50, 80, 100],
                                                       "m_factor_pct": 5}})
     host = tlab.connect("tester")
     vm = KmodVM(tlab, host, None)

@@ -124,7 +124,7 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         profile = apply_overrides(profile, search, tests, frame_sizes, ip_versions, early_abort)
         results = None
     inventory = inventory_arg.resolve(inventory_path)
-    services = None if resume_dir else load_services(services_path, profile, inventory)
+    services = None if resume_dir else load_services(services_path, profile, inventory, generators)
     if setup:
         run_setup(inventory.path)
     results, misses = _run_tests(inventory, profile, results, out_dir, _display(sys.stderr if as_json else None),
@@ -142,9 +142,10 @@ def run(inventory_path, profile_name, setup, out_dir, resume_dir, search, tests,
         raise ThresholdMissed("; ".join(misses))
 
 
-def load_services(path, profile, inventory=None):
+def load_services(path, profile, inventory=None, generators=None):
     """The Y.1564 services of `--services` (None without it), checked against
-    the profile's tests and the inventory before any host is touched."""
+    the profile's tests and the inventory before any host is touched
+    (`generators`: the run's per stream, else each port's)."""
     from rfc2544 import catalog
     from rfc2544.procedures import service_streams
     from rfc2544.y1564 import services as services_mod
@@ -158,8 +159,17 @@ def load_services(path, profile, inventory=None):
         raise BadInput(f"--services {path}: the profile runs no Y.1564 test (use -p y1564, or --test "
                        "y1564_configuration)")
     services = services_mod.load(path)
+    s = profile.model.y1564_configuration
+    if not (s.cir_steps_pct or s.eir_step or s.policing_step or s.burst_steps):
+        raise BadInput("y1564_configuration: no step to run (cir_steps_pct is empty and the EIR, policing and "
+                       "burst steps are off)")
     if inventory is not None:
-        service_streams.check(services, inventory, profile.model.link_mbps, origin=str(path))
+        service_streams.check(services, inventory, profile.model.link_mbps, str(path), generators)
+        several = generators is not None and generators > 1 or any(
+            p.generators > 1 for h in inventory.hosts.values() for p in h.ports.values())
+        if s.burst_steps and several and any(x.cbs_bytes or x.ebs_bytes for x in services):
+            raise BadInput("y1564_configuration.burst_steps: a burst is sent by one generator per stream: "
+                           "run with --generators 1")
     return services
 
 

@@ -70,7 +70,7 @@ class Stream:
     # untagged by default. The reverse stream of `direction: bi` keeps them.
     tags: Tags = Tags()
     # A stream of its own traffic (a Y.1564 service's; never from the
-    # inventory file): its frame sizes with FCS, sent in turn in equal
+    # inventory file): its frame sizes with FCS, each frame's drawn in equal
     # shares (() = the trial's size), and its IP DSCP (None: not written)
     sizes: Tuple[int, ...] = ()
     dscp: Optional[int] = None

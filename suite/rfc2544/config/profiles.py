@@ -317,6 +317,8 @@ def deviation_records(profile, tags=0, plans=()):
     VLAN tags the inventory's streams send; `plans`: the streams
     (drivers/streams.py), whose tags a DUT may change."""
     from rfc2544.results.deviations import profile_deviations
+    if all(catalog.entry(t).frame_sizes == catalog.PER_SERVICE for t in profile.model.tests):
+        return []       # Y.1564 only: RFC 2544's sizes and waits are not what it runs
     return profile_deviations(profile, RFC_FRAME_SIZES, IMIX, tags, plans)
 
 

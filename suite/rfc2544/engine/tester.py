@@ -111,8 +111,9 @@ class SSHTester:
         self._lock = threading.Lock()
         self._detected = None
         self._link_pacing = None
-        # streams sent (use_streams) -> (plans, tx hosts, rx hosts, engine); None: the inventory's
-        self._engines = {None: (self.plans, self.tx_hosts, self.rx_hosts, self.engine)}
+        # streams sent (use_streams) -> [plans, tx hosts, rx hosts, engine, detection]; None: the inventory's
+        self._engines = {None: [self.plans, self.tx_hosts, self.rx_hosts, self.engine, None]}
+        self._streams_key = None
         self._every_cpu, self._generators = every_cpu, generators
 
     # the constructor's settings, readable as before
@@ -194,22 +195,27 @@ class SSHTester:
         inventory's streams again. The generators' devices are set up anew
         and the tools detected again for the streams' ports."""
         key = None if streams is None else repr(list(streams))
+        if key == self._streams_key:
+            return
         if key not in self._engines:
             plans = plan_streams(replace(self.inventory, streams=list(streams)), False, self._generators)
             engine = TrialEngine(self.transport, plans, self.settings, self.detect, self._clock,
                                  hooks=hooks_of(self.inventory), every_cpu=self._every_cpu)
-            self._engines[key] = (plans, sorted({p.tx_host for p in plans}), sorted({p.rx_host for p in plans}),
-                                  engine)
-        plans, tx_hosts, rx_hosts, engine = self._engines[key]
-        if engine is self.engine:
-            return
+            self._engines[key] = [plans, sorted({p.tx_host for p in plans}), sorted({p.rx_host for p in plans}),
+                                  engine, None]
         self.stop_all()
+        old = self.engine
+        self._engines[self._streams_key][4] = self._detected       # each set of streams detected once
+        plans, tx_hosts, rx_hosts, engine, self._detected = self._engines[key]
         self.plans, self.tx_hosts, self.rx_hosts, self.engine = plans, tx_hosts, rx_hosts, engine
+        self._streams_key = key
         self.engine.ready = False       # another engine's devices are on the threads
-        self._detected = None
+        self.engine.follow(old)
+        # a stop reaches every host that may be sending
+        self.transport.tx_hosts = sorted(set(self.transport.tx_hosts) | set(tx_hosts))
 
     def close(self):
-        for *_, engine in self._engines.values():
+        for _plans, _tx, _rx, engine, _detected in self._engines.values():
             engine.remove_vlan_devices()
         self.transport.close()
 
@@ -234,6 +240,12 @@ class SSHTester:
     @property
     def receiver_name(self):
         return self.detect()["receiver"]
+
+    @property
+    def counts_streams_apart(self):
+        """Streams from one port are counted apart (every tester's module
+        has stream ids, which pgrx counts by)."""
+        return self.full_fidelity and bool(self.detect().get("stream_ids"))
 
     @property
     def full_fidelity(self):

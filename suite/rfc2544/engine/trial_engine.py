@@ -84,10 +84,6 @@ class Stopwatch:
         self.t = now
 
 
-def utc_now():
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class TrialEngine(ConfigurePhase, ModifierDevices):
     """Runs trials of `plans` over `transport`. `detect()`: the tools found
     (detection.detect_tools, cached by the caller). `hooks`: DUT host ->
@@ -128,6 +124,10 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
         self.mismatch_detail = None   # what the last mismatch was
         self.control_counts = {"configures": 0, "writes": 0, "full_writes": 0,
                                "mismatches": 0, "unverifiable": 0}
+
+    def follow(self, other):
+        """The next trial follows `other`'s last (Tester.use_streams): the waits run from its end."""
+        self._last_end, self._last_traffic_end = other._last_end, other._last_traffic_end
 
     def generator_changed(self):
         """Another generator module was loaded: read with a new reader, set
@@ -458,7 +458,7 @@ class TrialEngine(ConfigurePhase, ModifierDevices):
             mark("configure")
             folded = self._fold_host(starts)
             final_reads = self.reader.batches("final") if folded else None
-            started = utc_now()
+            started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             t0 = self.clock.monotonic()
             for host in self.tx_hosts:
                 if host == folded:

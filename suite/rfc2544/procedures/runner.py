@@ -61,7 +61,8 @@ def _service_steps(test, v, services, tags):
     """One step per service: its size sent (0: an EMIX), its name."""
     steps = []
     for service in services:
-        sent = [wire.wire_frame_size(s, v == 6, tags) for s in service.sizes]
+        # its own tag counts too (procedures/y1564_configuration.py sends the same)
+        sent = [wire.wire_frame_size(s, v == 6, max(tags, int(service.vlan is not None))) for s in service.sizes]
         steps.append({"unit": f"{test}/ipv{v}/{service.name}", "test": test,
                       "frame_size": sent[0] if len(sent) == 1 else 0, "ip_version": v,
                       "service": service.name, "state": "pending"})
@@ -347,6 +348,10 @@ class Context:
         if use is None:
             raise Skip("this tester sends the inventory's streams only: no service traffic of its own")
         use(streams)
+
+    def counts_streams_apart(self):
+        """Whether the receiver tells streams from one source apart (stream ids)."""
+        return bool(getattr(self._r.tester, "counts_streams_apart", False))
 
     def inventory(self):
         """The tester's inventory (config/inventory.Inventory)."""

@@ -71,10 +71,18 @@ def line_mbps_of(inventory, profile_link_mbps=None):
     return line
 
 
-def check(services, inventory, profile_link_mbps=None, origin="services"):
+def check(services, inventory, profile_link_mbps=None, origin="services", generators=None):
     """Every service against the inventory, before any host is touched:
-    its ports, its rates against their lines."""
+    its ports and their addresses, its rates against their lines."""
+    from rfc2544.drivers.streams import plan_streams
     from rfc2544.y1564.services import check_rates
+    sent_from = {}
     for service in services:
-        base_stream(service, inventory, origin)
-    check_rates(services, line_mbps_of(inventory, profile_link_mbps), origin)
+        base = base_stream(service, inventory, origin)
+        sent_from[service.name] = f"{base.tx_host}:{base.tx_port}"
+        green, yellow = streams_of(service, inventory)
+        try:
+            plan_streams(replace(inventory, streams=[green] + ([yellow] if yellow else [])), False, generators)
+        except BadInput as exc:
+            raise BadInput(f"{origin}: service {service.name}: {exc}") from None
+    check_rates(services, line_mbps_of(inventory, profile_link_mbps), origin, tx_of=lambda s: sent_from[s.name])

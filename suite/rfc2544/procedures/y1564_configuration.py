@@ -4,15 +4,19 @@ bursts), each step one trial of the service's streams at the step's
 rates, judged by y1564/rules.py. The entry keeps every step's figures
 and verdict, and the rules that failed.
 
-One-way delay comes from the receiver, over all the frames it timed in the
-step: in a colour-aware service's EIR and policing steps that is green and
-yellow frames together (the receiver times per port, not per stream).
+Rates count the frames as sent: a size too small for the headers and the
+service's tag is sent at the smallest that holds them (rfc2544/wire.py).
+The receiver times frames per port, not per stream: a colour-aware
+service's EIR and policing steps time green and yellow frames together,
+so their FTD and FDV are shown, not judged (y1564/rules.py).
 """
 import math
+from dataclasses import replace
 
+from rfc2544 import wire
 from rfc2544.model import BOUND_PERCENTILES, TrialSpec
-from rfc2544.procedures import trial_overhead_s
-from rfc2544.procedures.service_streams import line_mbps_of, streams_of
+from rfc2544.procedures import Skip, trial_overhead_s
+from rfc2544.procedures.service_streams import base_stream, line_mbps_of, streams_of
 from rfc2544.y1564 import rules
 from rfc2544.y1564 import steps as steps_mod
 from rfc2544.y1564.services import l2_capacity_mbps
@@ -21,14 +25,25 @@ TEST = "y1564_configuration"
 
 
 def run(ctx, frame_size, ipv6):
-    service = ctx.service()
+    asked = ctx.service()
     s = ctx.profile.model.y1564_configuration
-    line = ctx.link_mbps() or line_mbps_of(ctx.inventory())(service.tx)
+    inventory = ctx.inventory()
+    green, yellow = streams_of(asked, inventory)
+    service = replace(asked, sizes=tuple(wire.wire_frame_size(n, ipv6, green.tags.count) for n in asked.sizes))
+    tx = base_stream(asked, inventory)
+    line = ctx.profile.model.link_mbps or line_mbps_of(inventory)(f"{tx.tx_host}:{tx.tx_port}") or ctx.link_mbps()
     plan = steps_mod.configuration_steps(
         service, cir_steps_pct=s.cir_steps_pct, step_s=s.step_s, eir_step=s.eir_step,
         policing_step=s.policing_step, burst_steps=s.burst_steps,
         l2_line_mbps=l2_capacity_mbps(line, service.mean_frame_bytes) if line else None)
-    green, yellow = streams_of(service, ctx.inventory())
+    if not plan:
+        raise Skip("the profile's y1564_configuration asks for no step (no CIR step, no EIR or policing step)")
+    if not ctx.full_fidelity():
+        raise Skip(f"needs the rfc2544_pktgen receiver (pgrx): per-stream loss and one-way delay; "
+                   f"this run counts with {ctx.receiver_name()}")
+    if any(step.yellow_mbps for step in plan) and not ctx.counts_streams_apart():
+        raise Skip("a colour-aware service's green and yellow frames are counted apart by stream id: needs "
+                   "rfc2544_pktgen 1.3 or later on every tester host (run 'rfc2544 setup')")
     rows = []
     try:
         for step in plan:
@@ -45,7 +60,7 @@ def run(ctx, frame_size, ipv6):
 def _step(ctx, service, step, streams, frame_size, ipv6, settings):
     green, yellow = streams
     two = step.yellow_mbps > 0
-    ctx.use_streams([green, yellow] if two else [green])
+    ctx.use_streams([replace(green, sizes=service.sizes)] + ([replace(yellow, sizes=service.sizes)] if two else []))
     green_fps, yellow_fps = service.fps(step.green_mbps), service.fps(step.yellow_mbps)
     shares = (max(round(green_fps), 1), max(round(yellow_fps), 1)) if two else None
     burst = math.ceil(step.burst_bytes / service.mean_frame_bytes) if step.burst_bytes else 1
@@ -55,16 +70,18 @@ def _step(ctx, service, step, streams, frame_size, ipv6, settings):
     by_stream = r.streams or []
     g = by_stream[0] if by_stream else None
     y = by_stream[1] if two and len(by_stream) > 1 else None
-    lat = r.latency
+    lat = r.latency if r.latency is not None and r.latency.samples else None
     fdv = rules.fdv_ns(lat, BOUND_PERCENTILES[settings.fdv_percentile])
     counts = rules.StepCounts(
         duration_s=r.traffic_s or step.duration_s,
         green_tx=g.tx_frames if g else r.tx_frames, green_rx=g.rx_frames if g else r.rx_frames,
         yellow_tx=y.tx_frames if y else 0, yellow_rx=y.rx_frames if y else 0,
-        ftd_ms=lat.mean_ns / 1e6 if lat and lat.samples else None,
-        fdv_ms=fdv / 1e6 if fdv is not None else None,
+        ftd_ms=lat.mean_ns / 1e6 if lat else None, fdv_ms=fdv / 1e6 if fdv is not None else None,
         out_of_order=sum(c.out_of_order or 0 for c in by_stream))
-    failures = rules.judge(step, service, counts, settings.m_factor_pct)
+    failures = rules.judge(step, service, counts, settings.m_factor_pct, delay_judged=not two)
+    if r.tester_limited:
+        # the tester sent less than the step asks: a received rate short of it is not the DUT's
+        failures = [f for f in failures if not (f.rule == "IR" and f.low)]
     verdict = "fail" if failures else "tester-limited" if r.tester_limited else "pass"
     bits = service.mean_frame_bytes * 8
     return {"label": step.label, "kind": step.kind, "offered_mbps": step.offered_mbps,
@@ -73,9 +90,9 @@ def _step(ctx, service, step, streams, frame_size, ipv6, settings):
             "sent_mbps": r.tx_frames * bits / counts.duration_s / 1e6 if counts.duration_s else None,
             "ir_mbps": rules.received_mbps(counts, service), "flr_pct": counts.flr_pct(),
             "tx_frames": r.tx_frames, "rx_frames": r.rx_frames,
-            "ftd_ms": counts.ftd_ms, "ftd_min_ms": lat.min_ns / 1e6 if lat and lat.samples else None,
-            "ftd_max_ms": lat.max_ns / 1e6 if lat and lat.samples else None, "fdv_ms": counts.fdv_ms,
-            "out_of_order": counts.out_of_order, "verdict": verdict,
+            "ftd_ms": counts.ftd_ms, "ftd_min_ms": lat.min_ns / 1e6 if lat else None,
+            "ftd_max_ms": lat.max_ns / 1e6 if lat else None, "fdv_ms": counts.fdv_ms,
+            "delay_judged": not two, "out_of_order": counts.out_of_order, "verdict": verdict,
             "failed": [{"rule": f.rule, "text": f.text} for f in failures]}
 
 

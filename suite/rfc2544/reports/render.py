@@ -66,7 +66,7 @@ def report_context(results):
         "bursty_svg": plots.bursty_svg(bursty),
         "recovery_svg": plots.recovery_reset_svg(rows["system_recovery"], rows["reset"]),
         "service_svgs": [plots.service_steps_svg(e, i) for i, e in enumerate(rows["y1564_configuration"])],
-        # a service's frame sizes as its services file gave them (several: an EMIX, sent in turn)
+        # a service's frame sizes as its services file gave them (several: an EMIX, drawn in equal shares)
         "service_sizes": {s.get("name"): " / ".join(str(n) for n in s.get("sizes") or []) + " B"
                           for s in results.get("services") or [] if isinstance(s, dict)},
         "planned_tests": {p.get("test") for p in results["plan"]},

@@ -45,20 +45,23 @@ _KINDS = {float: NUM, int: INT, str: STR, bool: BOOL, list: LIST, dict: DICT}
 
 
 def _kind(annotation):
-    """The loader's kind of a summary field's annotation (Optional[X] is X's)."""
+    """The loader's kind of a summary field's annotation (Optional[X] is
+    X's), or None for one it does not check."""
     origin = typing.get_origin(annotation)
     if origin is typing.Union:
         return _kind(next(a for a in typing.get_args(annotation) if a is not type(None)))
-    return _KINDS[origin or annotation]
+    return _KINDS.get(origin or annotation)
 
 
 def entry_fields(section):
-    """(field -> kind, required fields) of a list of a results file."""
+    """(field -> kind, required fields, fields that may be negative) of a
+    list of a results file."""
     if section == "trials":
-        return TRIAL_FIELDS, TRIAL_REQUIRED
+        return TRIAL_FIELDS, TRIAL_REQUIRED, ()
     summary = summary_type(section)
     hints = typing.get_type_hints(summary)
-    return {f.name: _kind(hints[f.name]) for f in dataclasses.fields(summary)}, summary.REQUIRED
+    kinds = {f.name: _kind(hints[f.name]) for f in dataclasses.fields(summary)}
+    return {k: v for k, v in kinds.items() if v is not None}, summary.REQUIRED, summary.SIGNED
 
 
 # Rates, counts and durations: a negative one is corrupt, not a figure to
@@ -72,7 +75,13 @@ BOUND_FIELDS = {"percentile": STR, "us": NUM, "text": STR, "extension": STR, "se
 CLOCK_FIELDS = {"shared": BOOL, "error_ns": NUM, "text": STR, "hosts": DICT}
 STREAM_FIELDS = {"tx": STR, "rx": STR, "generators": INT}
 TOP_FIELDS = {"complete": BOOL, "started": STR, "finished": STR, "tool": DICT, "profile": DICT,
-              "plan": LIST, "deviations": LIST, "conditions": DICT, "notes": LIST}
+              "plan": LIST, "deviations": LIST, "conditions": DICT, "notes": LIST, "services": LIST}
+# Y.1564: a configuration step's row (procedures/y1564_configuration.py) and a service's record
+SERVICE_STEP_FIELDS = {"label": STR, "kind": STR, "offered_mbps": NUM, "green_mbps": NUM, "yellow_mbps": NUM,
+                       "duration_s": NUM, "sent_mbps": NUM, "ir_mbps": NUM, "flr_pct": NUM, "tx_frames": INT,
+                       "rx_frames": INT, "ftd_ms": NUM, "ftd_min_ms": NUM, "ftd_max_ms": NUM, "fdv_ms": NUM,
+                       "out_of_order": INT, "verdict": STR, "failed": LIST, "capped": BOOL}
+SERVICE_FIELDS = {"name": STR, "sizes": LIST, "cir_mbps": NUM, "eir_mbps": NUM, "colour_mode": STR, "sac": DICT}
 
 
 def _is(kind, value):
@@ -85,7 +94,7 @@ def _is(kind, value):
     return isinstance(value, {STR: str, BOOL: bool, LIST: list, DICT: dict}[kind])
 
 
-def _check_fields(where, obj, fields, required=()):
+def _check_fields(where, obj, fields, required=(), signed=()):
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: expected an object")
     for name in required:
@@ -95,7 +104,8 @@ def _check_fields(where, obj, fields, required=()):
         if name in obj and not _is(kind, obj[name]):
             raise ValueError(f"{where}.{name}: expected {'an' if kind[0] in 'aeiou' else 'a'} {kind}, "
                              f"got {json.dumps(obj[name])[:40]}")
-        if name in obj and kind in (NUM, INT) and name.endswith(NON_NEGATIVE) and (obj[name] or 0) < 0:
+        if name in obj and kind in (NUM, INT) and name.endswith(NON_NEGATIVE) and name not in signed \
+                and (obj[name] or 0) < 0:
             raise ValueError(f"{where}.{name}: a rate or count cannot be negative, got {obj[name]}")
 
 
@@ -167,17 +177,23 @@ def _check(data):
             continue
         if not isinstance(entries, list):
             raise ValueError(f"{section}: expected a list")
-        kinds = entry_fields(section)
+        kinds, required, signed = entry_fields(section)
         for i, entry in enumerate(entries):
-            _check_fields(f"{section}[{i}]", entry, *kinds)
+            _check_fields(f"{section}[{i}]", entry, kinds, required, signed)
             if section == "frame_loss":
                 for j, point in enumerate(entry["points"]):
                     _check_fields(f"frame_loss[{i}].points[{j}]", point, POINT_FIELDS, ("load_pct", "loss_pct"))
             if section == "bursty":
                 for j, burst in enumerate(entry["bursts"]):
                     _check_fields(f"bursty[{i}].bursts[{j}]", burst, BURST_FIELDS, ("frames_per_burst",))
+            if section == "y1564_configuration":
+                for j, step in enumerate(entry["steps"]):
+                    _check_fields(f"y1564_configuration[{i}].steps[{j}]", step, SERVICE_STEP_FIELDS,
+                                  ("label", "offered_mbps", "ir_mbps", "flr_pct", "verdict"))
             if section == "throughput" and entry.get("latency_bound") is not None:
                 _check_bound(f"throughput[{i}].latency_bound", entry["latency_bound"], ("percentile", "us", "text"))
+    for i, service in enumerate(data.get("services") or []):
+        _check_fields(f"services[{i}]", service, SERVICE_FIELDS, ("name", "sizes", "cir_mbps"))
     for i, item in enumerate(data.get("plan") or []):
         _check_fields(f"plan[{i}]", item, {"test": STR, "frame_size": INT}, ("test",))
     for i, deviation in enumerate(data.get("deviations") or []):

@@ -13,6 +13,7 @@ from rfc2544 import catalog
 
 class Summary:
     REQUIRED = ("frame_size",)      # what the loader requires of an entry: its size, and its headline figure
+    SIGNED = ()                     # rates, counts and times the loader lets be negative
     # Every entry's `frame_size` is the size sent, with FCS. Where the
     # profile asked a size the headers do not fit in, the entry also carries
     # `requested_frame_size` (written only then; rfc2544/wire.py).
@@ -168,6 +169,7 @@ class FrameLossSummary(Summary):
 
 @dataclass
 class BackToBackSummary(Summary):
+    SIGNED = ("corrected_buffer_s",)    # below zero where the DUT forwards faster than the rate it is sent
     frame_size: int
     trials: int
     lengths: List[int]
@@ -246,7 +248,7 @@ class ServiceConfigurationSummary(Summary):
     """ITU-T Y.1564 8.1: one service's configuration test. Per step (rows of
     procedures/y1564_configuration.py): what was offered and received, FLR,
     FTD, FDV, frames out of order, its verdict and the rules it failed."""
-    REQUIRED = ("frame_size", "service", "steps")
+    REQUIRED = ("frame_size", "service", "cir_mbps", "steps")
     frame_size: int                     # the service's size sent; 0: an EMIX (its sizes: `services`)
     service: str
     cir_mbps: float

@@ -22,6 +22,7 @@ class SimDUT:
     generator_name = "simulated generator"
     receiver_name = "simulated receiver"
     full_fidelity = True
+    counts_streams_apart = True
     supports_recovery = True
     paced_bursts = True
 

@@ -5,7 +5,7 @@ services (docs/y1564.md, the shipped data/services-example.yml).
       sac: {flr_pct: 0.1, ftd_ms: 10, fdv_ms: 5, avail_pct: 99.9}
     services:
       - name: voice
-        frame_size: 128             # or emix: abceg (Y.1564's letters)
+        frame_size: 128             # or emix: abceg (Y.1564's letters, in equal shares)
         vlan: 100
         pcp: 5
         dscp: 46
@@ -31,6 +31,8 @@ COLOUR_MODES = ("blind", "aware_dei", "aware_dscp")
 # Y.1564 Table 1's EMIX letters (h, MTU, and u, user-defined, are not offered)
 EMIX_SIZES = {"a": 64, "b": 128, "c": 256, "d": 512, "e": 1024, "f": 1280, "g": 1518}
 MAX_EMIX = 8
+MAX_BURST_FRAMES = 65536    # the module's burst_frames bound (a CBS or EBS burst step)
+MAX_BURST_BYTES = 16 << 20
 SERVICE_KEYS = ("name", "tx", "rx", "frame_size", "emix", "vlan", "pcp", "dei", "dscp", "cir_mbps", "eir_mbps",
                 "cbs_bytes", "ebs_bytes", "colour_mode", "yellow_dscp", "sac")
 SAC_KEYS = ("flr_pct", "ftd_ms", "fdv_ms", "avail_pct")
@@ -52,7 +54,9 @@ class Service:
     name: str
     tx: Optional[str]               # "host:port" of an inventory stream; None: the inventory's first
     rx: Optional[str]
-    sizes: Tuple[int, ...]          # frame sizes with FCS, sent in turn (one: a fixed size; several: EMIX)
+    # frame sizes with FCS: one, a fixed size; several, an EMIX: each frame's
+    # size drawn in equal shares (the module's IMIX weights)
+    sizes: Tuple[int, ...]
     vlan: Optional[int]
     pcp: Optional[int]
     dei: int
@@ -104,6 +108,8 @@ def parse(raw, origin="services"):
     if not isinstance(defaults, dict):
         raise BadInput(f"{origin}: defaults: must be a mapping")
     _known(origin, "defaults", defaults, [k for k in SERVICE_KEYS if k != "name"])
+    if not isinstance(defaults.get("sac") or {}, dict):
+        raise BadInput(f"{origin}: defaults: sac: a mapping of {', '.join(SAC_KEYS)}")
     if len(raw["services"]) > MAX_SERVICES:
         raise BadInput(f"{origin}: services: at most {MAX_SERVICES} services (got {len(raw['services'])})")
     services, names, classes = [], {}, {}
@@ -112,6 +118,8 @@ def parse(raw, origin="services"):
             raise BadInput(f"{origin}: services[{i}]: must be a mapping")
         where = f"services[{i}]" + (f" ({given['name']})" if isinstance(given.get("name"), str) and given["name"] else "")
         _known(origin, where, given, SERVICE_KEYS)
+        if not isinstance(given.get("sac") or {}, dict):
+            raise BadInput(f"{origin}: {where}: sac: a mapping of {', '.join(SAC_KEYS)}")
         merged = {**defaults, **given, "sac": {**(defaults.get("sac") or {}), **(given.get("sac") or {})}}
         service = _service(origin, where, merged)
         if service.name in names:
@@ -164,10 +172,14 @@ def _service(origin, where, raw):
     yellow = integer("yellow_dscp", 0, 63)
     if colour == "aware_dscp" and yellow is None:
         bad("yellow_dscp", "colour_mode aware_dscp marks yellow frames with this DSCP: give it (0 to 63)")
+    if colour != "aware_dscp" and yellow is not None:
+        bad("yellow_dscp", "marks yellow frames with colour_mode aware_dscp only")
     vlan = integer("vlan", *wire.VLAN_IDS) if "vlan" in raw else None
     pcp, dei = integer("pcp", *wire.PRIORITY_RANGES["pcp"]), integer("dei", *wire.PRIORITY_RANGES["dei"], default=0)
     if vlan is None and (pcp is not None or dei or colour == "aware_dei"):
         bad("vlan", "PCP, DEI and colour_mode aware_dei are bits of a VLAN tag: give the tag")
+    if colour == "aware_dei" and dei:
+        bad("dei", "colour_mode aware_dei sends green frames with DEI 0 and yellow ones with DEI 1: leave it out")
     dscp = integer("dscp", 0, 63, default=0)
     if colour == "aware_dscp" and yellow == dscp:
         bad("yellow_dscp", "must differ from the service's (green) dscp")
@@ -185,9 +197,12 @@ def _service(origin, where, raw):
             raise BadInput(f"{origin}: {where}: sac.{key}: a number of at least 0"
                            f"{' and at most 100' if key.endswith('_pct') else ''} (got {value!r})")
         criteria[key] = float(value)
+    cbs, ebs = integer("cbs_bytes", 0, MAX_BURST_BYTES, default=0), integer("ebs_bytes", 0, MAX_BURST_BYTES, default=0)
+    if (cbs + ebs) / min(sizes) > MAX_BURST_FRAMES:
+        bad("ebs_bytes" if ebs else "cbs_bytes", f"a burst of CBS + EBS bytes is more than the generator's "
+                                                 f"{MAX_BURST_FRAMES} frames of {min(sizes)} B")
     return Service(name=name, tx=_end(raw, "tx", bad), rx=_end(raw, "rx", bad), sizes=sizes, vlan=vlan, pcp=pcp,
-                   dei=dei, dscp=dscp, cir_mbps=cir, eir_mbps=eir,
-                   cbs_bytes=int(number("cbs_bytes", default=0)), ebs_bytes=int(number("ebs_bytes", default=0)),
+                   dei=dei, dscp=dscp, cir_mbps=cir, eir_mbps=eir, cbs_bytes=cbs, ebs_bytes=ebs,
                    colour_mode=colour, yellow_dscp=yellow, sac=Acceptance(**criteria))
 
 
@@ -216,15 +231,18 @@ def _end(raw, key, bad):
     return value
 
 
-def check_rates(services, line_mbps, origin="services"):
-    """The services against their links: `line_mbps(tx)` is the tx port's
-    line rate in Mbit/s (None: unknown, not checked). A service's CIR + EIR
-    and a port's sum of CIRs must fit in the layer-2 rate the line carries
-    at the service's frame size (the preamble and gap of 20 bytes a frame
-    take the rest)."""
+def check_rates(services, line_mbps, origin="services", tx_of=None):
+    """The services against their links: `tx_of(service)` names the port it
+    leaves (default: its `tx`), `line_mbps(port)` that port's line rate in
+    Mbit/s (None: unknown, not checked). A service's CIR + EIR and a port's
+    sum of CIRs must fit in the layer-2 rate the line carries at the
+    service's frame size (the preamble and gap of 20 bytes a frame take the
+    rest)."""
+    tx_of = tx_of or (lambda s: s.tx)
     committed = {}
     for s in services:
-        line = line_mbps(s.tx)
+        tx = tx_of(s)
+        line = line_mbps(tx)
         if not line:
             continue
         l2 = l2_capacity_mbps(line, s.mean_frame_bytes)
@@ -232,12 +250,12 @@ def check_rates(services, line_mbps, origin="services"):
             raise BadInput(f"{origin}: service {s.name}: eir_mbps: CIR + EIR is {s.cir_mbps + s.eir_mbps:g} Mbit/s, "
                            f"above the {l2:.6g} Mbit/s a {line:g} Mbit/s line carries at "
                            f"{s.mean_frame_bytes:g} B frames")
-        total, capacity = committed.get(s.tx, (0.0, math.inf))
-        committed[s.tx] = (total + s.cir_mbps, min(capacity, l2))
-        total, capacity = committed[s.tx]
+        total, capacity = committed.get(tx, (0.0, math.inf))
+        committed[tx] = (total + s.cir_mbps, min(capacity, l2))
+        total, capacity = committed[tx]
         if total > capacity * (1 + 1e-9):
             raise BadInput(f"{origin}: service {s.name}: cir_mbps: the CIRs of the services sent from "
-                           f"{s.tx or 'the first stream'} add up to {total:g} Mbit/s, above the line's "
+                           f"{tx or 'the first stream'} add up to {total:g} Mbit/s, above the line's "
                            f"{capacity:.6g} Mbit/s")
 
 

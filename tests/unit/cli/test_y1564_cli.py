@@ -40,6 +40,7 @@ def test_the_plan_of_sixteen_services_lists_each_one_s_steps_and_time(tmp_path, 
     doc = json.loads(out)
     assert [s["service"] for s in doc["plan"]] == [f"svc-{i:02d}" for i in range(16)]
     assert all(len(s["steps"]) == 6 for s in doc["services"])       # 4 CIR steps, EIR, policing
+    assert doc["deviations"] == []          # RFC 2544's sizes and waits are not what a Y.1564 run runs
     assert doc["services"][0]["seconds"] == pytest.approx(6 * (60 + 2 + 2 + 2 + 1))
     code, out, _ = main(capsys, "plan", "-p", "y1564", "--services", path)
     assert "Y.1564 service configuration: 96 steps" in out and "service svc-15: 6 steps" in out
@@ -81,9 +82,17 @@ def test_rates_above_the_inventory_s_line_are_refused_naming_the_service(tmp_pat
     assert [s.name for s in load_services(fits, y1564, sim_inventory(speed_mbps=100))] == ["a", "b"]
     over = services_file(tmp_path, [{"name": "a", "frame_size": 1518, "cir_mbps": 60, "vlan": 1},
                                     {"name": "b", "frame_size": 1518, "cir_mbps": 40, "vlan": 2}])
-    with pytest.raises(BadInput, match=r"service b: cir_mbps: the CIRs of the services sent from the first stream "
+    with pytest.raises(BadInput, match=r"service b: cir_mbps: the CIRs of the services sent from sim:tx0 "
                                        r"add up to 100 Mbit/s, above the line's 98\.6996 Mbit/s"):
         load_services(over, y1564, sim_inventory(speed_mbps=100))
     elsewhere = services_file(tmp_path, [{"name": "a", "frame_size": 512, "cir_mbps": 10, "tx": "sim:eth9"}])
     with pytest.raises(BadInput, match="service a: tx: no stream of the inventory leaves sim:eth9"):
         load_services(elsewhere, y1564, sim_inventory())
+
+
+def test_a_profile_that_leaves_no_step_is_refused(tmp_path):
+    path = services_file(tmp_path, [{"name": "a", "frame_size": 512, "cir_mbps": 10}])
+    none = profiles.validate({"tests": ["y1564_configuration"], "y1564_configuration": {
+        "cir_steps_pct": [], "eir_step": False, "policing_step": False}})
+    with pytest.raises(BadInput, match="y1564_configuration: no step to run"):
+        load_services(path, none)

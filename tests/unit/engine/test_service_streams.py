@@ -56,7 +56,10 @@ def test_a_service_s_streams_are_sent_at_their_own_rates_sizes_and_dscp(tmp_path
     tester.use_streams(None)
     assert [p.device for p in tester.plans] == ["tx0"]
     r = tester.run_trial(spec())
-    assert r.rx_frames == r.tx_frames == 400 and "tos b8" not in kernel.devices["tx0"].writes
+    # the inventory's device sends as before: added afresh, its TOS never written
+    assert r.rx_frames == r.tx_frames == 400
+    assert kernel.devices["tx0"].p["tos"] == 0 and not any(w.startswith("tos") for w in kernel.devices["tx0"].writes)
+    assert "tx0@0" not in kernel.devices and "tx0@1" not in kernel.devices     # the service's are gone
 
 
 def test_an_emix_stream_sends_its_sizes_in_equal_shares(tmp_path):
@@ -65,3 +68,21 @@ def test_an_emix_stream_sends_its_sizes_in_equal_shares(tmp_path):
     r = tester.run_trial(spec(frame_size=0, load_fps=2000))
     assert r.rx_frames == r.tx_frames > 0
     assert "imix_weights 60,1 124,1 1514,2" in kernel.devices["tx0"].writes
+
+
+def test_switching_streams_keeps_the_waits_and_detects_each_set_once(tmp_path, monkeypatch):
+    from rfc2544.engine import tester as tester_mod
+    calls = []
+    real = tester_mod.detect_tools
+    monkeypatch.setattr(tester_mod, "detect_tools", lambda *a, **k: calls.append(1) or real(*a, **k))
+    tester, kernel, _ = make_tester(tmp_path, SimKernel(module_version="1.7", pgrx_version=6))
+    service = [Stream("tester", "tx0", "tester", "rx0", sizes=(256,), dscp=10)]
+    for _ in range(2):
+        tester.run_trial(spec())
+        ended = tester.engine._last_end
+        tester.use_streams(service)
+        assert tester.engine._last_end == ended          # the settle wait runs from the last trial
+        tester.run_trial(spec(frame_size=256))
+        tester.use_streams(None)
+    assert len(calls) == 2                               # the inventory's streams once, the service's once
+    assert tester.transport.tx_hosts == ["tester"]

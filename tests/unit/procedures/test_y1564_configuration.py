@@ -97,3 +97,31 @@ def test_a_stopped_configuration_test_resumes_at_the_service_it_stopped_in(tmp_p
     assert [e["service"] for e in done["y1564_configuration"]] == ["voice", "video", "data", "starved"]
     # voice done, video's first step replayed from the journal: the rest are sent
     assert fresh.trials_run == sum(len(e["steps"]) for e in done["y1564_configuration"]) - 4 - 1
+
+
+def test_a_step_the_tester_cannot_send_is_tester_limited_not_a_dut_failure(tmp_path):
+    # 1000 frames/s: video's 1518 B steps above 12 Mbit/s cannot be sent
+    sim = SimDUT(inventory=sim_inventory(), policers=POLICERS, tester_ceiling_fps=1000)
+    data, _, _ = run(tmp_path, sim)
+    video = next(e for e in data["y1564_configuration"] if e["service"] == "video")
+    verdicts = {s["label"]: s["verdict"] for s in video["steps"]}
+    assert verdicts["CIR 50 %"] == "tester-limited" and "fail" not in verdicts.values(), video["steps"]
+    assert video["verdict"] == "tester-limited" and video["failed_rules"] == []
+
+
+class NoStreamIds(SimDUT):
+    counts_streams_apart = False
+
+
+def test_a_colour_aware_service_needs_streams_counted_apart(tmp_path):
+    data, _, _ = run(tmp_path, NoStreamIds(inventory=sim_inventory(), policers=POLICERS))
+    step = next(s for s in data["plan"] if s["service"] == "data")
+    assert step["state"] == "skipped" and "counted apart by stream id" in step["note"]
+    assert [e["service"] for e in data["y1564_configuration"]] == ["voice", "video", "starved"]
+
+
+def test_colour_aware_delays_timed_with_yellow_frames_are_shown_not_judged(tmp_path):
+    data, _, _ = run(tmp_path)
+    aware = next(e for e in data["y1564_configuration"] if e["service"] == "data")
+    judged = {s["label"]: s["delay_judged"] for s in aware["steps"]}
+    assert judged == {"CIR 50 %": True, "CIR 80 %": True, "CIR 100 %": True, "EIR": False, "Policing": False}

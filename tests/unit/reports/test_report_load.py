@@ -56,6 +56,20 @@ def _write(tmp_path, data):
     return path
 
 
+Y1564_STEP = {"label": "CIR 100 %", "kind": "cir", "offered_mbps": 10.0, "ir_mbps": 10.0, "flr_pct": 0.0,
+              "verdict": "pass", "failed": []}
+Y1564_ENTRY = {"frame_size": 512, "service": "a", "cir_mbps": 10.0, "eir_mbps": 0.0, "colour_mode": "blind",
+               "steps": [Y1564_STEP], "verdict": "pass", "failed_rules": [], "ip_version": 4, "unit": "u"}
+
+
+def test_a_y1564_entry_loads_and_a_negative_corrected_buffer_too(tmp_path):
+    data = _complete()
+    data["y1564_configuration"] = [Y1564_ENTRY]
+    data["back_to_back"][0]["corrected_buffer_s"] = -0.002    # the DUT forwards faster than the rate sent
+    loaded = load_results(_write(tmp_path, data))
+    assert loaded["y1564_configuration"][0]["steps"][0]["ir_mbps"] == 10.0
+
+
 def _complete():
     return json.loads((DATA / "complete.json").read_text())
 
@@ -89,6 +103,15 @@ def _complete():
     (lambda d: d["conditions"].update(streams=[{"tx": "a", "rx": "b", "generators": "3"}]),
      'conditions.streams[0].generators: expected an integer, got "3"'),
     (lambda d: d["conditions"].update(streams=["a->b"]), "conditions.streams[0]: expected an object"),
+    # ITU-T Y.1564: a service's entry, its step rows and the run's services
+    (lambda d: d.update(y1564_configuration=[dict(Y1564_ENTRY, steps=[1])]),
+     "y1564_configuration[0].steps[0]: expected an object"),
+    (lambda d: d.update(y1564_configuration=[dict(Y1564_ENTRY, steps=[dict(Y1564_STEP, ir_mbps="x")])]),
+     'y1564_configuration[0].steps[0].ir_mbps: expected a number, got "x"'),
+    (lambda d: d.update(y1564_configuration=[{k: v for k, v in Y1564_ENTRY.items() if k != "cir_mbps"}]),
+     "y1564_configuration[0].cir_mbps: missing"),
+    (lambda d: d.update(services=[{"name": "a", "sizes": 64, "cir_mbps": 1}]),
+     "services[0].sizes: expected a list, got 64"),
 ])
 def test_malformed_fields_name_the_field(tmp_path, mutate, expected):
     data = _complete()

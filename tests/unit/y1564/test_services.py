@@ -60,6 +60,11 @@ def test_sixteen_services_parse_and_the_shipped_example_loads():
     (one(frame_size=40), "service data: frame_size: a frame size in bytes with FCS, 64 to 9216"),
     (one(tx="tester"), "service data: tx: HOST:PORT"),
     (one(speed=1), "services[0] (data): speed: unknown field"),
+    (one(sac=5), "services[0] (data): sac: a mapping of flr_pct"),
+    (one(vlan=5, dei=1, colour_mode="aware_dei"), "service data: dei: colour_mode aware_dei sends green frames"),
+    (one(yellow_dscp=3), "service data: yellow_dscp: marks yellow frames with colour_mode aware_dscp only"),
+    (one(frame_size=64, cbs_bytes=4_000_000, ebs_bytes=400_000), "service data: ebs_bytes: a burst of CBS + EBS"),
+    (one(cbs_bytes=-1), "service data: cbs_bytes: a whole number from 0"),
     ({"name": ""}, "services[0]: name: 1 to 32 letters"),
     (one(name="a/b"), "name: 1 to 32 letters, digits, spaces or . _ : - (got 'a/b')"),
 ])
@@ -82,6 +87,7 @@ def test_the_file_s_shape_is_checked():
                          ({"services": [one()], "extra": 1}, "extra: unknown field"),
                          ({"services": [one()], "defaults": [1]}, "defaults: must be a mapping"),
                          ({"services": [one()], "defaults": {"name": "x"}}, "defaults: name: unknown field"),
+                         ({"services": [one()], "defaults": {"sac": [1]}}, "defaults: sac: a mapping"),
                          ({"services": [one(name=f"s{i}", vlan=i + 1) for i in range(svc.MAX_SERVICES + 1)]},
                           f"at most {svc.MAX_SERVICES} services"),
                          ({"services": ["data"]}, r"services[0]: must be a mapping")]:
