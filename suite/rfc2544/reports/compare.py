@@ -22,6 +22,10 @@ METRICS = {
 }
 # RFC 2544 section 21: the bursty traffic throughput per frame size and burst size
 BURSTY_METRIC = "bursty throughput (frames/s)"
+# ITU-T Y.1564: per service and CIR step: (metric, step field, higher is better, gated, unit)
+SERVICE_METRICS = (("Y.1564 received rate (Mbit/s)", "ir_mbps", True, True, "Mbit/s"),
+                   ("Y.1564 mean delay (ms)", "ftd_ms", False, True, "ms"),
+                   ("Y.1564 delay variation (ms)", "fdv_ms", False, False, "ms"))
 CONDITION_FIELDS = ("link_speed_mbps", "ip_version", "generator", "receiver", "fidelity")
 
 
@@ -90,6 +94,7 @@ def compare(old, new, threshold_pct):
         row["frames_per_burst"] = key[3]
         row["label"] += f", bursts of {key[3]}"
         rows.append(row)
+    rows += _service_rows(old, new, threshold_pct)
     if not rows:
         raise BadInput(f"{new['source']}: nothing to compare with {old['source']}: "
                        "neither file has throughput or latency results")
@@ -98,6 +103,35 @@ def compare(old, new, threshold_pct):
     return {"rows": rows, "notes": condition_notes(old, new),
             "failures": [r for r in rows if r["status"] in ("regression", "missing")],
             "threshold_pct": threshold_pct}
+
+
+def _service_steps(results):
+    """{(service, CIR step label): the step's row} of the Y.1564 section."""
+    return {(e["service"], s["label"]): s for e in results.get("y1564_configuration") or []
+            for s in e.get("steps") or [] if s.get("kind") == "cir"}
+
+
+def _service_rows(old, new, threshold_pct):
+    """Per service and CIR step, what it got inside its contract; and a
+    service that passed in OLD and fails in NEW, as a regression."""
+    rows = []
+    before, after = _service_steps(old), _service_steps(new)
+    for metric, field, higher_better, gated, unit in SERVICE_METRICS:
+        for key in sorted(set(before) | set(after)):
+            a, b = (before.get(key) or {}).get(field), (after.get(key) or {}).get(field)
+            if a is None and b is None:
+                continue
+            row = _row(metric, (None, 1, 0), a, b, higher_better, gated, threshold_pct, False)
+            rows.append({**row, "label": f"service {key[0]}, {key[1]}", "unit": unit, "frame_size": None})
+    verdicts = [{e["service"]: e.get("verdict") for e in r.get("y1564_configuration") or []} for r in (old, new)]
+    for service in sorted(set(verdicts[0]) & set(verdicts[1])):
+        a, b = verdicts[0][service], verdicts[1][service]
+        rows.append({"metric": "Y.1564 verdict", "frame_size": None, "ip_version": None, "flows": 1,
+                     "label": f"service {service}", "old": a, "new": b, "change_pct": None, "better_pct": None,
+                     "gated": True, "unit": "verdict",
+                     "status": "regression" if a == "pass" and b == "fail" else "better" if a == "fail" and
+                     b == "pass" else "ok"})
+    return rows
 
 
 def _row(metric, key, a, b, higher_better, gated, threshold_pct, label_ip):
@@ -152,6 +186,10 @@ def condition_notes(old, new):
 def format_value(row, value):
     if value is None:
         return "-"
+    if row["unit"] == "verdict":
+        return str(value)
+    if row["unit"] in ("Mbit/s", "ms"):
+        return f"{value:,.3f}"
     if row["unit"] == "fps":
         return f"{value:,.0f}"
     return f"{value / 1000:,.1f}"
@@ -181,6 +219,8 @@ def failure_message(result, old_path, new_path):
     for r in result["failures"]:
         if r["status"] == "missing":
             parts.append(f"{r['metric']} at {r['label']} not measured in NEW")
+        elif r["change_pct"] is None:
+            parts.append(f"{r['metric']} at {r['label']} {r['old']} -> {r['new']}")
         else:
             parts.append(f"{r['metric']} at {r['label']} {r['change_pct']:+.1f} %")
     shown = "; ".join(parts[:4]) + (f"; and {len(parts) - 4} more" if len(parts) > 4 else "")

@@ -185,7 +185,10 @@ def bursty_svg(rows):
 
 
 def compare_svg(rows, threshold_pct):
-    """Change per frame size, NEW vs OLD, in % (positive = better), with the gate."""
+    """Change per frame size, NEW vs OLD, in % (positive = better), with the
+    gate (the rows of a frame size: a Y.1564 service's are in the table only)."""
+    rows = [r for r in rows if r["frame_size"] is not None]
+
     def series(row):        # a bursty row's burst size is a series of its own
         return row["metric"] + (f", bursts of {row['frames_per_burst']}" if "frames_per_burst" in row else "")
     metrics = []

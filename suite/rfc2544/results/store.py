@@ -311,6 +311,28 @@ def figures_of(results):
             test = f"bursty, {burst['frames_per_burst']} frames per burst" + (f", {flows} flows" if flows != 1 else "")
             yield {"test": test, "metric": "fps", "frame_size": entry["frame_size"], "ip_version": ip,
                    "better": "higher", "value": float(value), "conditions": {**base, "tester_limited": False}}
+    yield from _service_figures(results, base, default_ip)
+
+
+# ITU-T Y.1564: per service and CIR step, the rate received and the mean delay
+SERVICE_METRICS = (("ir_mbps", "higher"), ("ftd_ms", "lower"))
+
+
+def _service_figures(results, base, default_ip):
+    """A series per service and CIR step (named in the test): what the
+    service got inside its contract."""
+    for entry in results.get("y1564_configuration") or []:
+        ip = entry.get("ip_version") or default_ip
+        for step in entry.get("steps") or []:
+            if step.get("kind") != "cir":
+                continue
+            for metric, better in SERVICE_METRICS:
+                value = step.get(metric)
+                if value is None or isinstance(value, bool) or value <= 0:
+                    continue
+                yield {"test": f"Y.1564 {entry['service']}, {step['label']}", "metric": metric,
+                       "frame_size": entry["frame_size"], "ip_version": ip, "better": better, "value": float(value),
+                       "conditions": {**base, "tester_limited": step.get("verdict") == "tester-limited"}}
 
 
 def find_runs(paths):

@@ -19,8 +19,10 @@ CONDITION_NAMES = {
     "tester_bursty": "set by the tester's bursts",
 }
 METRIC_TITLES = {"ndr_fps": "throughput NDR (frames/s)", "pdr_fps": "throughput PDR (frames/s)",
-                 "median_ns": "latency median (ns)", "p999_ns": "latency 99.9th percentile (ns)"}
-UNITS = {"ndr_fps": "frames/s", "pdr_fps": "frames/s", "bounded_fps": "frames/s", "median_ns": "ns", "p999_ns": "ns"}
+                 "median_ns": "latency median (ns)", "p999_ns": "latency 99.9th percentile (ns)",
+                 "ir_mbps": "received rate (Mbit/s)", "ftd_ms": "mean delay (ms)"}
+UNITS = {"ndr_fps": "frames/s", "pdr_fps": "frames/s", "bounded_fps": "frames/s", "median_ns": "ns", "p999_ns": "ns",
+         "ir_mbps": "Mbit/s", "ftd_ms": "ms"}
 SERIES_FIELDS = ("dut", "profile", "test", "metric", "frame_size", "ip_version")
 
 
@@ -116,9 +118,11 @@ def dut_kernel_changes(points):
 
 
 def series_title(s):
-    size = "IMIX" if s["frame_size"] == 0 else f"{s['frame_size']} B"
-    # the rate within a latency bound: the test's name holds the bound
+    service = s["test"].startswith("Y.1564 ")
+    size = ("EMIX" if service else "IMIX") if s["frame_size"] == 0 else f"{s['frame_size']} B"
+    # the rate within a latency bound: the test's name holds the bound; a Y.1564 service and step too
     title = f"{s['test']} (frames/s)" if s["metric"] == "bounded_fps" else \
+        f"{s['test']}: {METRIC_TITLES[s['metric']]}" if service else \
         METRIC_TITLES.get(s["metric"], s["test"] + " " + s["metric"])
     return (f"{title} {size} IPv{s['ip_version']}"
             f" ({s['dut']}, {s['profile']})")
